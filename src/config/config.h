@@ -1,0 +1,66 @@
+#pragma once
+// The gateway's configuration: what `toolbridge serve` reads from YAML or `mcpServers` JSON.
+// Every limit has a default here; README's reference table lists them.
+#include <chrono>
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace toolbridge::config {
+
+using Duration = std::chrono::milliseconds;
+
+enum class ToolNaming {
+  kPrefixed,              // always "server__tool"
+  kUnprefixedWhenUnique,  // "tool" when no other server has it, else "server__tool"
+};
+
+struct Server {
+  std::string name;
+  // stdio servers: argv[0] is looked up on PATH when it has no slash; never run through a shell.
+  std::string command;
+  std::vector<std::string> args;
+  std::map<std::string, std::string> env;      // set on top of the inherited allowlist
+  std::vector<std::string> inherit_env;        // extra names passed through from the gateway
+  std::string cwd;                             // empty: the gateway's working directory
+  bool enabled = true;
+  Duration startup_timeout{30'000};            // spawn + initialize + first tools/list
+  Duration call_timeout{300'000};              // per request forwarded to this server
+  Duration restart_backoff_initial{500};
+  Duration restart_backoff_max{30'000};
+  Duration stop_grace{2'000};                  // each step of close stdin -> SIGTERM -> SIGKILL
+  std::size_t max_line_bytes = 64u << 20;      // one message from the server
+  std::size_t max_in_flight = 256;             // requests multiplexed on one instance
+};
+
+struct Gateway {
+  std::string host = "127.0.0.1";
+  unsigned short port = 8848;
+  std::vector<std::string> allowed_origins;    // empty: only localhost origins are accepted
+  std::size_t max_body_bytes = 4u << 20;       // POST body cap (413 above)
+  std::size_t max_sessions = 10'000;
+  Duration session_idle_ttl{30 * 60'000};
+  std::size_t start_concurrency = 4;           // servers initialising at the same time
+  ToolNaming tool_naming = ToolNaming::kPrefixed;
+  std::string separator = "__";
+  std::string log_level = "info";
+};
+
+struct Config {
+  Gateway gateway;
+  std::vector<Server> servers;                 // in file order
+  std::string source;                          // file name (or "<embedded>") for messages
+};
+
+// Loads YAML (.yaml/.yml) or JSON (anything else; `{"mcpServers": {...}}` accepted as-is, plus
+// an optional "toolbridge" object for gateway keys). Throws ConfigError naming file:line and key.
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+Config load_file(const std::string& path);
+Config load_text(const std::string& text, const std::string& source_name, bool json);
+
+}  // namespace toolbridge::config

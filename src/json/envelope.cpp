@@ -1,0 +1,310 @@
+#include "json/envelope.h"
+
+#include <cctype>
+
+#include <boost/json.hpp>
+
+namespace toolbridge::json {
+
+namespace {
+
+constexpr int kMaxDepth = 512;
+
+// A validating skipper: walks one JSON value without building anything, so a 1 MB result
+// costs one pass over its bytes. Positions are byte offsets into `t`.
+class Scanner {
+ public:
+  explicit Scanner(std::string_view t) : t_(t) {}
+
+  std::size_t pos() const { return p_; }
+  bool at_end() const { return p_ >= t_.size(); }
+  char peek() const { return p_ < t_.size() ? t_[p_] : '\0'; }
+  void ws() {
+    while (p_ < t_.size() && (t_[p_] == ' ' || t_[p_] == '\t' || t_[p_] == '\n' || t_[p_] == '\r')) {
+      ++p_;
+    }
+  }
+  bool eat(char c) {
+    if (peek() != c) return false;
+    ++p_;
+    return true;
+  }
+
+  bool value(int depth = 0) {
+    if (depth > kMaxDepth) return false;
+    switch (peek()) {
+      case '{': return object(depth);
+      case '[': return array(depth);
+      case '"': return string();
+      case 't': return literal("true");
+      case 'f': return literal("false");
+      case 'n': return literal("null");
+      default: return number();
+    }
+  }
+
+  bool string() {
+    if (!eat('"')) return false;
+    while (p_ < t_.size()) {
+      const unsigned char c = static_cast<unsigned char>(t_[p_++]);
+      if (c == '"') return true;
+      if (c < 0x20) return false;
+      if (c != '\\') continue;
+      if (p_ >= t_.size()) return false;
+      const char e = t_[p_++];
+      if (e == 'u') {
+        for (int i = 0; i < 4; ++i) {
+          if (p_ >= t_.size() || !std::isxdigit(static_cast<unsigned char>(t_[p_++]))) return false;
+        }
+      } else if (std::string_view("\"\\/bfnrt").find(e) == std::string_view::npos) {
+        return false;
+      }
+    }
+    return false;
+  }
+
+ private:
+  bool object(int depth) {
+    ++p_;
+    ws();
+    if (eat('}')) return true;
+    for (;;) {
+      ws();
+      if (!string()) return false;
+      ws();
+      if (!eat(':')) return false;
+      ws();
+      if (!value(depth + 1)) return false;
+      ws();
+      if (eat('}')) return true;
+      if (!eat(',')) return false;
+    }
+  }
+  bool array(int depth) {
+    ++p_;
+    ws();
+    if (eat(']')) return true;
+    for (;;) {
+      ws();
+      if (!value(depth + 1)) return false;
+      ws();
+      if (eat(']')) return true;
+      if (!eat(',')) return false;
+    }
+  }
+  bool literal(std::string_view word) {
+    if (t_.substr(p_, word.size()) != word) return false;
+    p_ += word.size();
+    return true;
+  }
+  bool digits() {
+    const std::size_t start = p_;
+    while (p_ < t_.size() && t_[p_] >= '0' && t_[p_] <= '9') ++p_;
+    return p_ > start;
+  }
+  bool number() {
+    eat('-');
+    if (eat('0')) {
+    } else if (!digits()) {
+      return false;
+    }
+    if (eat('.') && !digits()) return false;
+    if (peek() == 'e' || peek() == 'E') {
+      ++p_;
+      if (!eat('+')) eat('-');
+      if (!digits()) return false;
+    }
+    return true;
+  }
+
+  std::string_view t_;
+  std::size_t p_ = 0;
+};
+
+Envelope invalid(std::string problem) {
+  Envelope e;
+  e.problem = std::move(problem);
+  return e;
+}
+
+// Unescapes a JSON string token (quotes included). Only called for short member values.
+std::string unescape(std::string_view token) {
+  if (token.find('\\') == std::string_view::npos) return std::string(token.substr(1, token.size() - 2));
+  boost::system::error_code ec;
+  auto v = boost::json::parse(token, ec);
+  return ec || !v.is_string() ? std::string() : std::string(v.get_string());
+}
+
+}  // namespace
+
+Envelope parse_envelope(std::string_view text) {
+  Scanner s(text);
+  s.ws();
+  if (s.peek() != '{') {
+    if (s.at_end()) return invalid("not JSON: empty message");
+    Scanner whole(text);
+    whole.ws();
+    const bool is_json = whole.value() && (whole.ws(), whole.at_end());
+    return invalid(is_json ? "a JSON-RPC message must be a JSON object" : "not JSON");
+  }
+  s.eat('{');
+  Envelope e;
+  bool has_id = false, has_version = false, first = true;
+  for (;;) {
+    s.ws();
+    if (first && s.eat('}')) break;
+    first = false;
+    const std::size_t key_start = s.pos();
+    if (!s.string()) return invalid("not JSON: malformed member name");
+    const std::string key = unescape(text.substr(key_start, s.pos() - key_start));
+    s.ws();
+    if (!s.eat(':')) return invalid("not JSON: expected ':' after \"" + key + "\"");
+    s.ws();
+    const std::size_t start = s.pos();
+    const char lead = s.peek();
+    if (!s.value()) return invalid("not JSON: malformed value of \"" + key + "\"");
+    const Span span{start, s.pos() - start};
+    const std::string_view raw = span.in(text);
+    if (key == "jsonrpc") {
+      if (raw != "\"2.0\"") return invalid("\"jsonrpc\" must be \"2.0\"");
+      has_version = true;
+    } else if (key == "id") {
+      if (raw == "null") {
+        // An error response to a request whose id could not be read.
+      } else if (lead == '"' || lead == '-' || (lead >= '0' && lead <= '9')) {
+        e.id = span;
+        has_id = true;
+      } else {
+        return invalid("\"id\" must be a string or a number");
+      }
+    } else if (key == "method") {
+      if (lead != '"') return invalid("\"method\" must be a string");
+      e.method = unescape(raw);
+    } else if (key == "params") {
+      e.params = span;
+    } else if (key == "result") {
+      e.result = span;
+    } else if (key == "error") {
+      e.error = span;
+    }
+    s.ws();
+    if (s.eat('}')) break;
+    if (!s.eat(',')) return invalid("not JSON: expected ',' or '}' after \"" + key + "\"");
+  }
+  s.ws();
+  if (!s.at_end()) return invalid("not JSON: trailing characters after the object");
+  if (!has_version) return invalid("missing \"jsonrpc\": \"2.0\"");
+  if (!e.method.empty()) {
+    e.kind = has_id ? Kind::kRequest : Kind::kNotification;
+  } else if (!e.result.empty() || !e.error.empty()) {
+    if (!e.result.empty() && !e.error.empty()) return invalid("both \"result\" and \"error\"");
+    e.kind = Kind::kResponse;
+  } else {
+    return invalid("neither \"method\" nor \"result\"/\"error\"");
+  }
+  return e;
+}
+
+bool is_batch(std::string_view text) {
+  for (char c : text) {
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
+    return c == '[';
+  }
+  return false;
+}
+
+std::optional<std::vector<std::string>> split_batch(std::string_view text, std::string& problem) {
+  Scanner s(text);
+  s.ws();
+  if (!s.eat('[')) {
+    problem = "not a JSON array";
+    return std::nullopt;
+  }
+  std::vector<std::string> out;
+  s.ws();
+  if (!s.eat(']')) {
+    for (;;) {
+      s.ws();
+      const std::size_t start = s.pos();
+      if (!s.value()) {
+        problem = "not JSON: malformed batch element";
+        return std::nullopt;
+      }
+      out.emplace_back(text.substr(start, s.pos() - start));
+      s.ws();
+      if (s.eat(']')) break;
+      if (!s.eat(',')) {
+        problem = "not JSON: expected ',' or ']' in batch";
+        return std::nullopt;
+      }
+    }
+  }
+  s.ws();
+  if (!s.at_end()) {
+    problem = "not JSON: trailing characters after the batch";
+    return std::nullopt;
+  }
+  return out;
+}
+
+std::string with_id(std::string_view message, Span id, std::string_view new_id) {
+  std::string out;
+  out.reserve(message.size() + new_id.size());
+  out.append(message.substr(0, id.offset));
+  out.append(new_id);
+  out.append(message.substr(id.offset + id.length));
+  return out;
+}
+
+std::string quote(std::string_view s) { return boost::json::serialize(boost::json::string(s)); }
+
+std::string make_request(std::string_view id, std::string_view method, std::string_view params) {
+  std::string out = R"({"jsonrpc":"2.0","id":)";
+  out += id;
+  out += R"(,"method":)";
+  out += quote(method);
+  if (!params.empty()) {
+    out += R"(,"params":)";
+    out += params;
+  }
+  out += '}';
+  return out;
+}
+
+std::string make_notification(std::string_view method, std::string_view params) {
+  std::string out = R"({"jsonrpc":"2.0","method":)";
+  out += quote(method);
+  if (!params.empty()) {
+    out += R"(,"params":)";
+    out += params;
+  }
+  out += '}';
+  return out;
+}
+
+std::string make_result(std::string_view id, std::string_view result) {
+  std::string out = R"({"jsonrpc":"2.0","id":)";
+  out += id.empty() ? "null" : id;
+  out += R"(,"result":)";
+  out += result;
+  out += '}';
+  return out;
+}
+
+std::string make_error(std::string_view id, int code, std::string_view message,
+                       std::string_view data) {
+  std::string out = R"({"jsonrpc":"2.0","id":)";
+  out += id.empty() ? "null" : id;
+  out += R"(,"error":{"code":)";
+  out += std::to_string(code);
+  out += R"(,"message":)";
+  out += quote(message);
+  if (!data.empty()) {
+    out += R"(,"data":)";
+    out += data;
+  }
+  out += "}}";
+  return out;
+}
+
+}  // namespace toolbridge::json

@@ -1,0 +1,65 @@
+#pragma once
+// JSON-RPC 2.0 envelope: the few top-level members a router needs (id, method, params span,
+// result/error presence), read in one scan without building a DOM of the payload. Large tool
+// results pass through as byte ranges; a new id is written by splicing.
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace toolbridge::json {
+
+enum class Kind { kRequest, kNotification, kResponse, kInvalid };
+
+struct Span {
+  std::size_t offset = 0;
+  std::size_t length = 0;
+  bool empty() const { return length == 0; }
+  std::string_view in(std::string_view text) const { return text.substr(offset, length); }
+};
+
+struct Envelope {
+  Kind kind = Kind::kInvalid;
+  Span id;                    // raw JSON of "id" (number or string), empty if absent
+  std::string method;         // unescaped
+  Span params;                // raw JSON of "params", empty if absent
+  Span result;                // raw JSON of "result"
+  Span error;                 // raw JSON of "error"
+  std::string problem;        // why kind is kInvalid
+};
+
+// `text` must stay alive while spans are used. Accepts any JSON object; classifies it.
+Envelope parse_envelope(std::string_view text);
+
+// Is `text` (after leading whitespace) a JSON array? Batches are split with split_batch.
+bool is_batch(std::string_view text);
+// Raw texts of the array's elements; nullopt with `problem` set if it is not valid JSON.
+std::optional<std::vector<std::string>> split_batch(std::string_view text, std::string& problem);
+
+// Copy of `message` with the span `id` replaced by `new_id` (raw JSON).
+std::string with_id(std::string_view message, Span id, std::string_view new_id);
+
+// Builders for messages the gateway writes itself. `id`, `params`, `result` are raw JSON.
+std::string make_request(std::string_view id, std::string_view method, std::string_view params);
+std::string make_notification(std::string_view method, std::string_view params);
+std::string make_result(std::string_view id, std::string_view result);
+std::string make_error(std::string_view id, int code, std::string_view message,
+                       std::string_view data = {});
+
+// JSON string literal for `s` (quotes included).
+std::string quote(std::string_view s);
+
+// JSON-RPC error codes.
+inline constexpr int kParseError = -32700;
+inline constexpr int kInvalidRequest = -32600;
+inline constexpr int kMethodNotFound = -32601;
+inline constexpr int kInvalidParams = -32602;
+inline constexpr int kInternalError = -32603;
+// Implementation-defined server errors used by the gateway.
+inline constexpr int kUpstreamUnavailable = -32001;  // server not running / restarting
+inline constexpr int kRequestTimeout = -32002;
+inline constexpr int kUpstreamFailed = -32003;       // instance died with the call pending
+inline constexpr int kOverloaded = -32004;
+
+}  // namespace toolbridge::json

@@ -1,0 +1,309 @@
+#include "process/child.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+extern char** environ;
+
+namespace toolbridge::process {
+
+namespace {
+
+constexpr const char* kAllowlist[] = {"PATH",   "HOME",   "USER",     "LOGNAME", "SHELL",
+                                      "LANG",   "LC_ALL", "LC_CTYPE", "TZ",      "TMPDIR",
+                                      "TERM",   "SYSTEMROOT"};
+
+bool is_executable(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// Resolves argv[0] in the parent so a missing command is a precise error, not a child that
+// exits 127.
+std::string resolve(const std::string& cmd, const std::map<std::string, std::string>& env,
+                    std::string& error) {
+  if (cmd.find('/') != std::string::npos) {
+    if (is_executable(cmd)) return cmd;
+    error = "cannot execute '" + cmd + "': " +
+            (::access(cmd.c_str(), F_OK) == 0 ? "not an executable file" : std::strerror(errno));
+    return {};
+  }
+  auto it = env.find("PATH");
+  const std::string path = it != env.end() ? it->second : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + cmd;
+    if (is_executable(candidate)) return candidate;
+    start = end + 1;
+  }
+  error = "command '" + cmd + "' not found on PATH (" + path + ")";
+  return {};
+}
+
+bool make_pipe(int fds[2]) { return ::pipe2(fds, O_CLOEXEC) == 0; }
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> build_env(const std::map<std::string, std::string>& configured,
+                                             const std::vector<std::string>& extra_names) {
+  std::map<std::string, std::string> env;
+  for (const char* name : kAllowlist) {
+    if (const char* v = std::getenv(name)) env[name] = v;
+  }
+  for (const auto& name : extra_names) {
+    if (const char* v = std::getenv(name.c_str())) env[name] = v;
+  }
+  for (const auto& [k, v] : configured) env[k] = v;
+  return env;
+}
+
+Child::Child(Child&& other) noexcept { *this = std::move(other); }
+
+Child& Child::operator=(Child&& other) noexcept {
+  if (this != &other) {
+    reset();
+    pid_ = std::exchange(other.pid_, -1);
+    pidfd_ = std::exchange(other.pidfd_, -1);
+    stdin_ = std::exchange(other.stdin_, -1);
+    stdout_ = std::exchange(other.stdout_, -1);
+    stderr_ = std::exchange(other.stderr_, -1);
+    reaped_ = std::exchange(other.reaped_, false);
+    status_ = other.status_;
+  }
+  return *this;
+}
+
+Child::~Child() { reset(); }
+
+void Child::reset() noexcept {
+  if (pid_ > 0 && !reaped_) {
+    // Last resort: the orderly stop ladder lives in the instance; here nothing may survive.
+    ::kill(-pid_, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    reaped_ = true;
+  }
+  if (pid_ > 0) GroupReaper::remove(pid_);
+  close_fd(pidfd_);
+  close_fd(stdin_);
+  close_fd(stdout_);
+  close_fd(stderr_);
+  pid_ = -1;
+  reaped_ = false;
+}
+
+void Child::close_stdin() { close_fd(stdin_); }
+
+void Child::signal_group(int sig) const {
+  if (pid_ > 0 && !reaped_) ::kill(-pid_, sig);
+}
+
+bool Child::try_reap() {
+  if (reaped_ || pid_ <= 0) return reaped_;
+  int status = 0;
+  pid_t r = ::waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    reaped_ = true;
+    status_ = status;
+    // The leader is gone; members it left in the group (daemonised helpers) go with it.
+    ::kill(-pid_, SIGKILL);
+  }
+  return reaped_;
+}
+
+Child Child::spawn(const Spec& spec, std::string& error) {
+  Child child;
+  if (spec.argv.empty() || spec.argv[0].empty()) {
+    error = "empty command";
+    return child;
+  }
+  const std::string exe = resolve(spec.argv[0], spec.env, error);
+  if (exe.empty()) return child;
+  if (!spec.cwd.empty()) {
+    struct stat st{};
+    if (::stat(spec.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      error = "working directory '" + spec.cwd + "' does not exist";
+      return child;
+    }
+  }
+
+  // Everything the child touches is prepared before fork: after it only async-signal-safe calls.
+  std::vector<std::string> env_strings;
+  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> argv, envp;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, exec_err[2] = {-1, -1};
+  if (!make_pipe(in) || !make_pipe(out) || !make_pipe(err) || !make_pipe(exec_err)) {
+    error = std::string("pipe: ") + std::strerror(errno);
+    for (int* p : {in, out, err, exec_err}) {
+      close_fd(p[0]);
+      close_fd(p[1]);
+    }
+    return child;
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // the gateway died between fork and prctl
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int s = 1; s < NSIG; ++s) ::signal(s, SIG_DFL);
+    ::dup2(in[0], 0);
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    const int report = exec_err[1];
+    ::fcntl(report, F_SETFD, FD_CLOEXEC);
+    // Close every other inherited descriptor (listening sockets, other children's pipes).
+    for (int fd = 3; fd < report; ++fd) ::close(fd);
+    ::syscall(SYS_close_range, report + 1, ~0U, 0);
+    if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) {
+      int e = errno;
+      (void)!::write(report, &e, sizeof e);
+      ::_exit(127);
+    }
+    ::execve(exe.c_str(), argv.data(), envp.data());
+    int e = errno;
+    (void)!::write(report, &e, sizeof e);
+    ::_exit(127);
+  }
+  const int fork_errno = errno;
+  ::close(in[0]);
+  ::close(out[1]);
+  ::close(err[1]);
+  ::close(exec_err[1]);
+  if (pid < 0) {
+    error = std::string("fork: ") + std::strerror(fork_errno);
+    ::close(in[1]);
+    ::close(out[0]);
+    ::close(err[0]);
+    ::close(exec_err[0]);
+    return child;
+  }
+  // Set the group from this side too, so a signal to -pid cannot race the child's setpgid.
+  ::setpgid(pid, pid);
+  child.pid_ = pid;
+  child.stdin_ = in[1];
+  child.stdout_ = out[0];
+  child.stderr_ = err[0];
+  GroupReaper::add(pid);
+
+  int child_errno = 0;
+  ssize_t n;
+  while ((n = ::read(exec_err[0], &child_errno, sizeof child_errno)) < 0 && errno == EINTR) {
+  }
+  ::close(exec_err[0]);
+  if (n == sizeof child_errno) {
+    error = "cannot execute '" + exe + "': " + std::strerror(child_errno);
+    child.reset();
+    return child;
+  }
+  child.pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (child.pidfd_ < 0) {
+    error = std::string("pidfd_open: ") + std::strerror(errno);
+    child.reset();
+    return child;
+  }
+  ::fcntl(child.pidfd_, F_SETFD, FD_CLOEXEC);
+  return child;
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const char* name = sigabbrev_np(sig);
+    return "killed by signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "");
+  }
+  return "ended with status " + std::to_string(status);
+}
+
+namespace {
+int g_reaper_fd = -1;
+
+void send_to_reaper(char op, pid_t pgid) {
+  if (g_reaper_fd < 0) return;
+  char buf[32];
+  const int n = std::snprintf(buf, sizeof buf, "%c%d\n", op, static_cast<int>(pgid));
+  (void)!::write(g_reaper_fd, buf, static_cast<size_t>(n));
+}
+
+[[noreturn]] void reaper_main(int fd) {
+  ::prctl(PR_SET_NAME, "toolbridge-reap");
+  std::set<pid_t> groups;
+  std::string pending;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(buf, static_cast<size_t>(n));
+    std::size_t nl;
+    while ((nl = pending.find('\n')) != std::string::npos) {
+      const pid_t pgid = static_cast<pid_t>(std::atoi(pending.c_str() + 1));
+      if (pending[0] == '+') groups.insert(pgid);
+      else groups.erase(pgid);
+      pending.erase(0, nl + 1);
+    }
+  }
+  for (pid_t g : groups) ::kill(-g, SIGKILL);
+  ::_exit(0);
+}
+}  // namespace
+
+bool GroupReaper::start() {
+  if (g_reaper_fd >= 0) return true;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return false;
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    spdlog::warn("cannot start the process-group watchdog: {}", std::strerror(errno));
+    return false;
+  }
+  if (pid == 0) {
+    ::close(fds[1]);
+    // Its own group, so a terminal's Ctrl-C reaches the gateway first and the watchdog
+    // only acts once the gateway is gone.
+    ::setpgid(0, 0);
+    for (int fd = 3; fd < 1024; ++fd) {
+      if (fd != fds[0]) ::close(fd);
+    }
+    reaper_main(fds[0]);
+  }
+  ::close(fds[0]);
+  g_reaper_fd = fds[1];
+  return true;
+}
+
+void GroupReaper::add(pid_t pgid) { send_to_reaper('+', pgid); }
+void GroupReaper::remove(pid_t pgid) { send_to_reaper('-', pgid); }
+
+}  // namespace toolbridge::process

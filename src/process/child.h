@@ -1,0 +1,78 @@
+#pragma once
+// Child processes for stdio MCP servers: spawned from an argv without a shell, in their own
+// process group, with a parent-death signal, a minimal environment, and always reaped.
+#include <sys/types.h>
+
+#include <map>
+#include <utility>
+#include <string>
+#include <vector>
+
+namespace toolbridge::process {
+
+struct Spec {
+  std::vector<std::string> argv;             // argv[0] without '/' is looked up on the env's PATH
+  std::map<std::string, std::string> env;    // the complete environment of the child
+  std::string cwd;                           // empty: inherit
+};
+
+// The environment a server gets: a small allowlist of the gateway's own variables (PATH, HOME,
+// locale, TMPDIR, ...) plus `extra_names` passed through, then `configured` on top. Secrets in
+// the gateway's environment therefore do not reach every server.
+std::map<std::string, std::string> build_env(const std::map<std::string, std::string>& configured,
+                                             const std::vector<std::string>& extra_names);
+
+// A running child. Owns its pipes and its pid; destruction kills the whole group and reaps,
+// so no path leaves a process behind.
+class Child {
+ public:
+  Child() = default;
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  Child(Child&& other) noexcept;
+  Child& operator=(Child&& other) noexcept;
+  ~Child();
+
+  pid_t pid() const { return pid_; }
+  int pidfd() const { return pidfd_; }  // readable once the child has exited
+  // Ownership of the pipe ends passes to the caller (an Asio descriptor, say).
+  int release_stdin() { return std::exchange(stdin_, -1); }
+  int release_stdout() { return std::exchange(stdout_, -1); }
+  int release_stderr() { return std::exchange(stderr_, -1); }
+
+  void close_stdin();
+  void signal_group(int sig) const;
+  // Non-blocking reap; true once the child has been reaped. `status` is the waitpid status.
+  bool try_reap();
+  bool reaped() const { return reaped_; }
+  int wait_status() const { return status_; }
+
+  // Spawns; on failure returns an empty Child and sets `error` to a message naming the cause.
+  static Child spawn(const Spec& spec, std::string& error);
+
+ private:
+  void reset() noexcept;
+  pid_t pid_ = -1;
+  int pidfd_ = -1;
+  int stdin_ = -1;
+  int stdout_ = -1;
+  int stderr_ = -1;
+  bool reaped_ = false;
+  int status_ = 0;
+};
+
+// "exited with code 3" / "killed by signal 9 (SIGKILL)".
+std::string describe_status(int wait_status);
+
+// A watchdog process forked at start-up. The gateway tells it each child's process group; if
+// the gateway dies (even by SIGKILL), the watchdog sees its pipe close and kills every group
+// still registered. Parent-death signals alone miss grandchildren (npx -> node).
+class GroupReaper {
+ public:
+  // Must be called before any thread starts. Returns false (and logs) if it cannot fork.
+  static bool start();
+  static void add(pid_t pgid);
+  static void remove(pid_t pgid);
+};
+
+}  // namespace toolbridge::process

@@ -1,0 +1,1 @@
+#include "transport/line_framer.h"

@@ -1,0 +1,51 @@
+#pragma once
+// Newline-delimited framing of the MCP stdio transport. Bytes arrive in arbitrary chunks; each
+// complete line is delivered once, without its terminator. A line longer than the cap poisons
+// the framer: the peer is broken and its instance is failed cleanly rather than buffering forever.
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace toolbridge::transport {
+
+class LineFramer {
+ public:
+  explicit LineFramer(std::size_t max_line_bytes) : max_(max_line_bytes) {}
+
+  // Calls on_line(std::string_view) for every complete, non-blank line in the data seen so far.
+  // Returns false once a line has exceeded the cap (and from then on).
+  template <class OnLine>
+  bool feed(std::string_view bytes, OnLine&& on_line) {
+    if (overflowed_) return false;
+    buf_.append(bytes);
+    std::size_t start = 0;
+    for (;;) {
+      const std::size_t nl = buf_.find('\n', scanned_);
+      if (nl == std::string::npos) break;
+      std::string_view line(buf_.data() + start, nl - start);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (line.find_first_not_of(" \t") != std::string_view::npos) on_line(line);
+      start = nl + 1;
+      scanned_ = start;
+    }
+    buf_.erase(0, start);
+    scanned_ = buf_.size();
+    if (buf_.size() > max_) {
+      overflowed_ = true;
+      buf_.clear();
+      return false;
+    }
+    return true;
+  }
+
+  std::size_t buffered() const { return buf_.size(); }
+  std::size_t max_line_bytes() const { return max_; }
+
+ private:
+  std::string buf_;
+  std::size_t scanned_ = 0;  // bytes of buf_ already searched for '\n'
+  std::size_t max_;
+  bool overflowed_ = false;
+};
+
+}  // namespace toolbridge::transport
