@@ -55,8 +55,11 @@ struct Config {
   std::string source;                          // file name (or "<embedded>") for messages
 };
 
-// Loads YAML (.yaml/.yml) or JSON (anything else; `{"mcpServers": {...}}` accepted as-is, plus
-// an optional "toolbridge" object for gateway keys). Throws ConfigError naming file:line and key.
+// Loads YAML (.yaml/.yml) or JSON (.json; other names are sniffed: a leading '{' means JSON).
+// JSON accepts `{"mcpServers": {...}}` from Claude Desktop, Cursor, Cline and VS Code as-is: keys
+// of other clients inside server entries are ignored, "disabled" and Cline's "timeout" are
+// honoured, and gateway keys go in an optional "gateway" (or "toolbridge") object. YAML is
+// strict: unknown keys are errors. Throws ConfigError "FILE:LINE:COL: key.path: message".
 struct ConfigError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };

@@ -17,8 +17,12 @@ struct Decimal {
 };
 constexpr int kMaxFractionDigits = 6;
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+bool is_alpha(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
 
 // Consumes digits[.digits] from the front of `text`. nullopt when there are no digits, when a
 // point is not followed by a digit, or when the whole part overflows.
@@ -65,7 +69,9 @@ std::optional<std::uint64_t> scale(const Decimal& d, std::uint64_t unit, std::ui
 bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; };
+    const auto lower = [](char c) {
+      return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    };
     if (lower(a[i]) != lower(b[i])) return false;
   }
   return true;
@@ -77,13 +83,14 @@ struct Unit {
 };
 
 // Largest first, so parse_duration can insist on "1h30m" order and format_duration can divide.
-constexpr std::array<Unit, 4> kDurationUnits{{{"h", 3'600'000}, {"m", 60'000}, {"s", 1'000}, {"ms", 1}}};
+constexpr std::array<Unit, 4> kDurationUnits{
+    {{"h", 3'600'000}, {"m", 60'000}, {"s", 1'000}, {"ms", 1}}};
 
 constexpr std::uint64_t kKiB = 1024;
 constexpr std::array<Unit, 10> kSizeUnits{{
-    {"TiB", kKiB * kKiB * kKiB * kKiB},
-    {"GiB", kKiB * kKiB * kKiB},
-    {"MiB", kKiB * kKiB},
+    {"TiB", kKiB* kKiB* kKiB* kKiB},
+    {"GiB", kKiB* kKiB* kKiB},
+    {"MiB", kKiB* kKiB},
     {"KiB", kKiB},
     {"TB", 1'000'000'000'000},
     {"GB", 1'000'000'000},
@@ -96,7 +103,8 @@ constexpr std::array<Unit, 10> kSizeUnits{{
 }  // namespace
 
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text) {
-  constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::chrono::milliseconds::rep>::max());
+  constexpr auto kMax =
+      static_cast<std::uint64_t>(std::numeric_limits<std::chrono::milliseconds::rep>::max());
   if (text.empty()) return std::nullopt;
 
   std::uint64_t total = 0;
@@ -176,7 +184,8 @@ std::optional<std::size_t> parse_size(std::string_view text) {
 std::string format_size(std::size_t bytes) {
   if (bytes == 0) return "0";
   for (const Unit& u : kSizeUnits) {
-    if (u.factor > 1 && bytes % u.factor == 0) return std::to_string(bytes / u.factor) + std::string(u.name);
+    if (u.factor > 1 && bytes % u.factor == 0)
+      return std::to_string(bytes / u.factor) + std::string(u.name);
   }
   return std::to_string(bytes);
 }

@@ -58,7 +58,8 @@ void ToolContext::log(const std::string& level, const bj::value& data, const std
 }
 
 asio::awaitable<bj::value> ToolContext::ask_client(const std::string& method, bj::object params) {
-  co_return co_await server_.request(method, std::move(params));
+  bj::value answer = co_await server_.request(method, std::move(params));
+  co_return answer;
 }
 
 const ClientCapabilities& ToolContext::client() const { return server_.client(); }
@@ -288,7 +289,8 @@ asio::awaitable<bj::value> Server::dispatch(const std::string& method, bj::objec
         if (auto* tok = meta->as_object().if_contains("progressToken")) token = *tok;
       }
       ToolContext ctx(*this, token);
-      co_return co_await t.handler(std::move(args), ctx);
+      bj::object result = co_await t.handler(std::move(args), ctx);
+      co_return result;
     }
     co_return rpc_error(json::kInvalidParams, "Unknown tool: " + name);
   }

@@ -39,6 +39,7 @@ class Child {
   int release_stdin() { return std::exchange(stdin_, -1); }
   int release_stdout() { return std::exchange(stdout_, -1); }
   int release_stderr() { return std::exchange(stderr_, -1); }
+  int release_pidfd() { return std::exchange(pidfd_, -1); }
 
   void close_stdin();
   void signal_group(int sig) const;

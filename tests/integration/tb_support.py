@@ -286,9 +286,11 @@ class Gateway:
             break
         if first is None:
             self.kill_quietly()
+            exited = self.proc.poll()
             raise AssertionError(
-                f"gateway did not print 'listening on ...' within {listen_timeout}s "
-                f"(exit code {self.proc.poll()})\ncommand: {' '.join(cmd)}\n"
+                (f"gateway exited with {exited} before printing 'listening on ...'" if exited is not None
+                 else f"gateway did not print 'listening on ...' within {listen_timeout}s") +
+                f"\ncommand: {' '.join(cmd)}\n"
                 f"config:\n{self.config_path.read_text()}\nstderr:\n{self.stderr_tail()}")
         match = LISTEN_RE.match(first.rstrip("\r\n"))
         if not match:

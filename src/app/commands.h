@@ -1,0 +1,15 @@
+#pragma once
+// Subcommands of the `toolbridge` binary that talk to a running gateway.
+#include <string>
+#include <vector>
+
+namespace toolbridge::app {
+
+// Embedded default configuration (YAML): the fixture server next to the binary.
+std::string default_config_yaml(const std::string& exe_dir);
+
+int run_tools(const std::string& url, bool json_output);
+int run_call(const std::string& url, const std::string& name, const std::vector<std::string>& kv,
+             const std::string& json_args, bool json_output);
+
+}  // namespace toolbridge::app

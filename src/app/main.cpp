@@ -1,0 +1,154 @@
+// toolbridge: one MCP endpoint in front of supervised MCP servers.
+#include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "app/commands.h"
+#include "config/config.h"
+#include "gateway/gateway.h"
+#include "process/child.h"
+
+namespace asio = boost::asio;
+using namespace toolbridge;
+
+namespace {
+
+std::string exe_dir() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : p.parent_path().string();
+}
+
+config::Config load(const std::string& path) {
+  if (path.empty()) {
+    return config::load_text(app::default_config_yaml(exe_dir()), "<embedded default config>", false);
+  }
+  return config::load_file(path);
+}
+
+// "host:port", "[::1]:port" or ":port".
+bool apply_listen(const std::string& listen, config::Gateway& g) {
+  const auto colon = listen.rfind(':');
+  if (colon == std::string::npos) return false;
+  std::string host = listen.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  char* end = nullptr;
+  const long port = std::strtol(listen.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || port < 0 || port > 65535 || colon + 1 == listen.size()) return false;
+  if (!host.empty()) g.host = host;
+  g.port = static_cast<unsigned short>(port);
+  return true;
+}
+
+int serve(const std::string& config_path, const std::string& listen, const std::string& log_level) {
+  config::Config cfg;
+  try {
+    cfg = load(config_path);
+  } catch (const config::ConfigError& e) {
+    std::cerr << "toolbridge: " << e.what() << "\n";
+    return 2;
+  }
+  if (!listen.empty() && !apply_listen(listen, cfg.gateway)) {
+    std::cerr << "toolbridge: --listen expects HOST:PORT, got '" << listen << "'\n";
+    return 2;
+  }
+  spdlog::set_level(spdlog::level::from_str(log_level.empty() ? cfg.gateway.log_level : log_level));
+  ::signal(SIGPIPE, SIG_IGN);
+  // Before any thread: the watchdog that kills children's process groups if we die by SIGKILL.
+  process::GroupReaper::start();
+
+  asio::io_context io(1);
+  gateway::Gateway gw(io, cfg);
+  if (std::string err = gw.start(); !err.empty()) {
+    std::cerr << "toolbridge: " << err << "\n";
+    return 1;
+  }
+  std::string shown_host = cfg.gateway.host.find(':') != std::string::npos ? "[" + cfg.gateway.host + "]" : cfg.gateway.host;
+  std::cout << "listening on http://" << shown_host << ":" << gw.port() << std::endl;
+  spdlog::info("toolbridge serving MCP at http://{}:{}/mcp with {} server(s) from {}", shown_host,
+               gw.port(), cfg.servers.size(), cfg.source);
+
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  bool stopping = false;
+  std::function<void(boost::system::error_code, int)> on_signal = [&](boost::system::error_code ec, int sig) {
+    if (ec) return;
+    if (stopping) {
+      spdlog::warn("second signal: exiting now");
+      std::_Exit(1);  // the watchdog and parent-death signals take the children down
+    }
+    stopping = true;
+    spdlog::info("signal {}: stopping servers", sig);
+    asio::co_spawn(io, gw.shutdown(), [&](std::exception_ptr) { io.stop(); });
+    signals.async_wait(on_signal);
+  };
+  signals.async_wait(on_signal);
+  io.run();
+  spdlog::info("stopped");
+  return 0;
+}
+
+int check_config(const std::string& path) {
+  try {
+    const config::Config cfg = load(path);
+    std::cout << cfg.source << ": OK, " << cfg.servers.size() << " server(s)";
+    for (const auto& s : cfg.servers) std::cout << (&s == &cfg.servers.front() ? ": " : ", ") << s.name;
+    std::cout << "\n";
+    return 0;
+  } catch (const config::ConfigError& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spdlog::set_default_logger(spdlog::stderr_color_mt("toolbridge"));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+
+  CLI::App app{"toolbridge: one MCP endpoint in front of supervised MCP servers"};
+  app.require_subcommand(1);
+  const char* env_url = std::getenv("TOOLBRIDGE_URL");
+  std::string url = env_url ? env_url : "http://127.0.0.1:8848/mcp";
+
+  std::string config_path, listen, log_level;
+  auto* serve_cmd = app.add_subcommand("serve", "Run the gateway");
+  serve_cmd->add_option("-c,--config", config_path, "YAML or mcpServers JSON file (default: embedded config)");
+  serve_cmd->add_option("-l,--listen", listen, "HOST:PORT to listen on (overrides the config; port 0 picks one)");
+  serve_cmd->add_option("--log-level", log_level, "trace, debug, info, warn, error");
+
+  std::string check_path;
+  auto* check_cmd = app.add_subcommand("check-config", "Validate a configuration file and exit");
+  check_cmd->add_option("file", check_path, "YAML or mcpServers JSON file")->required();
+
+  bool json_output = false;
+  auto* tools_cmd = app.add_subcommand("tools", "List the tools of a running gateway");
+  tools_cmd->add_option("-u,--url", url, "gateway MCP endpoint (env TOOLBRIDGE_URL)");
+  tools_cmd->add_flag("--json", json_output, "print the raw tools/list result");
+
+  std::string name, json_args;
+  std::vector<std::string> kv;
+  bool raw = false;
+  auto* call_cmd = app.add_subcommand("call", "Call a tool on a running gateway: call NAME key=value ...");
+  call_cmd->add_option("name", name, "tool name as listed by `toolbridge tools`")->required();
+  call_cmd->add_option("args", kv, "arguments as key=value (values that parse as JSON are JSON)");
+  call_cmd->add_option("--json", json_args, "arguments as one JSON object");
+  call_cmd->add_option("-u,--url", url, "gateway MCP endpoint (env TOOLBRIDGE_URL)");
+  call_cmd->add_flag("--raw", raw, "print the raw tools/call result");
+
+  CLI11_PARSE(app, argc, argv);
+  if (*serve_cmd) return serve(config_path, listen, log_level);
+  if (*check_cmd) return check_config(check_path);
+  if (*tools_cmd) return app::run_tools(url, json_output);
+  if (*call_cmd) return app::run_call(url, name, kv, json_args, raw);
+  return 2;
+}

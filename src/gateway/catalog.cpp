@@ -1,0 +1,200 @@
+#include "gateway/catalog.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "upstream/upstream.h"
+
+namespace toolbridge::gateway {
+
+namespace bj = boost::json;
+
+namespace {
+constexpr std::size_t kMaxName = 64;
+constexpr std::size_t kCutTo = 55;
+
+bool valid_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
+}
+
+std::uint32_t fnv1a(std::string_view s) {
+  std::uint32_t h = 2166136261u;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  return h;
+}
+
+std::string sanitize(std::string s) {
+  for (char& c : s) {
+    if (!valid_char(c)) c = '_';
+  }
+  return s;
+}
+
+std::string hashed(const std::string& sanitized, const std::string& server, const std::string& name) {
+  return sanitized.substr(0, kCutTo) + fmt::format("_{:08x}", fnv1a(server + "/" + name));
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t sub = prev[j - 1] + (std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+}  // namespace
+
+bool is_valid_tool_name(std::string_view name) {
+  return !name.empty() && name.size() <= kMaxName && std::all_of(name.begin(), name.end(), valid_char);
+}
+
+std::vector<std::string> expose_names(const std::vector<std::pair<std::string, std::string>>& pairs,
+                                      config::ToolNaming naming, std::string_view separator) {
+  std::map<std::string, int> uses;  // bare name -> number of servers offering it
+  for (const auto& [server, name] : pairs) ++uses[name];
+  std::vector<std::string> out;
+  out.reserve(pairs.size());
+  for (const auto& [server, name] : pairs) {
+    const bool bare = naming == config::ToolNaming::kUnprefixedWhenUnique && uses[name] == 1 &&
+                      is_valid_tool_name(name);
+    out.push_back(bare ? name : sanitize(server + std::string(separator) + name));
+  }
+  // Anything too long, or claimed by two different pairs, gets the hashed form, for every
+  // member of the clash, so the result does not depend on server order.
+  std::map<std::string, int> count;
+  for (const auto& n : out) ++count[n];
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (out[i].size() > kMaxName || count[out[i]] > 1) {
+      out[i] = hashed(out[i], pairs[i].first, pairs[i].second);
+    }
+  }
+  return out;
+}
+
+bool matches_template(std::string_view tmpl, std::string_view uri) {
+  std::size_t t = 0, u = 0;
+  while (t < tmpl.size()) {
+    if (tmpl[t] == '{') {
+      const std::size_t close = tmpl.find('}', t);
+      if (close == std::string_view::npos) return false;
+      const bool multi = close > t + 1 && (tmpl[t + 1] == '+' || tmpl[t + 1] == '/');
+      t = close + 1;
+      const char stop = t < tmpl.size() ? tmpl[t] : '\0';
+      std::size_t end = stop ? uri.find(stop, u) : uri.size();
+      if (end == std::string_view::npos) return false;
+      if (!multi && uri.substr(u, end - u).find('/') != std::string_view::npos && stop != '/') {
+        // A simple {var} does not span path segments unless nothing follows it.
+        if (stop) return false;
+      }
+      u = end;
+    } else {
+      if (u >= uri.size() || uri[u] != tmpl[t]) return false;
+      ++t;
+      ++u;
+    }
+  }
+  return u == uri.size();
+}
+
+void Catalog::rebuild(const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
+                      config::ToolNaming naming, std::string_view separator) {
+  tools_.clear();
+  prompts_.clear();
+  resources_.clear();
+  templates_.clear();
+  std::vector<std::pair<std::string, std::string>> tool_pairs, prompt_pairs;
+  std::vector<const bj::object*> tool_defs, prompt_defs;
+  bj::array resources, templates;
+  for (const auto& up : upstreams) {
+    auto inst = up->instance();
+    if (!inst) continue;
+    const auto& cat = inst->catalog();
+    for (const auto& t : cat.tools) {
+      if (!t.is_object() || !t.as_object().contains("name") || !t.at("name").is_string()) continue;
+      tool_pairs.emplace_back(up->name(), std::string(t.at("name").as_string()));
+      tool_defs.push_back(&t.as_object());
+    }
+    for (const auto& p : cat.prompts) {
+      if (!p.is_object() || !p.as_object().contains("name") || !p.at("name").is_string()) continue;
+      prompt_pairs.emplace_back(up->name(), std::string(p.at("name").as_string()));
+      prompt_defs.push_back(&p.as_object());
+    }
+    for (const auto& r : cat.resources) {
+      if (!r.is_object() || !r.as_object().contains("uri") || !r.at("uri").is_string()) continue;
+      // The first server to list a URI owns it; later duplicates are hidden, not merged.
+      if (resources_.emplace(std::string(r.at("uri").as_string()), up->name()).second) {
+        resources.push_back(r);
+      }
+    }
+    for (const auto& r : cat.resource_templates) {
+      if (!r.is_object() || !r.as_object().contains("uriTemplate") || !r.at("uriTemplate").is_string()) continue;
+      templates_.emplace_back(std::string(r.at("uriTemplate").as_string()), up->name());
+      templates.push_back(r);
+    }
+  }
+  const auto tool_names = expose_names(tool_pairs, naming, separator);
+  bj::array tools;
+  for (std::size_t i = 0; i < tool_pairs.size(); ++i) {
+    tools_[tool_names[i]] = Entry{tool_names[i], tool_pairs[i].first, tool_pairs[i].second};
+    bj::object def = *tool_defs[i];
+    def["name"] = tool_names[i];
+    tools.push_back(std::move(def));
+  }
+  const auto prompt_names = expose_names(prompt_pairs, naming, separator);
+  bj::array prompts;
+  for (std::size_t i = 0; i < prompt_pairs.size(); ++i) {
+    prompts_[prompt_names[i]] = Entry{prompt_names[i], prompt_pairs[i].first, prompt_pairs[i].second};
+    bj::object def = *prompt_defs[i];
+    def["name"] = prompt_names[i];
+    prompts.push_back(std::move(def));
+  }
+  tools_json_ = bj::serialize(bj::object{{"tools", std::move(tools)}});
+  prompts_json_ = bj::serialize(bj::object{{"prompts", std::move(prompts)}});
+  resources_json_ = bj::serialize(bj::object{{"resources", std::move(resources)}});
+  templates_json_ = bj::serialize(bj::object{{"resourceTemplates", std::move(templates)}});
+}
+
+const Entry* Catalog::tool(std::string_view exposed) const {
+  auto it = tools_.find(exposed);
+  return it == tools_.end() ? nullptr : &it->second;
+}
+
+const Entry* Catalog::prompt(std::string_view exposed) const {
+  auto it = prompts_.find(exposed);
+  return it == prompts_.end() ? nullptr : &it->second;
+}
+
+const std::string* Catalog::resource_server(std::string_view uri) const {
+  if (auto it = resources_.find(uri); it != resources_.end()) return &it->second;
+  for (const auto& [tmpl, server] : templates_) {
+    if (matches_template(tmpl, uri)) return &server;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Catalog::suggest_tools(std::string_view name, std::size_t max) const {
+  std::vector<std::pair<std::size_t, std::string>> scored;
+  for (const auto& [exposed, entry] : tools_) {
+    std::size_t d = std::min(edit_distance(name, exposed), edit_distance(name, entry.original));
+    // A bare tool name ("python") inside the exposed one ("sandbox__run_python") is a near miss.
+    if (exposed.find(name) != std::string::npos && name.size() >= 3) d = std::min<std::size_t>(d, 2);
+    if (d <= std::max<std::size_t>(2, name.size() / 3)) scored.emplace_back(d, exposed);
+  }
+  std::sort(scored.begin(), scored.end());
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < scored.size() && i < max; ++i) out.push_back(scored[i].second);
+  return out;
+}
+
+}  // namespace toolbridge::gateway

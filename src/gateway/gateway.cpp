@@ -1,0 +1,751 @@
+#include "gateway/gateway.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/random.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http.hpp>
+
+#include "json/envelope.h"
+
+namespace toolbridge::gateway {
+
+namespace asio = boost::asio;
+namespace bj = boost::json;
+namespace http = boost::beast::http;
+using namespace std::chrono_literals;
+using transport::Exchange;
+using transport::Headers;
+
+namespace {
+
+constexpr auto kSseKeepalive = 15s;
+constexpr auto kSweepInterval = 30s;
+
+std::string random_session_id() {
+  unsigned char bytes[16];
+  std::size_t got = 0;
+  while (got < sizeof bytes) {
+    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
+    if (n > 0) got += static_cast<std::size_t>(n);
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id;
+  for (unsigned char b : bytes) {
+    id += kHex[b >> 4];
+    id += kHex[b & 15];
+  }
+  return id;
+}
+
+std::string sse_event(std::string_view message) {
+  std::string out = "event: message\ndata: ";
+  out += message;
+  out += "\n\n";
+  return out;
+}
+
+std::string header(const transport::Request& req, std::string_view name) {
+  auto it = req.find(name);
+  return it == req.end() ? std::string() : std::string(it->value());
+}
+
+std::string error_body(std::string_view id, int code, std::string_view message) {
+  return json::make_error(id, code, message);
+}
+
+// Outcome label for metrics. Tool results put isError at the top level, by convention after
+// content, so the tail (or head) of the result is checked rather than scanning 1 MB payloads.
+std::string_view outcome_of(std::string_view response) {
+  const json::Envelope env = json::parse_envelope(response);
+  if (!env.error.empty()) return "error";
+  const std::string_view result = env.result.in(response);
+  const std::string_view tail = result.substr(result.size() > 256 ? result.size() - 256 : 0);
+  const std::string_view head = result.substr(0, 256);
+  for (std::string_view part : {tail, head}) {
+    const auto at = part.find("\"isError\"");
+    if (at == std::string_view::npos) continue;
+    const auto rest = part.substr(at + 9, 8);
+    return rest.find("true") != std::string_view::npos ? "tool_error" : "ok";
+  }
+  return "ok";
+}
+
+bj::object parse_object(std::string_view text) {
+  if (text.empty()) return {};
+  boost::system::error_code ec;
+  bj::value v = bj::parse(text, ec);
+  if (ec || !v.is_object()) return {};
+  return std::move(v.as_object());
+}
+
+std::string member_string(const bj::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_string() ? std::string(v->as_string()) : std::string();
+}
+
+}  // namespace
+
+Gateway::Gateway(asio::io_context& io, config::Config config)
+    : io_(io),
+      config_(std::move(config)),
+      gate_(io, config_.gateway.start_concurrency),
+      http_(io,
+            transport::HttpServerOptions{config_.gateway.host, config_.gateway.port,
+                                         config_.gateway.max_body_bytes},
+            [this](Exchange& ex) { return handle_http(ex); }),
+      sweep_(io) {
+  for (const auto& s : config_.servers) {
+    auto up = std::make_shared<upstream::Upstream>(io_, s, gate_, metrics_);
+    up->on_catalog_changed = [this]() { rebuild_catalog(); };
+    upstreams_.push_back(std::move(up));
+  }
+  register_metrics();
+}
+
+Gateway::~Gateway() = default;
+
+void Gateway::register_metrics() {
+  metrics_.describe("toolbridge_calls_total", "counter",
+                    "Requests forwarded to servers, by server, tool (or method) and outcome "
+                    "(ok, tool_error, error).");
+  metrics_.describe("toolbridge_call_duration_seconds", "histogram",
+                    "Gateway-observed latency of forwarded requests.");
+  metrics_.describe("toolbridge_restarts_total", "counter", "Server instance restarts.");
+  metrics_.describe("toolbridge_start_failures_total", "counter", "Failed server start attempts.");
+  metrics_.gauge("toolbridge_in_flight", "Requests currently forwarded and unanswered, by server.",
+                 [this](auto& out) {
+                   for (const auto& up : upstreams_) {
+                     auto inst = up->instance();
+                     out.emplace_back(telemetry::labels({{"server", up->name()}}),
+                                      inst ? static_cast<double>(inst->in_flight()) : 0.0);
+                   }
+                 });
+  metrics_.gauge("toolbridge_instances", "Server instances by state.", [this](auto& out) {
+    for (const auto& up : upstreams_) {
+      out.emplace_back(
+          telemetry::labels({{"server", up->name()}, {"state", upstream::to_string(up->state())}}),
+          up->state() == upstream::Upstream::State::kReady ? 1.0 : 0.0);
+    }
+  });
+  metrics_.gauge("toolbridge_sessions", "Open downstream MCP sessions.", [this](auto& out) {
+    out.emplace_back("", static_cast<double>(sessions_.size()));
+  });
+  metrics_.gauge("toolbridge_tools", "Tools in the aggregated catalog.", [this](auto& out) {
+    out.emplace_back("", static_cast<double>(catalog_.tool_count()));
+  });
+}
+
+std::string Gateway::start() {
+  if (std::string err = http_.listen(); !err.empty()) return err;
+  for (const auto& up : upstreams_) asio::co_spawn(io_, up->start(), asio::detached);
+  expire_sessions();
+  return {};
+}
+
+asio::awaitable<void> Gateway::shutdown() {
+  if (stopping_) co_return;
+  stopping_ = true;
+  sweep_.cancel();
+  http_.stop();
+  for (auto& [id, s] : sessions_) {
+    if (s->get_stream) s->get_stream->close();
+    s->fail_all_outbound("the gateway is shutting down");
+  }
+  sessions_.clear();
+  // Stop all servers at once; each is bounded by its own stop ladder.
+  std::size_t remaining = upstreams_.size();
+  asio::steady_timer all_done(io_, asio::steady_timer::time_point::max());
+  for (const auto& up : upstreams_) {
+    asio::co_spawn(io_, up->stop(), [&](std::exception_ptr) {
+      if (--remaining == 0) all_done.cancel();
+    });
+  }
+  boost::system::error_code ec;
+  if (remaining > 0) co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
+
+void Gateway::rebuild_catalog() {
+  const std::size_t before = catalog_.tool_count();
+  const std::string old_tools = catalog_.tools_json();
+  catalog_.rebuild(upstreams_, config_.gateway.tool_naming, config_.gateway.separator);
+  if (catalog_.tools_json() != old_tools) {
+    spdlog::info("catalog: {} tools (was {})", catalog_.tool_count(), before);
+    broadcast(json::make_notification("notifications/tools/list_changed", {}));
+  }
+}
+
+void Gateway::broadcast(const std::string& message) {
+  for (auto& [id, s] : sessions_) {
+    if (s->initialized) s->push_unsolicited(message);
+  }
+}
+
+void Gateway::expire_sessions() {
+  sweep_.expires_after(kSweepInterval);
+  sweep_.async_wait([this](boost::system::error_code ec) {
+    if (ec || stopping_) return;
+    const auto now = Session::Clock::now();
+    for (auto it = sessions_.begin(); it != sessions_.end();) {
+      const auto& s = it->second;
+      const bool streaming = s->get_stream && !s->get_stream->closed;
+      if (!streaming && s->in_flight.empty() && now - s->last_seen > config_.gateway.session_idle_ttl) {
+        spdlog::debug("session {} expired after being idle", it->first);
+        s->fail_all_outbound("the session expired");
+        it = sessions_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    expire_sessions();
+  });
+}
+
+std::shared_ptr<upstream::Upstream> Gateway::find_upstream(std::string_view name) const {
+  for (const auto& up : upstreams_) {
+    if (up->name() == name) return up;
+  }
+  return nullptr;
+}
+
+std::string Gateway::health_json() const {
+  bj::object servers;
+  bool all_ready = true;
+  for (const auto& up : upstreams_) {
+    auto inst = up->instance();
+    bj::object s{{"state", upstream::to_string(up->state())},
+                 {"policy", "shared"},
+                 {"restarts", up->restarts()},
+                 {"tools", inst ? inst->catalog().tools.size() : 0},
+                 {"in_flight", inst ? inst->in_flight() : 0}};
+    if (inst) {
+      s["pid"] = inst->pid();
+      s["protocol_version"] = mcp::to_string(inst->version());
+    }
+    if (!up->last_error().empty()) s["last_error"] = up->last_error();
+    if (up->state() == upstream::Upstream::State::kBackoff) s["retry_in_seconds"] = up->retry_in_seconds();
+    if (up->state() != upstream::Upstream::State::kReady &&
+        up->state() != upstream::Upstream::State::kDisabled) {
+      all_ready = false;
+    }
+    servers[up->name()] = std::move(s);
+  }
+  bj::object out{{"status", stopping_ ? "stopping" : all_ready ? "ok" : "degraded"},
+                 {"sessions", sessions_.size()},
+                 {"tools", catalog_.tool_count()},
+                 {"servers", std::move(servers)}};
+  return bj::serialize(out);
+}
+
+bool Gateway::origin_allowed(std::string_view origin) const {
+  // DNS rebinding defence: a browser page on another origin must not drive local tools.
+  if (origin.empty()) return true;  // not a browser
+  for (const auto& allowed : config_.gateway.allowed_origins) {
+    if (origin == allowed) return true;
+  }
+  for (std::string_view prefix : {"http://localhost", "http://127.0.0.1", "http://[::1]",
+                                  "https://localhost", "https://127.0.0.1", "https://[::1]"}) {
+    if (origin.starts_with(prefix)) {
+      const std::string_view rest = origin.substr(prefix.size());
+      if (rest.empty() || rest.front() == ':') return true;
+    }
+  }
+  return false;
+}
+
+std::shared_ptr<Session> Gateway::create_session() {
+  auto s = std::make_shared<Session>(io_, random_session_id());
+  sessions_.emplace(s->id(), s);
+  return s;
+}
+
+asio::awaitable<void> Gateway::handle_http(Exchange& ex) {
+  const auto& req = ex.request();
+  const std::string_view target(req.target().data(), req.target().size());
+  const std::string_view path = target.substr(0, target.find('?'));
+  if (path == "/mcp") {
+    if (!origin_allowed(header(req, "Origin"))) {
+      co_await ex.reply(http::status::forbidden, "application/json",
+                        error_body({}, json::kInvalidRequest,
+                                   "Forbidden: Origin '" + header(req, "Origin") +
+                                       "' is not allowed (gateway.allowed_origins)"),
+                        {});
+      co_return;
+    }
+    switch (req.method()) {
+      case http::verb::post:
+        co_await handle_post(ex);
+        co_return;
+      case http::verb::get:
+        co_await handle_get(ex);
+        co_return;
+      case http::verb::delete_:
+        co_await handle_delete(ex);
+        co_return;
+      default: {
+        // (Built outside co_await: GCC 12 mis-compiles braced initialisers in await expressions.)
+        const Headers allow{{"Allow", "GET, POST, DELETE"}};
+        co_await ex.reply(http::status::method_not_allowed, "application/json",
+                          error_body({}, json::kInvalidRequest, "Method not allowed on /mcp"), allow);
+        co_return;
+      }
+    }
+  }
+  if (path == "/healthz" && req.method() == http::verb::get) {
+    co_await ex.reply(http::status::ok, "application/json", health_json(), {});
+    co_return;
+  }
+  if (path == "/metrics" && req.method() == http::verb::get) {
+    co_await ex.reply(http::status::ok, "text/plain; version=0.0.4", metrics_.render(), {});
+    co_return;
+  }
+  co_await ex.reply(http::status::not_found, "text/plain",
+                    std::string("not found; MCP is served at /mcp, health at /healthz, metrics at /metrics\n"), {});
+}
+
+asio::awaitable<void> Gateway::handle_post(Exchange& ex) {
+  const auto& req = ex.request();
+  const std::string accept = header(req, "Accept");
+  const bool accepts_sse = accept.find("text/event-stream") != std::string::npos;
+  const bool accepts_json = accept.empty() || accept.find("application/json") != std::string::npos ||
+                            accept.find("*/*") != std::string::npos;
+  if (!accepts_sse && !accepts_json) {
+    co_await ex.reply(http::status::not_acceptable, "application/json",
+                      error_body({}, json::kInvalidRequest,
+                                 "Not Acceptable: Accept must include application/json and/or "
+                                 "text/event-stream"),
+                      {});
+    co_return;
+  }
+  const std::string content_type = header(req, "Content-Type");
+  if (!content_type.empty() && content_type.find("application/json") == std::string::npos) {
+    co_await ex.reply(http::status::unsupported_media_type, "application/json",
+                      error_body({}, json::kInvalidRequest,
+                                 "Unsupported Media Type: Content-Type must be application/json"),
+                      {});
+    co_return;
+  }
+  const std::string& body = req.body();
+  const bool batch = json::is_batch(body);
+  std::vector<std::string> messages;
+  if (batch) {
+    std::string problem;
+    auto parts = json::split_batch(body, problem);
+    if (!parts || parts->empty()) {
+      co_await ex.reply(http::status::bad_request, "application/json",
+                        error_body({}, parts ? json::kInvalidRequest : json::kParseError,
+                                   parts ? "empty batch" : "Parse error: " + problem),
+                        {});
+      co_return;
+    }
+    messages = std::move(*parts);
+  }
+  // A single message is parsed once here, and again (cheaply) by dispatch; batches are rare.
+  const json::Envelope first = json::parse_envelope(batch ? std::string_view(messages.front()) : body);
+  if (!batch && first.kind == json::Kind::kInvalid) {
+    const bool parse = first.problem.starts_with("not JSON");
+    co_await ex.reply(http::status::bad_request, "application/json",
+                      error_body({}, parse ? json::kParseError : json::kInvalidRequest,
+                                 (parse ? "Parse error: " : "Invalid Request: ") + first.problem),
+                      {});
+    co_return;
+  }
+
+  std::shared_ptr<Session> session;
+  const std::string session_id = header(req, "Mcp-Session-Id");
+  Headers headers;
+  if (!batch && first.kind == json::Kind::kRequest && first.method == "initialize") {
+    if (stopping_) {
+      co_await ex.reply(http::status::service_unavailable, "application/json",
+                        error_body(first.id.in(body), json::kUpstreamUnavailable,
+                                   "the gateway is shutting down"),
+                        {});
+      co_return;
+    }
+    if (sessions_.size() >= config_.gateway.max_sessions) {
+      const Headers retry_after{{"Retry-After", "5"}};
+      co_await ex.reply(http::status::service_unavailable, "application/json",
+                        error_body(first.id.in(body), json::kOverloaded,
+                                   "too many sessions (gateway.max_sessions = " +
+                                       std::to_string(config_.gateway.max_sessions) +
+                                       "); close idle sessions with DELETE /mcp or retry later"),
+                        retry_after);
+      co_return;
+    }
+    session = create_session();
+    headers.emplace_back("Mcp-Session-Id", session->id());
+  } else {
+    if (session_id.empty()) {
+      co_await ex.reply(http::status::bad_request, "application/json",
+                        error_body({}, json::kInvalidRequest,
+                                   "Bad Request: Mcp-Session-Id header is required (send "
+                                   "initialize first)"),
+                        {});
+      co_return;
+    }
+    auto it = sessions_.find(session_id);
+    if (it == sessions_.end()) {
+      co_await ex.reply(http::status::not_found, "application/json",
+                        error_body({}, json::kInvalidRequest,
+                                   "Session not found: it expired or was deleted; initialize a "
+                                   "new session"),
+                        {});
+      co_return;
+    }
+    session = it->second;
+    const std::string version = header(req, "MCP-Protocol-Version");
+    if (!version.empty()) {
+      auto v = mcp::parse_version(version);
+      if (!v || *v != session->version) {
+        co_await ex.reply(http::status::bad_request, "application/json",
+                          error_body({}, json::kInvalidRequest,
+                                     "Bad Request: MCP-Protocol-Version '" + version +
+                                         "' does not match the negotiated version " +
+                                         std::string(mcp::to_string(session->version))),
+                          {});
+        co_return;
+      }
+    }
+    if (batch && !mcp::allows_batches(session->version)) {
+      co_await ex.reply(http::status::bad_request, "application/json",
+                        error_body({}, json::kInvalidRequest,
+                                   "JSON-RPC batches are not allowed in protocol version " +
+                                       std::string(mcp::to_string(session->version))),
+                        {});
+      co_return;
+    }
+  }
+  session->last_seen = Session::Clock::now();
+
+  auto stream = std::make_shared<PostStream>(io_, session, accepts_sse);
+  if (!batch) messages.emplace_back(body);
+  bool any_request = false;
+  for (const auto& m : messages) {
+    const json::Envelope env = json::parse_envelope(m);
+    if (env.kind == json::Kind::kRequest || env.kind == json::Kind::kInvalid) any_request = true;
+  }
+  for (const auto& m : messages) dispatch(session, stream, m);
+  if (!any_request) {
+    stream->detached = true;
+    co_await ex.reply(http::status::accepted, "", std::string(), {});
+    co_return;
+  }
+  co_await answer_post(ex, stream, batch, headers);
+}
+
+asio::awaitable<void> Gateway::answer_post(Exchange& ex, std::shared_ptr<PostStream> stream,
+                                           bool batch, const Headers& headers) {
+  // JSON if every response is ready before anything else needs sending; otherwise the answer
+  // turns into an SSE stream the moment a notification or server request has to go out.
+  bool streaming = false;
+  std::size_t sent = 0;
+  for (;;) {
+    if (!streaming && stream->channel.queue.empty() && stream->finished()) {
+      std::string body;
+      if (batch) {
+        body = "[";
+        for (std::size_t i = 0; i < stream->responses.size(); ++i) {
+          if (i) body += ',';
+          body += stream->responses[i];
+        }
+        body += ']';
+      } else {
+        body = std::move(stream->responses.front());
+      }
+      co_await ex.reply(http::status::ok, "application/json", std::move(body), headers);
+      co_return;
+    }
+    if (!streaming && !stream->channel.queue.empty() && stream->can_stream()) {
+      const bool began = co_await ex.begin_stream(http::status::ok, "text/event-stream", headers);
+      if (!began) break;
+      streaming = true;
+    }
+    if (streaming) {
+      std::string chunk;
+      while (!stream->channel.queue.empty()) {
+        chunk += sse_event(stream->channel.queue.front());
+        stream->channel.queue.pop_front();
+      }
+      for (; sent < stream->responses.size(); ++sent) chunk += sse_event(stream->responses[sent]);
+      if (!chunk.empty()) {
+        const bool written = co_await ex.write_chunk(std::move(chunk));
+        if (!written) break;
+      }
+      if (stream->finished() && sent == stream->responses.size()) {
+        co_await ex.end_stream();
+        co_return;
+      }
+    }
+    stream->channel.wake.expires_at(asio::steady_timer::time_point::max());
+    if (stream->channel.queue.empty() && !(stream->finished() || (streaming && sent < stream->responses.size()))) {
+      boost::system::error_code ec;
+      co_await stream->channel.wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+  }
+  stream->detached = true;
+}
+
+asio::awaitable<void> Gateway::handle_get(Exchange& ex) {
+  const auto& req = ex.request();
+  if (header(req, "Accept").find("text/event-stream") == std::string::npos) {
+    co_await ex.reply(http::status::not_acceptable, "application/json",
+                      error_body({}, json::kInvalidRequest,
+                                 "Not Acceptable: GET /mcp opens an SSE stream; Accept must include "
+                                 "text/event-stream"),
+                      {});
+    co_return;
+  }
+  auto it = sessions_.find(header(req, "Mcp-Session-Id"));
+  if (it == sessions_.end()) {
+    const bool missing = header(req, "Mcp-Session-Id").empty();
+    co_await ex.reply(missing ? http::status::bad_request : http::status::not_found,
+                      "application/json",
+                      error_body({}, json::kInvalidRequest,
+                                 missing ? "Bad Request: Mcp-Session-Id header is required"
+                                         : "Session not found"),
+                      {});
+    co_return;
+  }
+  auto session = it->second;
+  // A reconnecting client replaces its previous stream.
+  if (session->get_stream) session->get_stream->close();
+  auto channel = std::make_shared<Channel>(io_);
+  session->get_stream = channel;
+  const bool began = co_await ex.begin_stream(http::status::ok, "text/event-stream", {});
+  if (began) {
+    // An SSE comment first, so the client sees the stream open at once.
+    bool ok = co_await ex.write_chunk(": stream open\n\n");
+    while (ok && !channel->closed && !stopping_) {
+      if (channel->queue.empty()) {
+        channel->wake.expires_after(kSseKeepalive);
+        boost::system::error_code ec;
+        co_await channel->wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        if (!ec && channel->queue.empty()) {
+          // Keep-alive; it also detects a client that went away without closing.
+          ok = !ex.peer_closed();
+          if (ok) ok = co_await ex.write_chunk(": keepalive\n\n");
+          continue;
+        }
+      }
+      std::string chunk;
+      while (!channel->queue.empty()) {
+        chunk += sse_event(channel->queue.front());
+        channel->queue.pop_front();
+      }
+      if (!chunk.empty()) ok = co_await ex.write_chunk(std::move(chunk));
+      session->last_seen = Session::Clock::now();
+    }
+    if (ok) co_await ex.end_stream();
+  }
+  channel->closed = true;
+  if (session->get_stream == channel) session->get_stream.reset();
+}
+
+asio::awaitable<void> Gateway::handle_delete(Exchange& ex) {
+  const std::string id = header(ex.request(), "Mcp-Session-Id");
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) {
+    co_await ex.reply(id.empty() ? http::status::bad_request : http::status::not_found,
+                      "application/json",
+                      error_body({}, json::kInvalidRequest,
+                                 id.empty() ? "Bad Request: Mcp-Session-Id header is required"
+                                            : "Session not found"),
+                      {});
+    co_return;
+  }
+  auto session = it->second;
+  sessions_.erase(it);
+  // Calls still running for this session are cancelled upstream; nobody will read them.
+  for (auto& [caller_id, f] : session->in_flight) {
+    auto inst = f.instance.lock();
+    auto stream = f.stream.lock();
+    if (inst && stream) inst->cancel(stream, caller_id, "the agent ended its session");
+  }
+  session->in_flight.clear();
+  if (session->get_stream) session->get_stream->close();
+  session->fail_all_outbound("the agent ended its session");
+  co_await ex.reply(http::status::ok, "application/json", std::string("{}"), {});
+}
+
+void Gateway::dispatch(const std::shared_ptr<Session>& session,
+                       const std::shared_ptr<PostStream>& stream, std::string_view message) {
+  const json::Envelope env = json::parse_envelope(message);
+  auto answer = [&](std::string response) {
+    ++stream->outstanding;
+    stream->on_response(std::move(response));
+  };
+  if (env.kind == json::Kind::kInvalid) {
+    const bool parse = env.problem.starts_with("not JSON");
+    answer(error_body({}, parse ? json::kParseError : json::kInvalidRequest, env.problem));
+    return;
+  }
+  const std::string id(env.id.in(message));
+  if (env.kind == json::Kind::kResponse) {
+    // The agent answering a request a server sent through us (sampling, elicitation, roots).
+    const bool is_error = !env.error.empty();
+    if (!session->answer_outbound(id, is_error, std::string((is_error ? env.error : env.result).in(message)))) {
+      spdlog::debug("session {}: response to unknown request {}", session->id(), id);
+    }
+    return;
+  }
+  const std::string& method = env.method;
+  if (env.kind == json::Kind::kNotification) {
+    if (method == "notifications/initialized") {
+      session->initialized = true;
+    } else if (method == "notifications/cancelled") {
+      const bj::object p = parse_object(env.params.in(message));
+      const auto* rid = p.if_contains("requestId");
+      if (!rid) return;
+      const std::string key = bj::serialize(*rid);
+      auto it = session->in_flight.find(key);
+      if (it == session->in_flight.end()) return;
+      auto inst = it->second.instance.lock();
+      auto s = it->second.stream.lock();
+      const std::string reason = member_string(p, "reason");
+      if (inst && s) {
+        inst->cancel(s, key, reason.empty() ? "cancelled by the agent" : reason);
+        // The cancelled request gets no response; the POST that carried it is released.
+        if (s->outstanding > 0) --s->outstanding;
+        s->channel.wake.cancel();
+      }
+      session->in_flight.erase(it);
+    }
+    return;  // other notifications (roots/list_changed, progress) have no upstream target
+  }
+
+  // Requests.
+  if (method == "initialize") {
+    if (session->initialized || !stream->responses.empty()) {
+      // Only reachable for an existing session: initialize is allowed once.
+    }
+    const bj::object p = parse_object(env.params.in(message));
+    if (session->initialized) {
+      answer(error_body(id, json::kInvalidRequest, "the session is already initialized"));
+      return;
+    }
+    session->version = mcp::negotiate(member_string(p, "protocolVersion"));
+    if (const auto* caps = p.if_contains("capabilities"); caps && caps->is_object()) {
+      const auto& c = caps->as_object();
+      session->caps.sampling = c.contains("sampling");
+      session->caps.elicitation = c.contains("elicitation");
+      session->caps.roots = c.contains("roots");
+    }
+    const std::string result =
+        std::string(R"({"protocolVersion":")") + std::string(mcp::to_string(session->version)) +
+        R"(","capabilities":{"tools":{"listChanged":true},"resources":{"listChanged":true},)"
+        R"("prompts":{"listChanged":true},"logging":{},"completions":{}},)"
+        R"("serverInfo":{"name":"toolbridge","version":"0.1.0"},)"
+        R"("instructions":"Tools from several MCP servers, named server__tool."})";
+    answer(json::make_result(id, result));
+    return;
+  }
+  if (method == "ping") return answer(json::make_result(id, "{}"));
+  if (method == "tools/list") return answer(json::make_result(id, catalog_.tools_json()));
+  if (method == "prompts/list") return answer(json::make_result(id, catalog_.prompts_json()));
+  if (method == "resources/list") return answer(json::make_result(id, catalog_.resources_json()));
+  if (method == "resources/templates/list") return answer(json::make_result(id, catalog_.templates_json()));
+  if (method == "logging/setLevel") {
+    const bj::object p = parse_object(env.params.in(message));
+    const int rank = mcp::log_level_rank(member_string(p, "level"));
+    if (rank < 0) return answer(error_body(id, json::kInvalidParams, "unknown logging level"));
+    session->min_log_rank = rank;
+    return answer(json::make_result(id, "{}"));
+  }
+
+  bj::object params = parse_object(env.params.in(message));
+  std::string progress_token;
+  if (const auto* meta = params.if_contains("_meta"); meta && meta->is_object()) {
+    if (const auto* t = meta->as_object().if_contains("progressToken")) progress_token = bj::serialize(*t);
+  }
+  if (method == "tools/call" || method == "prompts/get") {
+    const bool tool = method == "tools/call";
+    const std::string name = member_string(params, "name");
+    const Entry* entry = tool ? catalog_.tool(name) : catalog_.prompt(name);
+    if (!entry) {
+      std::string msg = std::string(tool ? "Unknown tool: " : "Unknown prompt: ") + "'" + name + "'";
+      if (tool) {
+        const auto close = catalog_.suggest_tools(name);
+        if (!close.empty()) {
+          msg += "; did you mean ";
+          for (std::size_t i = 0; i < close.size(); ++i) msg += (i ? ", '" : "'") + close[i] + "'";
+        }
+        msg += ". tools/list shows the " + std::to_string(catalog_.tool_count()) + " available tools.";
+      }
+      return answer(error_body(id, json::kInvalidParams, msg));
+    }
+    params["name"] = entry->original;
+    return forward(session, stream, entry->server, method, bj::serialize(params), id,
+                   progress_token, entry->exposed, entry->exposed);
+  }
+  if (method == "resources/read" || method == "resources/subscribe" || method == "resources/unsubscribe") {
+    const std::string uri = member_string(params, "uri");
+    const std::string* server = catalog_.resource_server(uri);
+    if (!server) {
+      return answer(error_body(id, -32002, "Resource not found: '" + uri + "' matches no server's resources or templates"));
+    }
+    return forward(session, stream, *server, method, std::string(env.params.in(message)), id,
+                   progress_token, *server + " " + method, method);
+  }
+  if (method == "completion/complete") {
+    auto* ref = params.if_contains("ref");
+    if (ref && ref->is_object()) {
+      auto& r = ref->as_object();
+      const std::string type = member_string(r, "type");
+      if (type == "ref/prompt") {
+        if (const Entry* e = catalog_.prompt(member_string(r, "name"))) {
+          r["name"] = e->original;
+          return forward(session, stream, e->server, method, bj::serialize(params), id, progress_token,
+                         e->server + " " + method, method);
+        }
+      } else if (type == "ref/resource") {
+        if (const std::string* server = catalog_.resource_server(member_string(r, "uri"))) {
+          return forward(session, stream, *server, method, bj::serialize(params), id, progress_token,
+                         *server + " " + method, method);
+        }
+      }
+    }
+    return answer(json::make_result(id, R"({"completion":{"values":[],"total":0,"hasMore":false}})"));
+  }
+  answer(error_body(id, json::kMethodNotFound, "Method not found: " + method));
+}
+
+void Gateway::forward(const std::shared_ptr<Session>& session,
+                      const std::shared_ptr<PostStream>& stream, const std::string& server,
+                      std::string_view method, std::string params, std::string id,
+                      std::string progress_token, const std::string& display_name,
+                      const std::string& tool_label) {
+  ++stream->outstanding;
+  auto up = find_upstream(server);
+  auto inst = up ? up->instance() : nullptr;
+  if (!inst) {
+    stream->on_response(error_body(id, json::kUpstreamUnavailable,
+                                   up ? up->describe_unavailable() : "unknown server " + server));
+    metrics_.add("toolbridge_calls_total",
+                 telemetry::labels({{"server", server}, {"tool", tool_label}, {"outcome", "unavailable"}}));
+    return;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  session->in_flight[id] = Session::InFlight{inst, stream};
+  // Chain bookkeeping in front of whatever the stream already does per response.
+  auto previous = std::move(stream->on_each_response);
+  stream->on_each_response = [this, weak = std::weak_ptr<Session>(session), id, server, tool_label,
+                              started, previous = std::move(previous)](const std::string& response) {
+    if (previous) previous(response);
+    // on_each_response sees every response of the POST; only ours carries this id.
+    const json::Envelope env = json::parse_envelope(response);
+    if (env.id.in(response) != id) return;
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const std::string l = telemetry::labels({{"server", server}, {"tool", tool_label}});
+    metrics_.add("toolbridge_calls_total",
+                 telemetry::labels({{"server", server}, {"tool", tool_label}, {"outcome", outcome_of(response)}}));
+    metrics_.observe("toolbridge_call_duration_seconds", l, secs);
+    if (auto s = weak.lock()) s->in_flight.erase(id);
+  };
+  inst->call(method, std::move(params), std::move(id), std::move(progress_token), stream,
+             up->config().call_timeout, display_name);
+}
+
+}  // namespace toolbridge::gateway

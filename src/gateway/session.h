@@ -1,0 +1,103 @@
+#pragma once
+// A downstream MCP session (one agent trajectory): negotiated version and capabilities, the
+// streams that carry messages to it, and the requests it has in flight.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "mcp/protocol.h"
+#include "upstream/instance.h"
+
+namespace toolbridge::gateway {
+
+// Messages waiting to be written to one HTTP response stream (a POST's SSE answer or the GET
+// stream). Producers push; the connection coroutine waits on `wake` and drains.
+class Channel {
+ public:
+  explicit Channel(boost::asio::io_context& io)
+      : wake(io, boost::asio::steady_timer::time_point::max()) {}
+  void push(std::string message) {
+    if (closed) return;
+    queue.push_back(std::move(message));
+    wake.cancel();
+  }
+  void close() {
+    closed = true;
+    wake.cancel();
+  }
+  std::deque<std::string> queue;
+  boost::asio::steady_timer wake;
+  bool closed = false;
+};
+
+class Session;
+
+// The answer to one POST: its requests' responses plus whatever the servers send on their
+// behalf meanwhile. It is the CallSink of every call the POST forwards.
+class PostStream : public upstream::CallSink, public std::enable_shared_from_this<PostStream> {
+ public:
+  PostStream(boost::asio::io_context& io, std::weak_ptr<Session> session, bool can_stream)
+      : channel(io), session_(std::move(session)), can_stream_(can_stream) {}
+
+  void on_response(std::string message) override;
+  void on_notification(std::string message) override;
+  void on_server_request(const std::string& method, std::string params, Reply reply) override;
+
+  // Responses still owed to this POST (calls in flight).
+  std::size_t outstanding = 0;
+  std::vector<std::string> responses;     // collected in arrival order
+  Channel channel;                        // events (notifications, server requests) + wake-ups
+  bool finished() const { return outstanding == 0; }
+  bool can_stream() const { return can_stream_; }
+  // Set once the HTTP exchange has ended; late messages go to the session's GET stream.
+  bool detached = false;
+  // Called for every response, before it is queued (metrics, in-flight bookkeeping).
+  std::function<void(const std::string& message)> on_each_response;
+
+ private:
+  std::weak_ptr<Session> session_;
+  bool can_stream_;
+};
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  using Clock = std::chrono::steady_clock;
+  Session(boost::asio::io_context& io, std::string id) : io_(io), id_(std::move(id)) {}
+
+  const std::string& id() const { return id_; }
+  mcp::Version version = mcp::kLatestVersion;
+  mcp::ClientCapabilities caps;
+  bool initialized = false;
+  int min_log_rank = 0;
+  Clock::time_point last_seen = Clock::now();
+
+  // The open GET stream, if any; messages not tied to a POST go there.
+  std::shared_ptr<Channel> get_stream;
+  // Sends a message on the GET stream; false if there is none.
+  bool push_unsolicited(std::string message);
+
+  // Requests the gateway sent to this client on a server's behalf, awaiting the client's answer.
+  std::int64_t register_outbound(upstream::CallSink::Reply reply);
+  bool answer_outbound(std::string_view id_text, bool is_error, std::string raw);
+  void fail_all_outbound(const std::string& why);
+
+  // Calls in flight, by the client's raw request id, for notifications/cancelled.
+  struct InFlight {
+    std::weak_ptr<upstream::Instance> instance;
+    std::weak_ptr<PostStream> stream;
+  };
+  std::map<std::string, InFlight, std::less<>> in_flight;
+
+ private:
+  boost::asio::io_context& io_;
+  std::string id_;
+  std::int64_t next_outbound_ = 1;
+  std::map<std::int64_t, upstream::CallSink::Reply> outbound_;
+};
+
+}  // namespace toolbridge::gateway

@@ -1,0 +1,535 @@
+#include "upstream/instance.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/wait.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+
+namespace toolbridge::upstream {
+
+namespace asio = boost::asio;
+namespace bj = boost::json;
+using namespace std::chrono_literals;
+
+namespace {
+constexpr std::size_t kStderrTailLines = 5;
+
+// The client capabilities the gateway declares upstream: everything it can route back to an
+// agent. Whether the agent itself supports it is checked per request, downstream.
+constexpr std::string_view kClientCapabilities =
+    R"({"roots":{"listChanged":true},"sampling":{},"elicitation":{}})";
+
+std::string tail_text(const std::deque<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) {
+    if (!out.empty()) out += " | ";
+    out += l;
+  }
+  return out;
+}
+
+// Reads a top-level member of a small JSON object given as text; null if absent or not JSON.
+bj::value member(std::string_view object_text, std::string_view key) {
+  boost::system::error_code ec;
+  bj::value v = bj::parse(object_text, ec);
+  if (ec || !v.is_object()) return nullptr;
+  if (const auto* m = v.as_object().if_contains(key)) return *m;
+  return nullptr;
+}
+}  // namespace
+
+Instance::Instance(asio::io_context& io, const config::Server& server, std::uint64_t number)
+    : io_(io),
+      server_(server),
+      number_(number),
+      stdin_(io),
+      stdout_(io),
+      stderr_(io),
+      pidfd_(io),
+      framer_(server.max_line_bytes),
+      exited_(io, asio::steady_timer::time_point::max()) {}
+
+Instance::~Instance() {
+  // Descriptors close with their owners; Child's destructor kills and reaps if stop() never ran.
+}
+
+asio::awaitable<std::string> Instance::start() {
+  process::Spec spec;
+  spec.argv.push_back(server_.command);
+  spec.argv.insert(spec.argv.end(), server_.args.begin(), server_.args.end());
+  spec.env = process::build_env(server_.env, server_.inherit_env);
+  spec.cwd = server_.cwd;
+  std::string error;
+  child_ = process::Child::spawn(spec, error);
+  if (!error.empty()) {
+    state_ = State::kExited;
+    co_return error;
+  }
+  stdin_.assign(child_.release_stdin());
+  stdout_.assign(child_.release_stdout());
+  stderr_.assign(child_.release_stderr());
+  pidfd_.assign(child_.release_pidfd());
+  spdlog::debug("[{}] started instance {} (pid {})", server_.name, number_, child_.pid());
+
+  auto self = shared_from_this();
+  asio::co_spawn(io_, [self]() { return self->read_stdout(); }, asio::detached);
+  asio::co_spawn(io_, [self]() { return self->read_stderr(); }, asio::detached);
+  asio::co_spawn(io_, [self]() { return self->watch_exit(); }, asio::detached);
+
+  // Everything up to the first catalog is bounded by one startup timeout.
+  asio::steady_timer limit(io_, server_.startup_timeout);
+  bool timed_out = false;
+  limit.async_wait([this, &timed_out, self](boost::system::error_code ec) {
+    if (ec || state_ != State::kStarting) return;
+    timed_out = true;
+    fail_pending(json::kRequestTimeout, "startup timeout");
+  });
+
+  const std::string init_params =
+      std::string(R"({"protocolVersion":")") + std::string(mcp::to_string(mcp::kLatestVersion)) +
+      R"(","capabilities":)" + std::string(kClientCapabilities) +
+      R"(,"clientInfo":{"name":"toolbridge","version":"0.1.0"}})";
+  bj::value init = co_await request("initialize", init_params, error);
+  std::string failure;
+  if (!error.empty()) {
+    failure = "initialize failed: " + error;
+  } else if (!init.is_object()) {
+    failure = "initialize returned no result object";
+  } else {
+    const auto& r = init.as_object();
+    const auto* pv = r.if_contains("protocolVersion");
+    auto v = pv && pv->is_string() ? mcp::parse_version(pv->as_string().c_str()) : std::nullopt;
+    if (!v) {
+      failure = "server chose protocol version " + (pv ? bj::serialize(*pv) : std::string("(none)")) +
+                ", which toolbridge does not support";
+    } else {
+      version_ = *v;
+      if (const auto* c = r.if_contains("capabilities"); c && c->is_object()) {
+        const auto& caps = c->as_object();
+        caps_.tools = caps.contains("tools");
+        if (caps_.tools && caps.at("tools").is_object()) {
+          const auto* lc = caps.at("tools").as_object().if_contains("listChanged");
+          caps_.tools_list_changed = lc && lc->is_bool() && lc->as_bool();
+        }
+        caps_.resources = caps.contains("resources");
+        caps_.prompts = caps.contains("prompts");
+        caps_.logging = caps.contains("logging");
+        caps_.completions = caps.contains("completions");
+      }
+      write(json::make_notification("notifications/initialized", {}));
+      failure = co_await fetch_catalog();
+    }
+  }
+  limit.cancel();
+  if (timed_out) {
+    failure = "did not finish initialize and listing within " +
+              std::to_string(server_.startup_timeout.count()) + " ms (startup_timeout)";
+  }
+  if (failure.empty() && state_ != State::kStarting) failure = exit_reason_;
+  if (!failure.empty()) {
+    if (!exit_reason_.empty() && failure != exit_reason_) failure += "; " + exit_reason_;
+    co_await stop();
+    co_return failure;
+  }
+  state_ = State::kReady;
+  co_return std::string();
+}
+
+asio::awaitable<std::string> Instance::fetch_catalog() {
+  Catalog fresh;
+  std::string err;
+  if (caps_.tools) {
+    err = co_await list_all("tools/list", "tools", fresh.tools);
+    if (!err.empty()) co_return err;
+  }
+  if (caps_.resources) {
+    err = co_await list_all("resources/list", "resources", fresh.resources);
+    if (!err.empty()) co_return err;
+    err = co_await list_all("resources/templates/list", "resourceTemplates", fresh.resource_templates);
+    // Some servers have resources but no templates method; that is not fatal.
+    if (!err.empty()) spdlog::debug("[{}] resources/templates/list: {}", server_.name, err);
+  }
+  if (caps_.prompts) {
+    err = co_await list_all("prompts/list", "prompts", fresh.prompts);
+    if (!err.empty()) co_return err;
+  }
+  catalog_ = std::move(fresh);
+  co_return std::string();
+}
+
+asio::awaitable<std::string> Instance::list_all(std::string_view method, std::string_view key,
+                                                bj::array& into) {
+  std::string cursor;
+  for (int page = 0; page < 10'000; ++page) {
+    std::string params = cursor.empty() ? std::string("{}") : R"({"cursor":)" + cursor + "}";
+    std::string error;
+    bj::value r = co_await request(method, params, error);
+    if (!error.empty()) co_return std::string(method) + " failed: " + error;
+    if (!r.is_object()) co_return std::string(method) + " returned no object";
+    if (const auto* items = r.as_object().if_contains(key); items && items->is_array()) {
+      for (const auto& item : items->as_array()) into.push_back(item);
+    }
+    const auto* next = r.as_object().if_contains("nextCursor");
+    if (!next || next->is_null()) co_return std::string();
+    const std::string next_text = bj::serialize(*next);
+    if (next_text == cursor) co_return std::string(method) + " repeated its cursor " + next_text;
+    cursor = next_text;
+  }
+  co_return std::string(method) + " did not end after 10000 pages";
+}
+
+asio::awaitable<bj::value> Instance::request(std::string_view method, std::string params,
+                                             std::string& error) {
+  if (state_ == State::kExited || state_ == State::kStopping) {
+    error = exit_reason_.empty() ? "the server is not running" : exit_reason_;
+    co_return nullptr;
+  }
+  const std::uint64_t id = next_id_++;
+  asio::steady_timer done(io_, asio::steady_timer::time_point::max());
+  bj::value result;
+  bool answered = false;
+  Pending p;
+  p.internal = [&](std::string_view line, const json::Envelope& env) {
+    answered = true;
+    if (env.kind != json::Kind::kResponse) {
+      error = std::string(line);  // a failure message from fail_pending
+    } else if (!env.error.empty()) {
+      bj::value e = bj::parse(env.error.in(line));
+      const auto* m = e.is_object() ? e.as_object().if_contains("message") : nullptr;
+      error = m && m->is_string() ? std::string(m->as_string()) : bj::serialize(e);
+    } else {
+      boost::system::error_code ec;
+      result = bj::parse(env.result.in(line), ec);
+      if (ec) error = "malformed result";
+    }
+    done.cancel();
+  };
+  pending_.emplace(id, std::move(p));
+  write(json::make_request(std::to_string(id), method, params));
+  boost::system::error_code ec;
+  if (!answered) co_await done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  co_return result;
+}
+
+void Instance::call(std::string_view method, std::string params, std::string caller_id,
+                    std::string progress_token, std::shared_ptr<CallSink> sink,
+                    std::chrono::milliseconds timeout, const std::string& display_name) {
+  if (state_ != State::kReady) {
+    sink->on_response(json::make_error(caller_id, json::kUpstreamUnavailable,
+                                       "server '" + server_.name + "' is not running" +
+                                           (exit_reason_.empty() ? "" : ": " + exit_reason_)));
+    return;
+  }
+  const std::uint64_t id = next_id_++;
+  const std::string id_text = std::to_string(id);
+  if (!progress_token.empty()) {
+    // The server sees our token (the upstream id, unique on this instance); progress maps back.
+    bj::value p = bj::parse(params);
+    auto& meta = p.as_object()["_meta"];
+    if (!meta.is_object()) meta = bj::object{};
+    meta.as_object()["progressToken"] = id;
+    params = bj::serialize(p);
+  }
+  Pending entry;
+  entry.caller_id = std::move(caller_id);
+  entry.progress_token = std::move(progress_token);
+  entry.sink = std::move(sink);
+  entry.display_name = display_name;
+  entry.timeout = timeout;
+  entry.deadline = std::make_unique<asio::steady_timer>(io_, timeout);
+  entry.deadline->async_wait([weak = weak_from_this(), id](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (ec || !self) return;
+    auto it = self->pending_.find(id);
+    if (it == self->pending_.end()) return;
+    Pending p = std::move(it->second);
+    self->pending_.erase(it);
+    self->write(json::make_notification(
+        "notifications/cancelled",
+        R"({"requestId":)" + std::to_string(id) + R"(,"reason":"deadline exceeded"})"));
+    const auto secs = static_cast<double>(p.timeout.count()) / 1000.0;
+    p.sink->on_response(json::make_error(
+        p.caller_id, json::kRequestTimeout,
+        fmt::format("{} timed out after {:g} s; the request was cancelled", p.display_name, secs)));
+  });
+  pending_.emplace(id, std::move(entry));
+  last_call_id_ = id;
+  write(json::make_request(id_text, method, params));
+}
+
+void Instance::cancel(const std::shared_ptr<CallSink>& sink, std::string_view caller_id,
+                      const std::string& reason) {
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    if (it->second.sink != sink || it->second.caller_id != caller_id) continue;
+    write(json::make_notification("notifications/cancelled",
+                                  R"({"requestId":)" + std::to_string(it->first) +
+                                      R"(,"reason":)" + json::quote(reason) + "}"));
+    // The spec says a cancelled request gets no response; the caller has moved on.
+    pending_.erase(it);
+    return;
+  }
+}
+
+void Instance::notify(std::string_view method, std::string params) {
+  if (state_ == State::kReady) write(json::make_notification(method, params));
+}
+
+void Instance::write(std::string line) {
+  if (!stdin_.is_open()) return;
+  line.push_back('\n');
+  write_queue_.push_back(std::move(line));
+  if (writing_) return;
+  writing_ = true;
+  asio::co_spawn(io_, [self = shared_from_this()]() { return self->write_loop(); }, asio::detached);
+}
+
+asio::awaitable<void> Instance::write_loop() {
+  // Everything queued while a write was in progress goes out in one write: one wake-up of the
+  // child for many requests.
+  std::string batch;
+  while (!write_queue_.empty() && stdin_.is_open()) {
+    batch.clear();
+    if (write_queue_.size() == 1) {
+      batch.swap(write_queue_.front());
+    } else {
+      for (auto& l : write_queue_) batch += l;
+    }
+    write_queue_.clear();
+    boost::system::error_code ec;
+    co_await asio::async_write(stdin_, asio::buffer(batch),
+                               asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) {
+      write_queue_.clear();
+      fail("its stdin broke (" + ec.message() + ")");
+      break;
+    }
+  }
+  writing_ = false;
+}
+
+asio::awaitable<void> Instance::read_stdout() {
+  auto self = shared_from_this();
+  std::vector<char> buf(256 * 1024);
+  for (;;) {
+    boost::system::error_code ec;
+    const std::size_t n = co_await stdout_.async_read_some(
+        asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) break;
+    if (!framer_.feed(std::string_view(buf.data(), n), [this](std::string_view l) { on_line(l); })) {
+      fail("it sent a message longer than max_line_bytes (" +
+           std::to_string(server_.max_line_bytes) + ")");
+      break;
+    }
+  }
+}
+
+asio::awaitable<void> Instance::read_stderr() {
+  auto self = shared_from_this();
+  transport::LineFramer lines(64 * 1024);
+  std::vector<char> buf(16 * 1024);
+  for (;;) {
+    boost::system::error_code ec;
+    const std::size_t n = co_await stderr_.async_read_some(
+        asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) break;
+    const bool ok = lines.feed(std::string_view(buf.data(), n), [this](std::string_view l) {
+      spdlog::info("[{}#{}] {}", server_.name, number_, l);
+      stderr_tail_.emplace_back(l.substr(0, 300));
+      if (stderr_tail_.size() > kStderrTailLines) stderr_tail_.pop_front();
+    });
+    if (!ok) lines = transport::LineFramer(64 * 1024);  // an endless stderr line is not fatal
+  }
+}
+
+asio::awaitable<void> Instance::watch_exit() {
+  auto self = shared_from_this();
+  boost::system::error_code ec;
+  co_await pidfd_.async_wait(asio::posix::stream_descriptor::wait_read,
+                             asio::redirect_error(asio::use_awaitable, ec));
+  child_.try_reap();
+  std::string reason = "server '" + server_.name + "' " +
+                       (child_.reaped() ? process::describe_status(child_.wait_status())
+                                        : std::string("exited"));
+  if (!stderr_tail_.empty()) reason += " (stderr: " + tail_text(stderr_tail_) + ")";
+  if (state_ != State::kStopping) fail(reason);
+  else exit_reason_ = reason;
+  exited_.cancel();
+}
+
+void Instance::fail(const std::string& reason) {
+  if (state_ == State::kExited) return;
+  const bool was_stopping = state_ == State::kStopping;
+  if (exit_reason_.empty()) {
+    exit_reason_ = reason.rfind("server '", 0) == 0 ? reason : "server '" + server_.name + "' failed: " + reason;
+  }
+  state_ = State::kExited;
+  spdlog::warn("[{}#{}] {}", server_.name, number_, exit_reason_);
+  fail_pending(json::kUpstreamFailed, exit_reason_ + "; the request may or may not have run");
+  if (!child_.reaped()) child_.signal_group(SIGKILL);
+  boost::system::error_code ignored;
+  stdin_.close(ignored);
+  if (!was_stopping && on_exit) on_exit(exit_reason_);
+}
+
+void Instance::fail_pending(int code, const std::string& message) {
+  auto pending = std::move(pending_);
+  pending_.clear();
+  for (auto& [id, p] : pending) {
+    if (p.internal) {
+      json::Envelope none;
+      p.internal(message, none);
+    } else if (p.sink) {
+      p.sink->on_response(json::make_error(p.caller_id, code, p.display_name + ": " + message));
+    }
+  }
+}
+
+void Instance::on_line(std::string_view line) {
+  const json::Envelope env = json::parse_envelope(line);
+  switch (env.kind) {
+    case json::Kind::kResponse: return on_response(line, env);
+    case json::Kind::kNotification: return on_notification(line, env);
+    case json::Kind::kRequest: return on_server_request(line, env);
+    case json::Kind::kInvalid:
+      ++garbage_lines_;
+      spdlog::warn("[{}#{}] ignored a line that is not JSON-RPC ({}): {:.200}", server_.name,
+                   number_, env.problem, line);
+      return;
+  }
+}
+
+void Instance::on_response(std::string_view line, const json::Envelope& env) {
+  const std::string_view id_text = env.id.in(line);
+  std::uint64_t id = 0;
+  for (char c : id_text) {
+    if (c < '0' || c > '9') return;  // not one of ours
+    id = id * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;  // late answer to a request that timed out or was cancelled
+  Pending p = std::move(it->second);
+  pending_.erase(it);
+  if (p.internal) {
+    p.internal(line, env);
+    return;
+  }
+  p.sink->on_response(json::with_id(line, env.id, p.caller_id));
+}
+
+void Instance::on_notification(std::string_view line, const json::Envelope& env) {
+  const std::string& m = env.method;
+  if (m == "notifications/progress") {
+    const bj::value token = member(env.params.in(line), "progressToken");
+    if (!token.is_number()) return;
+    const auto id = token.is_int64() ? static_cast<std::uint64_t>(token.as_int64()) : token.to_number<std::uint64_t>();
+    auto it = pending_.find(id);
+    if (it == pending_.end() || it->second.progress_token.empty() || !it->second.sink) return;
+    bj::value params = bj::parse(env.params.in(line));
+    params.as_object()["progressToken"] = bj::parse(it->second.progress_token);
+    it->second.sink->on_notification(
+        json::make_notification("notifications/progress", bj::serialize(params)));
+    return;
+  }
+  if (m == "notifications/tools/list_changed" || m == "notifications/resources/list_changed" ||
+      m == "notifications/prompts/list_changed") {
+    asio::co_spawn(
+        io_,
+        [self = shared_from_this()]() -> asio::awaitable<void> {
+          const std::string err = co_await self->fetch_catalog();
+          if (!err.empty()) {
+            spdlog::warn("[{}] re-listing after list_changed failed: {}", self->server_.name, err);
+          } else if (self->on_catalog_changed) {
+            self->on_catalog_changed();
+          }
+        },
+        asio::detached);
+    return;
+  }
+  if (m == "notifications/message") {
+    if (auto target = route_target()) {
+      target->on_notification(std::string(line));
+    } else {
+      spdlog::info("[{}#{}] log: {:.500}", server_.name, number_, env.params.in(line));
+    }
+    return;
+  }
+  // notifications/cancelled from the server, resources/updated, ...: nothing to route yet.
+  spdlog::debug("[{}#{}] notification {} not routed", server_.name, number_, m);
+}
+
+std::shared_ptr<CallSink> Instance::route_target() const {
+  // Stdio carries no link from a server request to the call that caused it. The most recent
+  // in-flight call is the best guess; with one caller per instance it is exact.
+  if (auto it = pending_.find(last_call_id_); it != pending_.end() && it->second.sink) {
+    return it->second.sink;
+  }
+  std::uint64_t newest = 0;
+  std::shared_ptr<CallSink> sink;
+  for (const auto& [id, p] : pending_) {
+    if (p.sink && id >= newest) {
+      newest = id;
+      sink = p.sink;
+    }
+  }
+  return sink;
+}
+
+void Instance::on_server_request(std::string_view line, const json::Envelope& env) {
+  const std::string id(env.id.in(line));
+  if (env.method == "ping") {
+    write(json::make_result(id, "{}"));
+    return;
+  }
+  auto target = route_target();
+  if (!target) {
+    if (env.method == "roots/list") {
+      write(json::make_result(id, R"({"roots":[]})"));
+    } else {
+      write(json::make_error(id, json::kMethodNotFound,
+                             env.method + ": no agent call is in progress to route it to"));
+    }
+    return;
+  }
+  target->on_server_request(
+      env.method, std::string(env.params.in(line)),
+      [weak = weak_from_this(), id](bool is_error, std::string raw) {
+        auto self = weak.lock();
+        if (!self) return;
+        std::string out = R"({"jsonrpc":"2.0","id":)" + id + (is_error ? R"(,"error":)" : R"(,"result":)") + raw + "}";
+        self->write(std::move(out));
+      });
+}
+
+asio::awaitable<void> Instance::stop() {
+  if (state_ == State::kStopping) co_return;
+  auto self = shared_from_this();
+  const bool running = pidfd_.is_open() && !child_.reaped();
+  state_ = State::kStopping;
+  fail_pending(json::kUpstreamUnavailable, "server '" + server_.name + "' is shutting down");
+  boost::system::error_code ec;
+  stdin_.close(ec);
+  if (running) {
+    // Each rung waits up to stop_grace for the exit watcher to reap the child.
+    for (int sig : {0, SIGTERM, SIGKILL}) {
+      if (child_.reaped()) break;
+      if (sig) child_.signal_group(sig);
+      exited_.expires_after(server_.stop_grace);
+      co_await exited_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      child_.try_reap();
+    }
+  }
+  state_ = State::kExited;
+  stdout_.close(ec);
+  stderr_.close(ec);
+  pidfd_.close(ec);
+  child_ = process::Child();  // kills and reaps whatever is left
+}
+
+}  // namespace toolbridge::upstream

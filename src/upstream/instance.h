@@ -1,0 +1,145 @@
+#pragma once
+// One running copy of a configured server: child process + stdio framing + the client side of
+// an MCP session + the table of requests in flight. Many callers share an instance: each request
+// gets a fresh upstream id (and progress token), so two agents that both use id 1 never meet.
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/json.hpp>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "config/config.h"
+#include "json/envelope.h"
+#include "mcp/protocol.h"
+#include "process/child.h"
+#include "transport/line_framer.h"
+
+namespace toolbridge::upstream {
+
+// The downstream side of one forwarded request: where its answer, and whatever the server sends
+// on its behalf (progress, log messages, sampling or elicitation requests), must go.
+class CallSink {
+ public:
+  virtual ~CallSink() = default;
+  // The complete JSON-RPC response, already carrying the caller's own id.
+  virtual void on_response(std::string message) = 0;
+  // A notification that belongs to this call (progress with the caller's token, logging).
+  virtual void on_notification(std::string message) = 0;
+  // A request from the server (sampling/createMessage, elicitation/create, roots/list). `reply`
+  // must be called exactly once with the raw JSON of the result, or of the error object.
+  using Reply = std::function<void(bool is_error, std::string raw)>;
+  virtual void on_server_request(const std::string& method, std::string params, Reply reply) = 0;
+};
+
+struct Catalog {
+  boost::json::array tools;
+  boost::json::array resources;
+  boost::json::array resource_templates;
+  boost::json::array prompts;
+};
+
+class Instance : public std::enable_shared_from_this<Instance> {
+ public:
+  using Clock = std::chrono::steady_clock;
+  enum class State { kStarting, kReady, kStopping, kExited };
+
+  Instance(boost::asio::io_context& io, const config::Server& server, std::uint64_t number);
+  ~Instance();
+
+  // Spawns, initialises and lists the catalog, bounded by the startup timeout. Returns an
+  // error message, empty on success.
+  boost::asio::awaitable<std::string> start();
+
+  // Forwards a request. `params` is raw JSON (may be empty). `progress_token` is the caller's
+  // raw token if any; the instance substitutes its own and maps it back. On deadline the server
+  // gets notifications/cancelled and the sink a timeout error.
+  void call(std::string_view method, std::string params, std::string caller_id,
+            std::string progress_token, std::shared_ptr<CallSink> sink,
+            std::chrono::milliseconds timeout, const std::string& display_name);
+  // The caller gave up on its request (notifications/cancelled from the agent).
+  void cancel(const std::shared_ptr<CallSink>& sink, std::string_view caller_id,
+              const std::string& reason);
+  // Sends a notification as-is (logging/setLevel is a request; this is for roots/list_changed).
+  void notify(std::string_view method, std::string params);
+
+  // Close stdin -> SIGTERM -> SIGKILL, each step bounded by stop_grace; always reaps.
+  boost::asio::awaitable<void> stop();
+
+  State state() const { return state_; }
+  std::size_t in_flight() const { return pending_.size(); }
+  std::uint64_t number() const { return number_; }
+  pid_t pid() const { return child_.pid(); }
+  mcp::Version version() const { return version_; }
+  const mcp::ServerCapabilities& capabilities() const { return caps_; }
+  const Catalog& catalog() const { return catalog_; }
+  const std::string& server_name() const { return server_.name; }
+
+  // Called once when the process is gone (crash, exit, broken pipe), with the reason.
+  std::function<void(const std::string& reason)> on_exit;
+  // Called when the server says its tools/resources/prompts changed and the catalog was re-read.
+  std::function<void()> on_catalog_changed;
+
+ private:
+  struct Pending {
+    std::string caller_id;            // raw JSON id of the downstream request
+    std::string progress_token;       // caller's raw token, empty if none
+    std::shared_ptr<CallSink> sink;   // null for the instance's own requests
+    std::function<void(std::string_view line, const json::Envelope&)> internal;
+    std::unique_ptr<boost::asio::steady_timer> deadline;
+    std::string display_name;         // "server__tool" for messages
+    std::chrono::milliseconds timeout{0};
+  };
+
+  void write(std::string line);
+  boost::asio::awaitable<void> write_loop();
+  boost::asio::awaitable<void> read_stdout();
+  boost::asio::awaitable<void> read_stderr();
+  boost::asio::awaitable<void> watch_exit();
+  void on_line(std::string_view line);
+  void on_response(std::string_view line, const json::Envelope& env);
+  void on_notification(std::string_view line, const json::Envelope& env);
+  void on_server_request(std::string_view line, const json::Envelope& env);
+  void fail(const std::string& reason);
+  void fail_pending(int code, const std::string& message);
+  std::shared_ptr<CallSink> route_target() const;
+  void finish(std::uint64_t id);
+
+  // The instance's own requests (initialize, list calls) awaited inline.
+  boost::asio::awaitable<boost::json::value> request(std::string_view method, std::string params,
+                                                     std::string& error);
+  boost::asio::awaitable<std::string> fetch_catalog();
+  boost::asio::awaitable<std::string> list_all(std::string_view method, std::string_view key,
+                                               boost::json::array& into);
+
+  boost::asio::io_context& io_;
+  const config::Server& server_;
+  std::uint64_t number_;
+  State state_ = State::kStarting;
+  process::Child child_;
+  boost::asio::posix::stream_descriptor stdin_;
+  boost::asio::posix::stream_descriptor stdout_;
+  boost::asio::posix::stream_descriptor stderr_;
+  boost::asio::posix::stream_descriptor pidfd_;
+  transport::LineFramer framer_;
+  std::deque<std::string> write_queue_;
+  bool writing_ = false;
+  std::uint64_t next_id_ = 1;
+  std::unordered_map<std::uint64_t, Pending> pending_;
+  std::uint64_t last_call_id_ = 0;     // most recent forwarded call, for routing server requests
+  std::deque<std::string> stderr_tail_;
+  std::string exit_reason_;
+  boost::asio::steady_timer exited_;   // cancelled once the child is reaped
+  mcp::Version version_ = mcp::kLatestVersion;
+  mcp::ServerCapabilities caps_;
+  Catalog catalog_;
+  std::uint64_t garbage_lines_ = 0;
+};
+
+}  // namespace toolbridge::upstream

@@ -1,0 +1,109 @@
+"""No process outlives the gateway: not on SIGTERM (orderly stop ladder), not on SIGKILL
+(children die by parent-death signal or stdin EOF; they get reparented, so we track them by
+pid + start time recorded before the kill)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+
+import pytest
+
+from tb_support import (VENV_BIN, Gateway, ProcInfo, describe, everything_server, fixture_bin, fixture_server,
+                        kill_procs, proc_table, time_server, wait_gone)
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def servers() -> dict:
+    # `wrapped` is a Python parent with the fixture as its child: a grandchild of the gateway.
+    launcher = ("import subprocess, sys; "
+                f"sys.exit(subprocess.call([{str(fixture_bin())!r}]))")
+    return {
+        "fixture": fixture_server(),
+        "everything": everything_server(),
+        "time": time_server(),
+        "wrapped": {"command": str(VENV_BIN / "python"), "args": ["-c", launcher]},
+    }
+
+
+def start(tmp_path) -> tuple[Gateway, list[ProcInfo]]:
+    gw = Gateway(tmp_path, servers())
+    gw.start()
+    try:
+        gw.wait_ready()
+        procs = gw.descendants()
+    except BaseException:
+        gw.kill_quietly()
+        raise
+    names = " ".join(p.comm for p in procs)
+    # fixture, node, time (python), wrapped python + its fixture child: at least five processes.
+    if len(procs) < 5:
+        gw.kill_quietly()
+        pytest.fail(f"expected at least 5 descendants of the gateway, found {len(procs)}: {names}")
+    return gw, procs
+
+
+def test_sigterm_stops_every_descendant(tmp_path):
+    gw, procs = start(tmp_path)
+    try:
+        t0 = time.monotonic()
+        gw.proc.send_signal(signal.SIGTERM)
+        left = wait_gone(procs, 2.0)
+        assert not left, f"still alive 2 s after SIGTERM:\n{describe(left)}\nstderr:\n{gw.stderr_tail()}"
+        try:
+            rc = gw.proc.wait(max(0.1, 3.0 - (time.monotonic() - t0)))
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"gateway still running 3 s after SIGTERM\nstderr:\n{gw.stderr_tail()}")
+        assert rc == 0, f"gateway exited with {rc} on SIGTERM\nstderr:\n{gw.stderr_tail()}"
+    finally:
+        kill_procs(procs)
+        gw.kill_quietly()
+
+
+def test_sigkill_leaves_no_descendant(tmp_path):
+    gw, procs = start(tmp_path)
+    try:
+        gw.proc.send_signal(signal.SIGKILL)
+        gw.proc.wait(5)
+        left = wait_gone(procs, 2.0)
+        assert not left, f"still alive 2 s after the gateway was SIGKILLed:\n{describe(left)}"
+    finally:
+        kill_procs(procs)
+        gw.kill_quietly()
+
+
+def test_restarted_instance_is_reaped(tmp_path):
+    """A crashed child is reaped (no zombie under the gateway) and replaced by a new instance."""
+    import anyio
+
+    from tb_sdk import sdk_session
+
+    gw = Gateway(tmp_path, {"fixture": fixture_server(restart_backoff={"initial": "100ms"})})
+    gw.start()
+    try:
+        gw.wait_ready()
+        before = [p for p in gw.descendants() if p.ppid == gw.proc.pid]
+        assert len(before) == 1, describe(before)
+
+        async def crash():
+            async with sdk_session(gw.mcp_url) as s:
+                try:
+                    r = await s.call_tool("fixture__crash", {"code": 3})
+                except Exception as exc:  # a JSON-RPC error is a correct answer too
+                    return str(exc)
+                assert r.is_error, f"crash call returned a success: {r}"
+                return str(r.content)
+
+        anyio.run(crash)
+        gw.wait_health(lambda h: h["servers"]["fixture"]["restarts"] >= 1
+                       and h["servers"]["fixture"]["state"] == "ready", 15, "fixture restarted")
+        assert wait_gone(before, 2.0) == [], "crashed instance still present"
+        zombies = [p for p in proc_table().values() if p.ppid == gw.proc.pid and p.state == "Z"]
+        assert not zombies, f"unreaped children: {describe(zombies)}"
+        after = [p for p in gw.descendants() if p.ppid == gw.proc.pid]
+        assert len(after) == 1 and after[0].pid != before[0].pid, describe(after)
+        gw.close()
+    finally:
+        gw.kill_quietly()
