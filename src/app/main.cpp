@@ -92,6 +92,7 @@ int serve(const std::string& config_path, const std::string& listen, const std::
   };
   signals.async_wait(on_signal);
   io.run();
+  process::GroupReaper::stop();
   spdlog::info("stopped");
   return 0;
 }

@@ -246,6 +246,7 @@ std::string describe_status(int status) {
 
 namespace {
 int g_reaper_fd = -1;
+pid_t g_reaper_pid = -1;
 
 void send_to_reaper(char op, pid_t pgid) {
   if (g_reaper_fd < 0) return;
@@ -300,7 +301,17 @@ bool GroupReaper::start() {
   }
   ::close(fds[0]);
   g_reaper_fd = fds[1];
+  g_reaper_pid = pid;
   return true;
+}
+
+void GroupReaper::stop() {
+  if (g_reaper_fd < 0) return;
+  ::close(g_reaper_fd);
+  g_reaper_fd = -1;
+  int status = 0;
+  while (::waitpid(g_reaper_pid, &status, 0) < 0 && errno == EINTR) {
+  }
 }
 
 void GroupReaper::add(pid_t pgid) { send_to_reaper('+', pgid); }

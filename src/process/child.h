@@ -72,6 +72,8 @@ class GroupReaper {
  public:
   // Must be called before any thread starts. Returns false (and logs) if it cannot fork.
   static bool start();
+  // Orderly exit: the watchdog kills whatever is still registered, exits, and is reaped.
+  static void stop();
   static void add(pid_t pgid);
   static void remove(pid_t pgid);
 };

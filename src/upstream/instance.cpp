@@ -227,6 +227,15 @@ void Instance::call(std::string_view method, std::string params, std::string cal
                                            (exit_reason_.empty() ? "" : ": " + exit_reason_)));
     return;
   }
+  if (pending_.size() >= server_.max_in_flight) {
+    // Backpressure instead of an unbounded pile-up on one process.
+    sink->on_response(json::make_error(
+        caller_id, json::kOverloaded,
+        fmt::format("server '{}' already has {} requests in flight (max_in_flight); retry after "
+                    "one finishes",
+                    server_.name, pending_.size())));
+    return;
+  }
   const std::uint64_t id = next_id_++;
   const std::string id_text = std::to_string(id);
   if (!progress_token.empty()) {

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 
 import httpx
@@ -68,7 +69,8 @@ def test_crash_fails_pending_calls_at_once_and_restarts(gateway_factory):
         assert eventually_echo(s) == "back"
         health = gw.wait_health(lambda h: h["servers"]["fixture"]["restarts"] >= 1, 10, "restart counted")
         assert health["servers"]["fixture"]["state"] == "ready"
-        assert "toolbridge_restarts_total" in gw.metrics()
+        restarts = re.search(r'^toolbridge_restarts_total\{[^}]*server="fixture"[^}]*\} (\S+)$', gw.metrics(), re.M)
+        assert restarts and float(restarts.group(1)) >= 1, "no toolbridge_restarts_total sample for fixture"
     finally:
         s.close()
 

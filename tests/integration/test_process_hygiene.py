@@ -74,6 +74,20 @@ def test_sigkill_leaves_no_descendant(tmp_path):
         gw.kill_quietly()
 
 
+def fixture_children(gw: Gateway) -> list[ProcInfo]:
+    """Live fixture processes directly under the gateway (ignores helpers such as a reaper)."""
+    fixture = str(fixture_bin())
+    out = []
+    for p in gw.descendants():
+        try:
+            argv0 = open(f"/proc/{p.pid}/cmdline", "rb").read().split(b"\0")[0].decode()
+        except OSError:
+            continue
+        if p.ppid == gw.proc.pid and argv0 == fixture:
+            out.append(p)
+    return out
+
+
 def test_restarted_instance_is_reaped(tmp_path):
     """A crashed child is reaped (no zombie under the gateway) and replaced by a new instance."""
     import anyio
@@ -84,7 +98,7 @@ def test_restarted_instance_is_reaped(tmp_path):
     gw.start()
     try:
         gw.wait_ready()
-        before = [p for p in gw.descendants() if p.ppid == gw.proc.pid]
+        before = fixture_children(gw)
         assert len(before) == 1, describe(before)
 
         async def crash():
@@ -102,7 +116,7 @@ def test_restarted_instance_is_reaped(tmp_path):
         assert wait_gone(before, 2.0) == [], "crashed instance still present"
         zombies = [p for p in proc_table().values() if p.ppid == gw.proc.pid and p.state == "Z"]
         assert not zombies, f"unreaped children: {describe(zombies)}"
-        after = [p for p in gw.descendants() if p.ppid == gw.proc.pid]
+        after = fixture_children(gw)
         assert len(after) == 1 and after[0].pid != before[0].pid, describe(after)
         gw.close()
     finally:
