@@ -316,7 +316,14 @@ asio::awaitable<void> Instance::write_loop() {
                                asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       write_queue_.clear();
-      fail("its stdin broke (" + ec.message() + ")");
+      boost::system::error_code ignored;
+      stdin_.close(ignored);
+      // A broken pipe usually means the process is exiting: give the exit watcher a moment so
+      // the error names the exit code rather than the symptom.
+      auto grace = std::make_shared<asio::steady_timer>(io_, server_.stop_grace);
+      grace->async_wait([self = shared_from_this(), grace, why = ec.message()](boost::system::error_code) {
+        self->fail("its stdin broke (" + why + ")");
+      });
       break;
     }
   }

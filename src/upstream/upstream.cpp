@@ -54,6 +54,9 @@ Upstream::Upstream(asio::io_context& io, config::Server server, StartGate& gate,
                    telemetry::Metrics& metrics)
     : io_(io), server_(std::move(server)), gate_(gate), metrics_(metrics), retry_timer_(io) {
   if (!server_.enabled) state_ = State::kDisabled;
+  // Counters exist from the start, so a dashboard sees 0 rather than no series.
+  metrics_.add("toolbridge_restarts_total", telemetry::labels({{"server", server_.name}}), 0);
+  metrics_.add("toolbridge_start_failures_total", telemetry::labels({{"server", server_.name}}), 0);
 }
 
 std::shared_ptr<Instance> Upstream::instance() const {

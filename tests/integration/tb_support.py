@@ -18,7 +18,7 @@ from typing import Any, Iterable
 import httpx
 
 REPO = Path(__file__).resolve().parents[2]
-BUILD_DIR = Path(os.environ.get("TOOLBRIDGE_BUILD_DIR", REPO / "build"))
+BUILD_DIR = Path(os.environ.get("TOOLBRIDGE_BUILD_DIR", REPO / "build")).resolve()
 NODE_MODULES = REPO / "node_modules"
 VENV_BIN = REPO / ".venv" / "bin"
 
