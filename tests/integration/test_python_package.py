@@ -1,0 +1,34 @@
+"""The shipped Python package: start a gateway from Python, call through it, stop it cleanly."""
+
+import pytest
+import toolbridge
+
+from tb_sdk import only_text, run, sdk_session
+from tb_support import BUILD_DIR, fixture_bin
+
+
+@pytest.mark.timeout(60)
+def test_gateway_context_manager_serves_and_stops(tmp_path):
+    cfg = tmp_path / "servers.yaml"
+    cfg.write_text(f"servers:\n  fixture:\n    command: {fixture_bin()}\n")
+    gw = toolbridge.Gateway(cfg, binary=str(BUILD_DIR / "toolbridge"))
+    with gw:
+        assert gw.health()["servers"]["fixture"]["state"] == "ready"
+        pid = gw.process.pid
+
+        async def call():
+            async with sdk_session(gw.url) as session:
+                return only_text(await session.call_tool("fixture__echo", {"text": "from python"}))
+
+        assert run(call) == "from python"
+    assert gw.process is None
+    with pytest.raises(ProcessLookupError):
+        import os
+        os.kill(pid, 0)
+
+
+def test_gateway_reports_a_bad_config(tmp_path):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text("servers:\n  fixture:\n    comand: x\n")
+    with pytest.raises(toolbridge.GatewayError, match="comand"):
+        toolbridge.Gateway(cfg, binary=str(BUILD_DIR / "toolbridge")).start()
