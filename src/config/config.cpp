@@ -286,14 +286,16 @@ std::string join_words(std::span<const std::string_view> words) {
 constexpr std::array<std::string_view, 4> kTopKeys{"gateway", "toolbridge", "servers",
                                                    "mcpServers"};
 
-constexpr std::array<std::string_view, 9> kGatewayKeys{
-    "listen",       "allowed_origins",  "max_body_bytes",
-    "max_sessions", "session_idle_ttl", "start_concurrency",
-    "tool_naming",  "separator",        "log_level",
+constexpr std::array<std::string_view, 10> kGatewayKeys{
+    "listen",       "allowed_origins",  "max_body_bytes",    "max_sessions",
+    "session_idle_ttl", "start_concurrency", "tool_naming", "separator",
+    "log_level",    "shutdown_grace",
 };
 
-constexpr std::array<std::string_view, 12> kServerKeys{
+constexpr std::array<std::string_view, 14> kServerKeys{
     "command",
+    "ping_timeout",
+    "tool_timeouts",
     "args",
     "env",
     "inherit_env",
@@ -533,6 +535,8 @@ class Reader {
         g.max_sessions = count(v, p);
       } else if (e.key == "session_idle_ttl") {
         g.session_idle_ttl = duration(v, p, /*allow_zero=*/false);
+      } else if (e.key == "shutdown_grace") {
+        g.shutdown_grace = duration(v, p, /*allow_zero=*/true);
       } else if (e.key == "start_concurrency") {
         g.start_concurrency = count(v, p);
       } else if (e.key == "tool_naming") {
@@ -700,10 +704,16 @@ class Reader {
       } else if (e.key == "call_timeout") {
         s.call_timeout = duration(v, p, /*allow_zero=*/false);
         call_timeout_set = true;
+      } else if (e.key == "tool_timeouts") {
+        for (const Entry& t : entries(v, p)) {
+          s.tool_timeouts[t.key] = duration(t.value, join(p, t.key), /*allow_zero=*/false);
+        }
       } else if (e.key == "timeout") {
         foreign_timeout = timeout(v, p);
       } else if (e.key == "restart_backoff") {
         read_backoff(v, p, s);
+      } else if (e.key == "ping_timeout") {
+        s.ping_timeout = duration(v, p, /*allow_zero=*/false);
       } else if (e.key == "stop_grace") {
         s.stop_grace = duration(v, p, /*allow_zero=*/true);
       } else if (e.key == "max_line_bytes") {

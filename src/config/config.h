@@ -29,8 +29,10 @@ struct Server {
   bool enabled = true;
   Duration startup_timeout{30'000};            // spawn + initialize + first tools/list
   Duration call_timeout{300'000};              // per request forwarded to this server
+  std::map<std::string, Duration> tool_timeouts;  // per tool (server's own name), over call_timeout
   Duration restart_backoff_initial{500};
   Duration restart_backoff_max{30'000};
+  Duration ping_timeout{5'000};                // after a call's deadline: no pong -> recycled
   Duration stop_grace{2'000};                  // each step of close stdin -> SIGTERM -> SIGKILL
   std::size_t max_line_bytes = 64u << 20;      // one message from the server
   std::size_t max_in_flight = 256;             // requests multiplexed on one instance
@@ -47,6 +49,7 @@ struct Gateway {
   ToolNaming tool_naming = ToolNaming::kPrefixed;
   std::string separator = "__";
   std::string log_level = "info";
+  Duration shutdown_grace{10'000};             // SIGTERM: in-flight calls may finish this long
 };
 
 struct Config {

@@ -24,6 +24,8 @@ namespace {
 
 constexpr auto kSseKeepalive = 15s;
 constexpr auto kSweepInterval = 30s;
+// params._meta key by which a caller shortens its own deadline, in milliseconds.
+constexpr std::string_view kTimeoutMeta = "toolbridge/timeout_ms";
 
 std::string random_session_id() {
   unsigned char bytes[16];
@@ -55,23 +57,6 @@ std::string header(const transport::Request& req, std::string_view name) {
 
 std::string error_body(std::string_view id, int code, std::string_view message) {
   return json::make_error(id, code, message);
-}
-
-// Outcome label for metrics. Tool results put isError at the top level, by convention after
-// content, so the tail (or head) of the result is checked rather than scanning 1 MB payloads.
-std::string_view outcome_of(std::string_view response) {
-  const json::Envelope env = json::parse_envelope(response);
-  if (!env.error.empty()) return "error";
-  const std::string_view result = env.result.in(response);
-  const std::string_view tail = result.substr(result.size() > 256 ? result.size() - 256 : 0);
-  const std::string_view head = result.substr(0, 256);
-  for (std::string_view part : {tail, head}) {
-    const auto at = part.find("\"isError\"");
-    if (at == std::string_view::npos) continue;
-    const auto rest = part.substr(at + 9, 8);
-    return rest.find("true") != std::string_view::npos ? "tool_error" : "ok";
-  }
-  return "ok";
 }
 
 bj::object parse_object(std::string_view text) {
@@ -150,6 +135,23 @@ asio::awaitable<void> Gateway::shutdown() {
   if (stopping_) co_return;
   stopping_ = true;
   sweep_.cancel();
+  http_.stop_accepting();
+  // Calls in flight may finish (their answers still reach the agents) for up to shutdown_grace.
+  const auto drain_until = std::chrono::steady_clock::now() + config_.gateway.shutdown_grace;
+  asio::steady_timer tick(io_);
+  for (;;) {
+    std::size_t in_flight = 0;
+    for (const auto& up : upstreams_) {
+      if (auto inst = up->instance()) in_flight += inst->in_flight();
+    }
+    if (in_flight == 0 || std::chrono::steady_clock::now() >= drain_until) {
+      if (in_flight > 0) spdlog::warn("shutdown: {} calls still in flight after shutdown_grace", in_flight);
+      break;
+    }
+    tick.expires_after(20ms);
+    boost::system::error_code ec;
+    co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
   http_.stop();
   for (auto& [id, s] : sessions_) {
     if (s->get_stream) s->get_stream->close();
@@ -561,8 +563,8 @@ asio::awaitable<void> Gateway::handle_delete(Exchange& ex) {
   // Calls still running for this session are cancelled upstream; nobody will read them.
   for (auto& [caller_id, f] : session->in_flight) {
     auto inst = f.instance.lock();
-    auto stream = f.stream.lock();
-    if (inst && stream) inst->cancel(stream, caller_id, "the agent ended its session");
+    auto call = f.call.lock();
+    if (inst && call) inst->cancel(call, caller_id, "the agent ended its session");
   }
   session->in_flight.clear();
   if (session->get_stream) session->get_stream->close();
@@ -603,11 +605,12 @@ void Gateway::dispatch(const std::shared_ptr<Session>& session,
       auto it = session->in_flight.find(key);
       if (it == session->in_flight.end()) return;
       auto inst = it->second.instance.lock();
-      auto s = it->second.stream.lock();
+      auto call = it->second.call.lock();
       const std::string reason = member_string(p, "reason");
-      if (inst && s) {
-        inst->cancel(s, key, reason.empty() ? "cancelled by the agent" : reason);
+      if (inst && call) {
+        inst->cancel(call, key, reason.empty() ? "cancelled by the agent" : reason);
         // The cancelled request gets no response; the POST that carried it is released.
+        auto& s = call->stream();
         if (s->outstanding > 0) --s->outstanding;
         s->channel.wake.cancel();
       }
@@ -660,6 +663,10 @@ void Gateway::dispatch(const std::shared_ptr<Session>& session,
   if (const auto* meta = params.if_contains("_meta"); meta && meta->is_object()) {
     if (const auto* t = meta->as_object().if_contains("progressToken")) progress_token = bj::serialize(*t);
   }
+  if (stopping_) {
+    return answer(error_body(id, json::kUpstreamUnavailable,
+                             "the gateway is shutting down; no new calls are accepted"));
+  }
   if (method == "tools/call" || method == "prompts/get") {
     const bool tool = method == "tools/call";
     const std::string name = member_string(params, "name");
@@ -677,8 +684,18 @@ void Gateway::dispatch(const std::shared_ptr<Session>& session,
       return answer(error_body(id, json::kInvalidParams, msg));
     }
     params["name"] = entry->original;
+    // The caller may shorten its deadline (never lengthen it past the configured one).
+    std::chrono::milliseconds timeout{0};
+    if (auto* meta = params.if_contains("_meta"); meta && meta->is_object()) {
+      if (auto* t = meta->as_object().if_contains(kTimeoutMeta)) {
+        if (t->is_number()) timeout = std::chrono::milliseconds(static_cast<long>(t->to_number<double>()));
+        meta->as_object().erase(kTimeoutMeta);
+        if (meta->as_object().empty()) params.erase("_meta");
+      }
+    }
     return forward(session, stream, entry->server, method, bj::serialize(params), id,
-                   progress_token, entry->exposed, entry->exposed);
+                   progress_token, entry->exposed, entry->exposed, tool ? entry->original : "",
+                   timeout);
   }
   if (method == "resources/read" || method == "resources/subscribe" || method == "resources/unsubscribe") {
     const std::string uri = member_string(params, "uri");
@@ -687,7 +704,7 @@ void Gateway::dispatch(const std::shared_ptr<Session>& session,
       return answer(error_body(id, -32002, "Resource not found: '" + uri + "' matches no server's resources or templates"));
     }
     return forward(session, stream, *server, method, std::string(env.params.in(message)), id,
-                   progress_token, *server + " " + method, method);
+                   progress_token, *server + " " + method, method, "", {});
   }
   if (method == "completion/complete") {
     auto* ref = params.if_contains("ref");
@@ -698,12 +715,12 @@ void Gateway::dispatch(const std::shared_ptr<Session>& session,
         if (const Entry* e = catalog_.prompt(member_string(r, "name"))) {
           r["name"] = e->original;
           return forward(session, stream, e->server, method, bj::serialize(params), id, progress_token,
-                         e->server + " " + method, method);
+                         e->server + " " + method, method, "", {});
         }
       } else if (type == "ref/resource") {
         if (const std::string* server = catalog_.resource_server(member_string(r, "uri"))) {
           return forward(session, stream, *server, method, bj::serialize(params), id, progress_token,
-                         *server + " " + method, method);
+                         *server + " " + method, method, "", {});
         }
       }
     }
@@ -716,36 +733,38 @@ void Gateway::forward(const std::shared_ptr<Session>& session,
                       const std::shared_ptr<PostStream>& stream, const std::string& server,
                       std::string_view method, std::string params, std::string id,
                       std::string progress_token, const std::string& display_name,
-                      const std::string& tool_label) {
+                      const std::string& tool_label, const std::string& tool,
+                      std::chrono::milliseconds requested_timeout) {
   ++stream->outstanding;
+  const auto started = std::chrono::steady_clock::now();
+  auto call = std::make_shared<ForwardedCall>(
+      stream, id, method == "tools/call",
+      [this, weak = std::weak_ptr<Session>(session), id, server, tool_label,
+       started](std::string_view outcome) {
+        const double secs =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        metrics_.add("toolbridge_calls_total",
+                     telemetry::labels({{"server", server}, {"tool", tool_label}, {"outcome", outcome}}));
+        metrics_.observe("toolbridge_call_duration_seconds",
+                         telemetry::labels({{"server", server}, {"tool", tool_label}}), secs);
+        if (auto s = weak.lock()) s->in_flight.erase(id);
+      });
   auto up = find_upstream(server);
   auto inst = up ? up->instance() : nullptr;
   if (!inst) {
-    stream->on_response(error_body(id, json::kUpstreamUnavailable,
-                                   up ? up->describe_unavailable() : "unknown server " + server));
-    metrics_.add("toolbridge_calls_total",
-                 telemetry::labels({{"server", server}, {"tool", tool_label}, {"outcome", "unavailable"}}));
+    call->on_response(error_body(id, json::kUpstreamUnavailable,
+                                 up ? up->describe_unavailable() : "unknown server " + server));
     return;
   }
-  const auto started = std::chrono::steady_clock::now();
-  session->in_flight[id] = Session::InFlight{inst, stream};
-  // Chain bookkeeping in front of whatever the stream already does per response.
-  auto previous = std::move(stream->on_each_response);
-  stream->on_each_response = [this, weak = std::weak_ptr<Session>(session), id, server, tool_label,
-                              started, previous = std::move(previous)](const std::string& response) {
-    if (previous) previous(response);
-    // on_each_response sees every response of the POST; only ours carries this id.
-    const json::Envelope env = json::parse_envelope(response);
-    if (env.id.in(response) != id) return;
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    const std::string l = telemetry::labels({{"server", server}, {"tool", tool_label}});
-    metrics_.add("toolbridge_calls_total",
-                 telemetry::labels({{"server", server}, {"tool", tool_label}, {"outcome", outcome_of(response)}}));
-    metrics_.observe("toolbridge_call_duration_seconds", l, secs);
-    if (auto s = weak.lock()) s->in_flight.erase(id);
-  };
-  inst->call(method, std::move(params), std::move(id), std::move(progress_token), stream,
-             up->config().call_timeout, display_name);
+  const auto& cfg = up->config();
+  auto timeout = cfg.call_timeout;
+  if (auto it = cfg.tool_timeouts.find(tool); !tool.empty() && it != cfg.tool_timeouts.end()) {
+    timeout = it->second;
+  }
+  if (requested_timeout.count() > 0) timeout = std::min(timeout, requested_timeout);
+  session->in_flight[id] = Session::InFlight{inst, call};
+  inst->call(method, std::move(params), std::move(id), std::move(progress_token), call, timeout,
+             display_name);
 }
 
 }  // namespace toolbridge::gateway

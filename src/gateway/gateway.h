@@ -49,7 +49,8 @@ class Gateway {
   void forward(const std::shared_ptr<Session>& session, const std::shared_ptr<PostStream>& stream,
                const std::string& server, std::string_view method, std::string params,
                std::string id, std::string progress_token, const std::string& display_name,
-               const std::string& tool_label);
+               const std::string& tool_label, const std::string& tool,
+               std::chrono::milliseconds requested_timeout);
   std::shared_ptr<upstream::Upstream> find_upstream(std::string_view name) const;
 
   bool origin_allowed(std::string_view origin) const;

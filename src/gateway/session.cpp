@@ -1,12 +1,49 @@
 #include "gateway/session.h"
 
+#include <boost/json.hpp>
+
 #include "json/envelope.h"
 
 namespace toolbridge::gateway {
 
+void ForwardedCall::on_response(std::string message) {
+  std::string_view outcome = "ok";
+  const json::Envelope env = json::parse_envelope(message);
+  if (!env.error.empty()) {
+    outcome = "error";
+    boost::system::error_code ec;
+    const boost::json::value err = boost::json::parse(env.error.in(message), ec);
+    const auto* code = !ec && err.is_object() ? err.as_object().if_contains("code") : nullptr;
+    const auto* text = !ec && err.is_object() ? err.as_object().if_contains("message") : nullptr;
+    const std::int64_t c = code && code->is_int64() ? code->as_int64() : 0;
+    if (c == json::kRequestTimeout) outcome = "timeout";
+    if (c == json::kUpstreamFailed) outcome = "crashed";
+    if (c == json::kUpstreamUnavailable) outcome = "unavailable";
+    if (tool_call_ && outcome != "error" && text && text->is_string()) {
+      // The agent gets a tool result it can reason about rather than a transport failure.
+      boost::json::object result{
+          {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", text->as_string()}}}},
+          {"isError", true}};
+      message = json::make_result(id_, boost::json::serialize(result));
+    }
+  } else {
+    // Tool results put isError at the top level, by convention after content, so the tail (or
+    // head) of the result is checked rather than scanning a 1 MB payload again.
+    const std::string_view result = env.result.in(message);
+    const std::string_view tail = result.substr(result.size() > 256 ? result.size() - 256 : 0);
+    for (std::string_view part : {tail, result.substr(0, 256)}) {
+      const auto at = part.find("\"isError\"");
+      if (at == std::string_view::npos) continue;
+      if (part.substr(at + 9, 8).find("true") != std::string_view::npos) outcome = "tool_error";
+      break;
+    }
+  }
+  if (done_) done_(outcome);
+  stream_->on_response(std::move(message));
+}
+
 void PostStream::on_response(std::string message) {
   if (outstanding > 0) --outstanding;
-  if (on_each_response) on_each_response(message);
   if (detached) {
     // The agent hung up before the answer came; it is dropped, as the spec allows.
     return;

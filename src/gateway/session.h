@@ -56,12 +56,33 @@ class PostStream : public upstream::CallSink, public std::enable_shared_from_thi
   bool can_stream() const { return can_stream_; }
   // Set once the HTTP exchange has ended; late messages go to the session's GET stream.
   bool detached = false;
-  // Called for every response, before it is queued (metrics, in-flight bookkeeping).
-  std::function<void(const std::string& message)> on_each_response;
 
  private:
   std::weak_ptr<Session> session_;
   bool can_stream_;
+};
+
+// One request forwarded to a server on behalf of a POST. It turns upstream faults of a tool call
+// (deadline, crash, server down) into tool results with isError, which an agent can act on, and
+// reports the outcome once.
+class ForwardedCall : public upstream::CallSink {
+ public:
+  using Done = std::function<void(std::string_view outcome)>;
+  ForwardedCall(std::shared_ptr<PostStream> stream, std::string id, bool tool_call, Done done)
+      : stream_(std::move(stream)), id_(std::move(id)), tool_call_(tool_call), done_(std::move(done)) {}
+
+  void on_response(std::string message) override;
+  void on_notification(std::string message) override { stream_->on_notification(std::move(message)); }
+  void on_server_request(const std::string& method, std::string params, Reply reply) override {
+    stream_->on_server_request(method, std::move(params), std::move(reply));
+  }
+  const std::shared_ptr<PostStream>& stream() const { return stream_; }
+
+ private:
+  std::shared_ptr<PostStream> stream_;
+  std::string id_;
+  bool tool_call_;
+  Done done_;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -89,7 +110,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // Calls in flight, by the client's raw request id, for notifications/cancelled.
   struct InFlight {
     std::weak_ptr<upstream::Instance> instance;
-    std::weak_ptr<PostStream> stream;
+    std::weak_ptr<ForwardedCall> call;
   };
   std::map<std::string, InFlight, std::less<>> in_flight;
 

@@ -130,6 +130,11 @@ std::string HttpServer::listen() {
   return {};
 }
 
+void HttpServer::stop_accepting() {
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+}
+
 void HttpServer::stop() {
   if (stopping_) return;
   stopping_ = true;
@@ -146,7 +151,7 @@ asio::awaitable<void> HttpServer::accept_loop() {
     boost::system::error_code ec;
     tcp::socket socket = co_await acceptor_.async_accept(asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
-      if (stopping_ || ec == asio::error::operation_aborted) break;
+      if (stopping_ || ec == asio::error::operation_aborted || !acceptor_.is_open()) break;
       // EMFILE and friends: log, pause briefly, keep serving the connections we have.
       spdlog::warn("accept failed: {}", ec.message());
       asio::steady_timer pause(io_, std::chrono::milliseconds(50));

@@ -56,6 +56,8 @@ class HttpServer {
   std::string listen();
   unsigned short port() const { return port_; }
   const std::string& host() const { return options_.host; }
+  // Stops accepting new connections; open ones keep being served.
+  void stop_accepting();
   // Stops accepting and closes every connection.
   void stop();
   std::size_t connections() const { return open_.size(); }

@@ -186,7 +186,7 @@ asio::awaitable<std::string> Instance::list_all(std::string_view method, std::st
 }
 
 asio::awaitable<bj::value> Instance::request(std::string_view method, std::string params,
-                                             std::string& error) {
+                                             std::string& error, std::chrono::milliseconds timeout) {
   if (state_ == State::kExited || state_ == State::kStopping) {
     error = exit_reason_.empty() ? "the server is not running" : exit_reason_;
     co_return nullptr;
@@ -213,8 +213,20 @@ asio::awaitable<bj::value> Instance::request(std::string_view method, std::strin
   };
   pending_.emplace(id, std::move(p));
   write(json::make_request(std::to_string(id), method, params));
+  asio::steady_timer limit(io_);
+  if (timeout.count() > 0) {
+    limit.expires_after(timeout);
+    limit.async_wait([this, id, &answered, &error, &done, method = std::string(method),
+                      timeout](boost::system::error_code ec) {
+      if (ec || answered || !pending_.erase(id)) return;
+      answered = true;
+      error = fmt::format("no answer to {} within {} ms", method, timeout.count());
+      done.cancel();
+    });
+  }
   boost::system::error_code ec;
   if (!answered) co_await done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  limit.cancel();
   co_return result;
 }
 
@@ -263,6 +275,7 @@ void Instance::call(std::string_view method, std::string params, std::string cal
     self->write(json::make_notification(
         "notifications/cancelled",
         R"({"requestId":)" + std::to_string(id) + R"(,"reason":"deadline exceeded"})"));
+    self->check_responsive(p.display_name + " passed its deadline");
     const auto secs = static_cast<double>(p.timeout.count()) / 1000.0;
     p.sink->on_response(json::make_error(
         p.caller_id, json::kRequestTimeout,
@@ -271,6 +284,23 @@ void Instance::call(std::string_view method, std::string params, std::string cal
   pending_.emplace(id, std::move(entry));
   last_call_id_ = id;
   write(json::make_request(id_text, method, params));
+}
+
+void Instance::check_responsive(const std::string& after) {
+  if (checking_ || state_ != State::kReady) return;
+  checking_ = true;
+  asio::co_spawn(
+      io_,
+      [self = shared_from_this(), after]() -> asio::awaitable<void> {
+        std::string error;
+        co_await self->request("ping", "{}", error, self->server_.ping_timeout);
+        self->checking_ = false;
+        if (!error.empty() && self->state_ == State::kReady) {
+          // Hung: a server that cannot even answer ping will not finish its other calls either.
+          self->fail(fmt::format("it stopped responding ({}; {}); recycling it", after, error));
+        }
+      },
+      asio::detached);
 }
 
 void Instance::cancel(const std::shared_ptr<CallSink>& sink, std::string_view caller_id,

@@ -113,7 +113,10 @@ class Instance : public std::enable_shared_from_this<Instance> {
 
   // The instance's own requests (initialize, list calls) awaited inline.
   boost::asio::awaitable<boost::json::value> request(std::string_view method, std::string params,
-                                                     std::string& error);
+                                                     std::string& error,
+                                                     std::chrono::milliseconds timeout = {});
+  // After a deadline passed: is the server still answering at all? Recycles it if not.
+  void check_responsive(const std::string& after);
   boost::asio::awaitable<std::string> fetch_catalog();
   boost::asio::awaitable<std::string> list_all(std::string_view method, std::string_view key,
                                                boost::json::array& into);
@@ -140,6 +143,7 @@ class Instance : public std::enable_shared_from_this<Instance> {
   mcp::ServerCapabilities caps_;
   Catalog catalog_;
   std::uint64_t garbage_lines_ = 0;
+  bool checking_ = false;
 };
 
 }  // namespace toolbridge::upstream
