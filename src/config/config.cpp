@@ -292,8 +292,10 @@ constexpr std::array<std::string_view, 10> kGatewayKeys{
     "log_level",    "shutdown_grace",
 };
 
-constexpr std::array<std::string_view, 14> kServerKeys{
+constexpr std::array<std::string_view, 16> kServerKeys{
     "command",
+    "idempotent_tools",
+    "max_retries",
     "ping_timeout",
     "tool_timeouts",
     "args",
@@ -498,6 +500,16 @@ class Reader {
       if (ec == std::errc() && ptr == end && value >= 1) return value;
     }
     fail(n.mark, path, fmt::format("expected a whole number of at least 1, got {}", describe(n)));
+  }
+
+  std::size_t zero_or_count(const Node& n, std::string_view path) const {
+    if (n.kind == Node::Kind::kScalar) {
+      std::size_t value = 0;
+      const char* end = n.scalar.data() + n.scalar.size();
+      auto [ptr, ec] = std::from_chars(n.scalar.data(), end, value);
+      if (ec == std::errc() && ptr == end && value <= 10) return value;
+    }
+    fail(n.mark, path, fmt::format("expected a whole number from 0 to 10, got {}", describe(n)));
   }
 
   std::string_view one_of(const Node& n, std::string_view path,
@@ -712,6 +724,13 @@ class Reader {
         foreign_timeout = timeout(v, p);
       } else if (e.key == "restart_backoff") {
         read_backoff(v, p, s);
+      } else if (e.key == "idempotent_tools") {
+        const auto& list = items(v, p);
+        for (std::size_t i = 0; i < list.size(); ++i) {
+          s.idempotent_tools.push_back(text(list[i], fmt::format("{}[{}]", p, i)));
+        }
+      } else if (e.key == "max_retries") {
+        s.max_retries = zero_or_count(v, p);
       } else if (e.key == "ping_timeout") {
         s.ping_timeout = duration(v, p, /*allow_zero=*/false);
       } else if (e.key == "stop_grace") {

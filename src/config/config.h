@@ -30,6 +30,10 @@ struct Server {
   Duration startup_timeout{30'000};            // spawn + initialize + first tools/list
   Duration call_timeout{300'000};              // per request forwarded to this server
   std::map<std::string, Duration> tool_timeouts;  // per tool (server's own name), over call_timeout
+  // Tools safe to run twice (by the server's own name; "*" for all). Only these are retried
+  // after the server died with the call in flight. Server annotations are hints, not trust.
+  std::vector<std::string> idempotent_tools;
+  std::size_t max_retries = 2;                 // per call, always within its deadline
   Duration restart_backoff_initial{500};
   Duration restart_backoff_max{30'000};
   Duration ping_timeout{5'000};                // after a call's deadline: no pong -> recycled

@@ -762,6 +762,52 @@ void Gateway::forward(const std::shared_ptr<Session>& session,
     timeout = it->second;
   }
   if (requested_timeout.count() > 0) timeout = std::min(timeout, requested_timeout);
+  const auto deadline = started + timeout;
+  const bool idempotent =
+      !tool.empty() && std::any_of(cfg.idempotent_tools.begin(), cfg.idempotent_tools.end(),
+                                   [&](const std::string& t) { return t == "*" || t == tool; });
+  if (cfg.max_retries > 0) {
+    // Retries never run a call twice unless the config says the tool may run twice.
+    std::weak_ptr<ForwardedCall> weak_call = call;
+    call->retry = [this, weak_call, up, weak_session = std::weak_ptr<Session>(session),
+                   method = std::string(method), params, id, progress_token, display_name,
+                   deadline, idempotent](bool sent, const std::string& why) {
+      auto self = weak_call.lock();
+      if (!self || stopping_ || (sent && !idempotent)) return false;
+      if (static_cast<std::size_t>(self->attempts) >= up->config().max_retries) return false;
+      if (std::chrono::steady_clock::now() >= deadline) return false;
+      ++self->attempts;
+      spdlog::info("[{}] retrying {} (attempt {}): {}", up->name(), display_name, self->attempts + 1, why);
+      asio::co_spawn(
+          io_,
+          [this, self, up, weak_session, method, params, id, progress_token, display_name, deadline,
+           why]() -> asio::awaitable<void> {
+            // Jittered pause, then wait for a ready instance (a restart is usually under way).
+            asio::steady_timer t(io_, std::chrono::milliseconds(50 + std::rand() % 100));
+            boost::system::error_code ec;
+            co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+            std::shared_ptr<upstream::Instance> inst;
+            while (!(inst = up->instance()) && std::chrono::steady_clock::now() < deadline && !stopping_) {
+              t.expires_after(20ms);
+              co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+            }
+            const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                deadline - std::chrono::steady_clock::now());
+            if (!inst || left.count() <= 0) {
+              self->retry = nullptr;
+              self->on_response(json::make_error(
+                  id, json::kUpstreamFailed,
+                  why + "; retried " + std::to_string(self->attempts) +
+                      " time(s) but no instance was ready before the deadline"));
+              co_return;
+            }
+            if (auto s = weak_session.lock()) s->in_flight[id] = Session::InFlight{inst, self};
+            inst->call(method, params, id, progress_token, self, left, display_name);
+          },
+          asio::detached);
+      return true;
+    };
+  }
   session->in_flight[id] = Session::InFlight{inst, call};
   inst->call(method, std::move(params), std::move(id), std::move(progress_token), call, timeout,
              display_name);

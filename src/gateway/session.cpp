@@ -17,7 +17,11 @@ void ForwardedCall::on_response(std::string message) {
     const auto* text = !ec && err.is_object() ? err.as_object().if_contains("message") : nullptr;
     const std::int64_t c = code && code->is_int64() ? code->as_int64() : 0;
     if (c == json::kRequestTimeout) outcome = "timeout";
-    if (c == json::kUpstreamFailed) outcome = "crashed";
+    if (c == json::kUpstreamFailed || c == json::kNotSent) outcome = "crashed";
+    if (retry && (c == json::kUpstreamFailed || c == json::kNotSent) && text && text->is_string() &&
+        retry(c == json::kUpstreamFailed, std::string(text->as_string()))) {
+      return;
+    }
     if (c == json::kUpstreamUnavailable) outcome = "unavailable";
     if (tool_call_ && outcome != "error" && text && text->is_string()) {
       // The agent gets a tool result it can reason about rather than a transport failure.

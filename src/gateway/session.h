@@ -65,11 +65,16 @@ class PostStream : public upstream::CallSink, public std::enable_shared_from_thi
 // One request forwarded to a server on behalf of a POST. It turns upstream faults of a tool call
 // (deadline, crash, server down) into tool results with isError, which an agent can act on, and
 // reports the outcome once.
-class ForwardedCall : public upstream::CallSink {
+class ForwardedCall : public upstream::CallSink, public std::enable_shared_from_this<ForwardedCall> {
  public:
   using Done = std::function<void(std::string_view outcome)>;
   ForwardedCall(std::shared_ptr<PostStream> stream, std::string id, bool tool_call, Done done)
       : stream_(std::move(stream)), id_(std::move(id)), tool_call_(tool_call), done_(std::move(done)) {}
+
+  // Asked before a failure is delivered: returns true if it re-sent the request (the answer
+  // will come later). `sent` is false when the failed instance never received the request.
+  std::function<bool(bool sent, const std::string& why)> retry;
+  int attempts = 0;
 
   void on_response(std::string message) override;
   void on_notification(std::string message) override { stream_->on_notification(std::move(message)); }

@@ -61,5 +61,7 @@ inline constexpr int kUpstreamUnavailable = -32001;  // server not running / res
 inline constexpr int kRequestTimeout = -32002;
 inline constexpr int kUpstreamFailed = -32003;       // instance died with the call pending
 inline constexpr int kOverloaded = -32004;
+// The instance failed before the request reached it: running it elsewhere cannot run it twice.
+inline constexpr int kNotSent = -32005;
 
 }  // namespace toolbridge::json

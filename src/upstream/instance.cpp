@@ -283,7 +283,7 @@ void Instance::call(std::string_view method, std::string params, std::string cal
   });
   pending_.emplace(id, std::move(entry));
   last_call_id_ = id;
-  write(json::make_request(id_text, method, params));
+  write(json::make_request(id_text, method, params), id);
 }
 
 void Instance::check_responsive(const std::string& after) {
@@ -320,10 +320,11 @@ void Instance::notify(std::string_view method, std::string params) {
   if (state_ == State::kReady) write(json::make_notification(method, params));
 }
 
-void Instance::write(std::string line) {
+void Instance::write(std::string line, std::uint64_t call_id) {
   if (!stdin_.is_open()) return;
   line.push_back('\n');
   write_queue_.push_back(std::move(line));
+  if (call_id) queued_calls_.push_back(call_id);
   if (writing_) return;
   writing_ = true;
   asio::co_spawn(io_, [self = shared_from_this()]() { return self->write_loop(); }, asio::detached);
@@ -333,6 +334,7 @@ asio::awaitable<void> Instance::write_loop() {
   // Everything queued while a write was in progress goes out in one write: one wake-up of the
   // child for many requests.
   std::string batch;
+  std::vector<std::uint64_t> calls;
   while (!write_queue_.empty() && stdin_.is_open()) {
     batch.clear();
     if (write_queue_.size() == 1) {
@@ -341,11 +343,19 @@ asio::awaitable<void> Instance::write_loop() {
       for (auto& l : write_queue_) batch += l;
     }
     write_queue_.clear();
+    calls.swap(queued_calls_);
+    queued_calls_.clear();
     boost::system::error_code ec;
     co_await asio::async_write(stdin_, asio::buffer(batch),
                                asio::redirect_error(asio::use_awaitable, ec));
+    // After a failed write some of the batch may have reached the child: count it as sent.
+    for (std::uint64_t id : calls) {
+      if (auto it = pending_.find(id); it != pending_.end()) it->second.sent = true;
+    }
+    calls.clear();
     if (ec) {
       write_queue_.clear();
+      queued_calls_.clear();
       boost::system::error_code ignored;
       stdin_.close(ignored);
       // A broken pipe usually means the process is exiting: give the exit watcher a moment so
@@ -431,6 +441,10 @@ void Instance::fail_pending(int code, const std::string& message) {
     if (p.internal) {
       json::Envelope none;
       p.internal(message, none);
+    } else if (p.sink && code == json::kUpstreamFailed && !p.sent) {
+      p.sink->on_response(json::make_error(
+          p.caller_id, json::kNotSent,
+          p.display_name + ": " + exit_reason_ + " before the request was sent to it"));
     } else if (p.sink) {
       p.sink->on_response(json::make_error(p.caller_id, code, p.display_name + ": " + message));
     }

@@ -95,9 +95,12 @@ class Instance : public std::enable_shared_from_this<Instance> {
     std::unique_ptr<boost::asio::steady_timer> deadline;
     std::string display_name;         // "server__tool" for messages
     std::chrono::milliseconds timeout{0};
+    bool sent = false;                // its bytes reached the child's stdin
   };
 
-  void write(std::string line);
+  // `call_id` marks the pending call whose request this line is, so a failure can tell
+  // requests the server may have seen from ones it never received.
+  void write(std::string line, std::uint64_t call_id = 0);
   boost::asio::awaitable<void> write_loop();
   boost::asio::awaitable<void> read_stdout();
   boost::asio::awaitable<void> read_stderr();
@@ -132,6 +135,7 @@ class Instance : public std::enable_shared_from_this<Instance> {
   boost::asio::posix::stream_descriptor pidfd_;
   transport::LineFramer framer_;
   std::deque<std::string> write_queue_;
+  std::vector<std::uint64_t> queued_calls_;
   bool writing_ = false;
   std::uint64_t next_id_ = 1;
   std::unordered_map<std::uint64_t, Pending> pending_;
