@@ -1,5 +1,6 @@
 // toolbridge-fixture: a stdio MCP server with tools that exercise every path of the gateway
 // (concurrency, large results, crashes, hangs, progress, logging, sampling, elicitation).
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <boost/asio/redirect_error.hpp>
@@ -47,7 +48,8 @@ std::string text(const bj::object& args, const char* key, std::string fallback =
 }
 
 void usage() {
-  std::cerr << "usage: toolbridge-fixture [--init-delay-ms N] [--page-size N] [--name NAME]\n"
+  std::cerr << "usage: toolbridge-fixture [--init-delay-ms N] [--page-size N] [--name NAME]"
+               " [--journal FILE]\n"
                "A stdio MCP server for tests and benchmarks.\n";
 }
 
@@ -55,6 +57,7 @@ void usage() {
 
 int main(int argc, char** argv) {
   toolbridge::mcp::ServerOptions options;
+  std::string journal_path;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
@@ -62,6 +65,8 @@ int main(int argc, char** argv) {
       options.init_delay_ms = std::atoi(argv[++i]);
     } else if (arg == "--page-size" && has_value) {
       options.page_size = static_cast<std::size_t>(std::atoi(argv[++i]));
+    } else if (arg == "--journal" && has_value) {
+      journal_path = argv[++i];
     } else if (arg == "--name" && has_value) {
       options.name = argv[++i];
     } else if (arg == "--help" || arg == "-h") {
@@ -169,6 +174,25 @@ int main(int argc, char** argv) {
                        co_return tool_error("elicitation failed: " + bj::serialize(*err));
                      }
                      co_return tool_text(bj::serialize(answer));
+                   }});
+
+  server.add_tool({"journal", "Appends `key` to the --journal file: a non-idempotent side effect tests can audit.",
+                   schema({{"key", "string"}}, {"key"}),
+                   [&journal_path](bj::object args, ToolContext&) -> asio::awaitable<bj::object> {
+                     if (journal_path.empty()) co_return tool_error("start the fixture with --journal FILE");
+                     const std::string line = text(args, "key") + "\n";
+                     const int fd = ::open(journal_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+                     if (fd < 0) co_return tool_error("cannot open the journal");
+                     // One write with O_APPEND: lines from concurrent instances never interleave.
+                     const bool ok = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+                     ::close(fd);
+                     co_return ok ? tool_text("recorded") : tool_error("journal write failed");
+                   }});
+  server.add_tool({"garbage", "Writes a line that is not JSON-RPC to stdout, then answers.",
+                   schema({{"text", "string"}}),
+                   [](bj::object args, ToolContext& ctx) -> asio::awaitable<bj::object> {
+                     ctx.send_raw(text(args, "text", "this is not json {"));
+                     co_return tool_text("sent garbage");
                    }});
 
   server.add_resource({"fixture://static/hello", "hello", "text/plain", false, [](const std::string& uri) {

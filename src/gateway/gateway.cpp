@@ -467,10 +467,7 @@ asio::awaitable<void> Gateway::answer_post(Exchange& ex, std::shared_ptr<PostStr
     }
     if (streaming) {
       std::string chunk;
-      while (!stream->channel.queue.empty()) {
-        chunk += sse_event(stream->channel.queue.front());
-        stream->channel.queue.pop_front();
-      }
+      while (!stream->channel.queue.empty()) chunk += sse_event(stream->channel.pop());
       for (; sent < stream->responses.size(); ++sent) chunk += sse_event(stream->responses[sent]);
       if (!chunk.empty()) {
         const bool written = co_await ex.write_chunk(std::move(chunk));
@@ -533,14 +530,15 @@ asio::awaitable<void> Gateway::handle_get(Exchange& ex) {
         }
       }
       std::string chunk;
-      while (!channel->queue.empty()) {
-        chunk += sse_event(channel->queue.front());
-        channel->queue.pop_front();
-      }
+      while (!channel->queue.empty()) chunk += sse_event(channel->pop());
       if (!chunk.empty()) ok = co_await ex.write_chunk(std::move(chunk));
       session->last_seen = Session::Clock::now();
     }
     if (ok) co_await ex.end_stream();
+  }
+  if (channel->overflowed) {
+    spdlog::warn("session {}: GET stream closed, the client read too slowly ({} bytes queued)",
+                 session->id(), Channel::kMaxQueuedBytes);
   }
   channel->closed = true;
   if (session->get_stream == channel) session->get_stream.reset();

@@ -19,18 +19,37 @@ namespace toolbridge::gateway {
 // stream). Producers push; the connection coroutine waits on `wake` and drains.
 class Channel {
  public:
+  // A client that stops reading must not grow the gateway without bound: past this many queued
+  // bytes its stream is closed (it can reconnect; the spec allows dropping undelivered events).
+  static constexpr std::size_t kMaxQueuedBytes = 16u << 20;
+
   explicit Channel(boost::asio::io_context& io)
       : wake(io, boost::asio::steady_timer::time_point::max()) {}
   void push(std::string message) {
     if (closed) return;
+    queued_bytes += message.size();
+    if (queued_bytes > kMaxQueuedBytes) {
+      overflowed = true;
+      queue.clear();
+      close();
+      return;
+    }
     queue.push_back(std::move(message));
     wake.cancel();
+  }
+  std::string pop() {
+    std::string m = std::move(queue.front());
+    queue.pop_front();
+    queued_bytes -= m.size();
+    return m;
   }
   void close() {
     closed = true;
     wake.cancel();
   }
   std::deque<std::string> queue;
+  std::size_t queued_bytes = 0;
+  bool overflowed = false;
   boost::asio::steady_timer wake;
   bool closed = false;
 };

@@ -63,6 +63,7 @@ asio::awaitable<bj::value> ToolContext::ask_client(const std::string& method, bj
 }
 
 const ClientCapabilities& ToolContext::client() const { return server_.client(); }
+void ToolContext::send_raw(std::string line) { server_.send(std::move(line)); }
 Version ToolContext::version() const { return server_.version(); }
 
 bj::object tool_error(const std::string& message) {

@@ -31,6 +31,8 @@ class ToolContext {
   // JSON-RPC error, otherwise the result object.
   boost::asio::awaitable<boost::json::value> ask_client(const std::string& method,
                                                         boost::json::object params);
+  // Writes a line to the client as-is (fault injection: it need not be JSON).
+  void send_raw(std::string line);
   const ClientCapabilities& client() const;
   Version version() const;
 

@@ -459,6 +459,7 @@ void Instance::on_line(std::string_view line) {
     case json::Kind::kRequest: return on_server_request(line, env);
     case json::Kind::kInvalid:
       ++garbage_lines_;
+      if (on_invalid_line) on_invalid_line();
       spdlog::warn("[{}#{}] ignored a line that is not JSON-RPC ({}): {:.200}", server_.name,
                    number_, env.problem, line);
       return;

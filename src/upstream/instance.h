@@ -85,6 +85,8 @@ class Instance : public std::enable_shared_from_this<Instance> {
   std::function<void(const std::string& reason)> on_exit;
   // Called when the server says its tools/resources/prompts changed and the catalog was re-read.
   std::function<void()> on_catalog_changed;
+  // Called for each stdout line that is not JSON-RPC (logged, counted, never fatal).
+  std::function<void()> on_invalid_line;
 
  private:
   struct Pending {

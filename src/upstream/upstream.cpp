@@ -57,6 +57,7 @@ Upstream::Upstream(asio::io_context& io, config::Server server, StartGate& gate,
   // Counters exist from the start, so a dashboard sees 0 rather than no series.
   metrics_.add("toolbridge_restarts_total", telemetry::labels({{"server", server_.name}}), 0);
   metrics_.add("toolbridge_start_failures_total", telemetry::labels({{"server", server_.name}}), 0);
+  metrics_.add("toolbridge_upstream_invalid_lines_total", telemetry::labels({{"server", server_.name}}), 0);
 }
 
 std::shared_ptr<Instance> Upstream::instance() const {
@@ -102,6 +103,9 @@ asio::awaitable<bool> Upstream::attempt() {
     co_return false;
   }
   auto inst = std::make_shared<Instance>(io_, server_, ++instances_started_);
+  inst->on_invalid_line = [this, self]() {
+    metrics_.add("toolbridge_upstream_invalid_lines_total", telemetry::labels({{"server", server_.name}}));
+  };
   instance_ = inst;
   const auto began = Instance::Clock::now();
   const std::string error = co_await inst->start();
