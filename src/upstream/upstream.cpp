@@ -103,8 +103,11 @@ asio::awaitable<bool> Upstream::attempt() {
     co_return false;
   }
   auto inst = std::make_shared<Instance>(io_, server_, ++instances_started_);
-  inst->on_invalid_line = [this, self]() {
-    metrics_.add("toolbridge_upstream_invalid_lines_total", telemetry::labels({{"server", server_.name}}));
+  inst->on_invalid_line = [weak = std::weak_ptr<Upstream>(self)]() {
+    if (auto up = weak.lock()) {
+      up->metrics_.add("toolbridge_upstream_invalid_lines_total",
+                       telemetry::labels({{"server", up->server_.name}}));
+    }
   };
   instance_ = inst;
   const auto began = Instance::Clock::now();

@@ -235,4 +235,7 @@ def test_fault_injection(gateway_factory, tmp_path):
     while gateway_fds(pid) > fds_before + 2 and time.monotonic() < deadline:
         time.sleep(0.2)
     assert gateway_fds(pid) <= fds_before + 2, (fds_before, os.listdir(f"/proc/{pid}/fd"))
-    assert rss[1] <= rss[0] * 1.25 + 8192, f"gateway RSS grew across repetitions: {rss} kB"
+    # Under ASan freed memory is quarantined, so RSS says nothing there; LeakSanitizer checks
+    # that build for leaks at exit instead.
+    if not os.environ.get("TOOLBRIDGE_SANITIZED"):
+        assert rss[1] <= rss[0] * 1.25 + 8192, f"gateway RSS grew across repetitions: {rss} kB"
