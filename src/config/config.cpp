@@ -293,22 +293,10 @@ constexpr std::array<std::string_view, 10> kGatewayKeys{
 };
 
 constexpr std::array<std::string_view, 16> kServerKeys{
-    "command",
-    "idempotent_tools",
-    "max_retries",
-    "ping_timeout",
-    "tool_timeouts",
-    "args",
-    "env",
-    "inherit_env",
-    "cwd",
-    "enabled",
-    "startup_timeout",
-    "call_timeout",
-    "restart_backoff",
-    "stop_grace",
-    "max_line_bytes",
-    "max_in_flight",
+    "command",         "args",           "env",          "inherit_env",
+    "cwd",             "enabled",        "startup_timeout", "call_timeout",
+    "tool_timeouts",   "restart_backoff", "stop_grace",  "ping_timeout",
+    "max_line_bytes",  "max_in_flight",  "idempotent_tools", "max_retries",
 };
 // Keys other MCP clients write into the same entries, which we interpret rather than ignore.
 constexpr std::array<std::string_view, 6> kForeignServerKeys{"disabled", "timeout",   "type",

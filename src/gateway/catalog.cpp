@@ -71,40 +71,48 @@ std::vector<std::string> expose_names(const std::vector<std::pair<std::string, s
     out.push_back(bare ? name : sanitize(server + std::string(separator) + name));
   }
   // Anything too long, or claimed by two different pairs, gets the hashed form, for every
-  // member of the clash, so the result does not depend on server order.
-  std::map<std::string, int> count;
-  for (const auto& n : out) ++count[n];
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    if (out[i].size() > kMaxName || count[out[i]] > 1) {
-      out[i] = hashed(out[i], pairs[i].first, pairs[i].second);
+  // member of the clash, so the result does not depend on server order. A hashed name can in
+  // turn equal a name as written; passes repeat until every name is unique (the salt grows for
+  // names already hashed, which only a 32-bit hash collision can need).
+  const std::vector<std::string> chosen = out;
+  std::vector<int> salt(out.size(), -1);
+  for (int pass = 0; pass < 8; ++pass) {
+    std::map<std::string, int> count;
+    for (const auto& n : out) ++count[n];
+    bool changed = false;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      if (out[i].size() <= kMaxName && count[out[i]] == 1) continue;
+      ++salt[i];
+      const std::string& base = chosen[i];
+      const std::string name = salt[i] == 0 ? pairs[i].second : pairs[i].second + "#" + std::to_string(salt[i]);
+      out[i] = hashed(base, pairs[i].first, name);
+      changed = true;
     }
+    if (!changed) break;
   }
   return out;
 }
 
 bool matches_template(std::string_view tmpl, std::string_view uri) {
+  // Literal parts must match exactly; a variable takes any run of characters (a simple {var}
+  // stops at '/' unless it ends the template; {+var} and {/var} may span segments). Variables
+  // backtrack, so "{name}.json" matches "config.local.json".
   std::size_t t = 0, u = 0;
-  while (t < tmpl.size()) {
-    if (tmpl[t] == '{') {
-      const std::size_t close = tmpl.find('}', t);
-      if (close == std::string_view::npos) return false;
-      const bool multi = close > t + 1 && (tmpl[t + 1] == '+' || tmpl[t + 1] == '/');
-      t = close + 1;
-      const char stop = t < tmpl.size() ? tmpl[t] : '\0';
-      std::size_t end = stop ? uri.find(stop, u) : uri.size();
-      if (end == std::string_view::npos) return false;
-      if (!multi && uri.substr(u, end - u).find('/') != std::string_view::npos && stop != '/') {
-        // A simple {var} does not span path segments unless nothing follows it.
-        if (stop) return false;
-      }
-      u = end;
-    } else {
-      if (u >= uri.size() || uri[u] != tmpl[t]) return false;
-      ++t;
-      ++u;
-    }
+  while (t < tmpl.size() && tmpl[t] != '{') {
+    if (u >= uri.size() || uri[u] != tmpl[t]) return false;
+    ++t;
+    ++u;
   }
-  return u == uri.size();
+  if (t == tmpl.size()) return u == uri.size();
+  const std::size_t close = tmpl.find('}', t);
+  if (close == std::string_view::npos) return false;
+  const bool multi = close > t + 1 && (tmpl[t + 1] == '+' || tmpl[t + 1] == '/');
+  const std::string_view rest = tmpl.substr(close + 1);
+  for (std::size_t end = u; end <= uri.size(); ++end) {
+    if (end > u && !multi && !rest.empty() && uri[end - 1] == '/') break;
+    if (matches_template(rest, uri.substr(end))) return true;
+  }
+  return false;
 }
 
 void Catalog::rebuild(const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,

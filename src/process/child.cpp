@@ -31,7 +31,11 @@ bool is_executable(const std::string& path) {
 // Resolves argv[0] in the parent so a missing command is a precise error, not a child that
 // exits 127.
 std::string resolve(const std::string& cmd, const std::map<std::string, std::string>& env,
-                    std::string& error) {
+                    const std::string& cwd, std::string& error) {
+  if (cmd.find('/') != std::string::npos && cmd.front() != '/' && !cwd.empty()) {
+    // The child runs it after chdir(cwd): resolve it there, and exec that exact file.
+    return resolve(cwd + "/" + cmd, env, {}, error);
+  }
   if (cmd.find('/') != std::string::npos) {
     if (is_executable(cmd)) return cmd;
     error = "cannot execute '" + cmd + "': " +
@@ -137,7 +141,7 @@ Child Child::spawn(const Spec& spec, std::string& error) {
     error = "empty command";
     return child;
   }
-  const std::string exe = resolve(spec.argv[0], spec.env, error);
+  const std::string exe = resolve(spec.argv[0], spec.env, spec.cwd, error);
   if (exe.empty()) return child;
   if (!spec.cwd.empty()) {
     struct stat st{};

@@ -24,22 +24,30 @@ class LineFramer {
       if (nl == std::string::npos) break;
       std::string_view line(buf_.data() + start, nl - start);
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      // The cap applies to every line, however the bytes were chunked.
+      if (line.size() > max_) return overflow();
       if (line.find_first_not_of(" \t") != std::string_view::npos) on_line(line);
       start = nl + 1;
       scanned_ = start;
     }
     buf_.erase(0, start);
     scanned_ = buf_.size();
-    if (buf_.size() > max_) {
-      overflowed_ = true;
-      buf_.clear();
-      return false;
-    }
+    // An unfinished line may hold one '\r' beyond the cap: its terminator is still arriving.
+    const std::size_t pending = buf_.size() - (!buf_.empty() && buf_.back() == '\r' ? 1 : 0);
+    if (pending > max_) return overflow();
     return true;
   }
 
   std::size_t buffered() const { return buf_.size(); }
   std::size_t max_line_bytes() const { return max_; }
+
+ private:
+  bool overflow() {
+    overflowed_ = true;
+    buf_.clear();
+    scanned_ = 0;
+    return false;
+  }
 
  private:
   std::string buf_;

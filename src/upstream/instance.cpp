@@ -487,12 +487,15 @@ void Instance::on_response(std::string_view line, const json::Envelope& env) {
 void Instance::on_notification(std::string_view line, const json::Envelope& env) {
   const std::string& m = env.method;
   if (m == "notifications/progress") {
+    // Our tokens are the positive integer ids we issued; anything else is not ours to route.
     const bj::value token = member(env.params.in(line), "progressToken");
-    if (!token.is_number()) return;
-    const auto id = token.is_int64() ? static_cast<std::uint64_t>(token.as_int64()) : token.to_number<std::uint64_t>();
+    std::uint64_t id = 0;
+    if (token.is_int64() && token.as_int64() > 0) id = static_cast<std::uint64_t>(token.as_int64());
+    if (token.is_uint64()) id = token.as_uint64();
     auto it = pending_.find(id);
     if (it == pending_.end() || it->second.progress_token.empty() || !it->second.sink) return;
-    bj::value params = bj::parse(env.params.in(line));
+    bj::value params = bj::parse(env.params.in(line));  // valid JSON: the envelope checked it
+    if (!params.is_object()) return;
     params.as_object()["progressToken"] = bj::parse(it->second.progress_token);
     it->second.sink->on_notification(
         json::make_notification("notifications/progress", bj::serialize(params)));

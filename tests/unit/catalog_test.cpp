@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>
@@ -22,17 +21,22 @@ std::vector<std::string> unprefixed(const Pairs& pairs) {
   return expose_names(pairs, ToolNaming::kUnprefixedWhenUnique, "__");
 }
 
+// ^[a-zA-Z0-9_-]{1,64}$, written out (std::regex trips GCC 12 warnings in sanitizer builds).
 bool llm_valid(const std::string& name) {
-  static const std::regex re("^[a-zA-Z0-9_-]{1,64}$");
-  return std::regex_match(name, re);
+  auto ok = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
+  };
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), ok);
 }
 
-// "<first 55 chars of the sanitized name>_<8 hex digits>".
+// "<first 55 chars of the sanitized name>_<8 lowercase hex digits>".
 bool is_hashed_form_of(const std::string& exposed, const std::string& sanitized) {
-  static const std::regex re("^.*_[0-9a-f]{8}$");
   const std::string head = sanitized.substr(0, 55);
-  return std::regex_match(exposed, re) && exposed.size() == head.size() + 9 &&
-         exposed.compare(0, head.size(), head) == 0;
+  if (exposed.size() != head.size() + 9 || exposed.compare(0, head.size(), head) != 0) return false;
+  if (exposed[head.size()] != '_') return false;
+  return std::all_of(exposed.end() - 8, exposed.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 std::map<std::pair<std::string, std::string>, std::string> mapping(const Pairs& pairs,
@@ -177,7 +181,7 @@ TEST(Catalog, EveryResultIsAValidToolName) {
 // hashed form of a clash ("a__b__c_<hash>") is never checked against the other names, so a
 // tool whose plain exposed name happens to equal it gets the same exposed name, and
 // Catalog::rebuild silently maps both to one entry (one tool shadows the other).
-TEST(Catalog, DISABLED_HashedNamesDoNotCollideWithPlainNames) {
+TEST(Catalog, HashedNamesDoNotCollideWithPlainNames) {
   const auto clash = prefixed({{"a", "b__c"}, {"a__b", "c"}});
   ASSERT_EQ(clash[0].substr(0, 8), "a__b__c_");
   const std::string look_alike_tool = clash[0].substr(3);  // "b__c_<hash>"
@@ -241,7 +245,7 @@ TEST(Catalog, TemplateMismatches) {
 // "config.local.json" (stops at the first '.'), and "{+path}/raw" cannot match "a/b/raw"
 // although '+' exists precisely to let the value contain '/'. resource_server() then finds no
 // server for such URIs.
-TEST(Catalog, DISABLED_TemplateVariableMayContainItsStopCharacter) {
+TEST(Catalog, TemplateVariableMayContainItsStopCharacter) {
   EXPECT_TRUE(matches_template("file:///{name}.json", "file:///config.local.json"));
   EXPECT_TRUE(matches_template("repo://{+path}/raw", "repo://src/main.cpp/raw"));
   EXPECT_TRUE(matches_template("repo://{+path}/raw", "repo://a/b/c/raw"));

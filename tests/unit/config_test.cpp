@@ -304,7 +304,8 @@ TEST(Config, JsonNearMissesOfOurKeysAreErrorsButOtherToolsKeysAreNot) {
   EXPECT_EQ(json_error("{\"gateway\": {\"port\": 1}}"),
             "cfg.json:1:14: gateway: unknown key 'port'; expected one of: listen, allowed_origins, "
             "max_body_bytes, "
-            "max_sessions, session_idle_ttl, start_concurrency, tool_naming, separator, log_level");
+            "max_sessions, session_idle_ttl, start_concurrency, tool_naming, separator, log_level, "
+            "shutdown_grace");
 }
 
 TEST(Config, RemoteServersAreRejected) {

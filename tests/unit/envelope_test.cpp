@@ -237,7 +237,9 @@ TEST(Envelope, AcceptsNothingThatIsNotJson) {
         boost::system::error_code ec;
         bj::value v = bj::parse(mutated, ec);
         EXPECT_FALSE(ec) << "scanner accepted invalid JSON: " << mutated;
-        if (!ec) EXPECT_TRUE(v.is_object()) << mutated;
+        if (!ec) {
+          EXPECT_TRUE(v.is_object()) << mutated;
+        }
       }
     }
   }

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -34,14 +33,35 @@ struct Exposition {
   }
 };
 
+// [a-zA-Z_:][a-zA-Z0-9_:]* (written out: std::regex trips GCC 12 warnings in sanitizer builds).
 bool is_name(const std::string& s) {
-  static const std::regex re("^[a-zA-Z_:][a-zA-Z0-9_:]*$");
-  return std::regex_match(s, re);
+  auto head = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':'; };
+  return !s.empty() && head(s[0]) &&
+         std::all_of(s.begin() + 1, s.end(), [&](char c) { return head(c) || (c >= '0' && c <= '9'); });
 }
 
+// NaN, +Inf, -Inf, or a decimal number with optional sign, fraction and exponent.
 bool is_value(const std::string& s) {
-  static const std::regex re(R"(^(NaN|[+-]Inf|[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?)$)");
-  return std::regex_match(s, re);
+  if (s == "NaN" || s == "+Inf" || s == "-Inf") return true;
+  std::size_t p = 0;
+  auto digits = [&] {
+    const std::size_t start = p;
+    while (p < s.size() && s[p] >= '0' && s[p] <= '9') ++p;
+    return p - start;
+  };
+  if (p < s.size() && (s[p] == '+' || s[p] == '-')) ++p;
+  std::size_t n = digits();
+  if (p < s.size() && s[p] == '.') {
+    ++p;
+    n += digits();
+  }
+  if (n == 0) return false;
+  if (p < s.size() && (s[p] == 'e' || s[p] == 'E')) {
+    ++p;
+    if (p < s.size() && (s[p] == '+' || s[p] == '-')) ++p;
+    if (digits() == 0) return false;
+  }
+  return p == s.size();
 }
 
 // The family a sample belongs to: histogram series carry _bucket/_sum/_count suffixes.

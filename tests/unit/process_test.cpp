@@ -11,6 +11,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -195,7 +196,7 @@ TEST(Process, DirectoryIsNotExecutable) {
 
 TEST(Process, ExecFailureInTheChildIsReported) {
   // Executable bit, but neither ELF nor a '#!' script: execve fails with ENOEXEC in the child.
-  TempFile f("garbage.bin", std::string("\x01\x02\x03 not a program", 20), 0755);
+  TempFile f("garbage.bin", "\x01\x02\x03 not a program", 0755);
   std::string error;
   Child c = Child::spawn(spec_of({f.path()}), error);
   EXPECT_EQ(c.pid(), -1);
@@ -220,6 +221,31 @@ TEST(Process, WorkingDirectoryThatIsAFile) {
   Child c = Child::spawn(s, error);
   EXPECT_EQ(c.pid(), -1);
   EXPECT_NE(error.find(f.path()), std::string::npos) << error;
+}
+
+// BUG (src/process/child.cpp, resolve + spawn): a relative command with a slash
+// ("./server.sh", "bin/server") is checked against the gateway's working directory, but
+// execve runs after chdir(spec.cwd) and resolves it against the server's. With `cwd` set, a
+// server that exists there is refused ("cannot execute './tb_rel.sh': No such file or
+// directory"), and if both directories hold such a file the parent vets one and the child
+// runs the other. (Python's subprocess and posix_spawn resolve relative to the new cwd.)
+TEST(Process, RelativeCommandIsResolvedInTheChildsWorkingDirectory) {
+  std::string dir = ::testing::TempDir() + "tb_cwd_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir.data()), nullptr);
+  const std::string script = dir + "/tb_rel.sh";
+  std::ofstream(script) << "#!/bin/sh\necho from-cwd\n";
+  ::chmod(script.c_str(), 0755);
+  Spec s = spec_of({"./tb_rel.sh"});
+  s.cwd = dir;
+  std::string error;
+  Child c = Child::spawn(s, error);
+  EXPECT_EQ(error, "");
+  if (c.pid() > 0) {
+    EXPECT_EQ(read_all(c.release_stdout()), "from-cwd\n");
+    reap(c);
+  }
+  ::unlink(script.c_str());
+  ::rmdir(dir.c_str());
 }
 
 TEST(Process, EmptyCommand) {
