@@ -1,0 +1,165 @@
+// toolbridge-bench: toolbridge measured side by side with what users run today, on this machine,
+// in this run. Each scenario prints one table and exits; --json writes the same rows.
+#include <signal.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <boost/json/serialize.hpp>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <iostream>
+
+#include "floor.h"
+#include "report.h"
+#include "scenarios.h"
+
+namespace bj = boost::json;
+namespace fs = std::filesystem;
+using namespace toolbridge::bench;
+
+namespace {
+
+std::string exe_dir() {
+  std::error_code ec;
+  const auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string(".") : p.parent_path().string();
+}
+
+std::string default_everything(const std::string& dir) {
+  const std::string rel = "node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+  for (const auto& base : {fs::path(dir).parent_path(), fs::current_path()}) {
+    const fs::path p = base / rel;
+    if (fs::exists(p)) return p.string();
+  }
+  return (fs::path(dir).parent_path() / rel).string();
+}
+
+bj::object machine_json(const Floor& floor, bool short_mode) {
+  utsname u{};
+  ::uname(&u);
+  double load[3] = {0, 0, 0};
+  ::getloadavg(load, 3);
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  return bj::object{{"host", host},
+                    {"kernel", std::string(u.sysname) + " " + u.release},
+                    {"cpus", ::sysconf(_SC_NPROCESSORS_ONLN)},
+                    {"loadavg_1m", load[0]},
+                    {"mode", short_mode ? "short" : "full"},
+                    {"pipe_rtt_us", floor.pipe_rtt_us},
+                    {"tcp_rtt_us", floor.tcp_rtt_us},
+                    {"pipe_rtt_same_cpu_us", floor.pipe_same_cpu_us},
+                    {"tcp_rtt_same_cpu_us", floor.tcp_same_cpu_us},
+                    {"floor_samples", floor.samples}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ::signal(SIGPIPE, SIG_IGN);
+  const std::string dir = exe_dir();
+  Options options;
+  options.toolbridge_bin = dir + "/toolbridge";
+  options.fixture_bin = dir + "/toolbridge-fixture";
+  options.everything_js = default_everything(dir);
+  std::string json_path;
+  int floor_samples = 0;
+
+  CLI::App app{"toolbridge-bench: the gateway measured against what agents use today, on this machine"};
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.add_flag("--short", options.short_mode, "a few seconds per scenario (CI)");
+  app.add_option("--json", json_path, "also write the rows as JSON to FILE");
+  app.add_option("--toolbridge", options.toolbridge_bin, "toolbridge binary")->capture_default_str();
+  app.add_option("--fixture", options.fixture_bin, "toolbridge-fixture binary")->capture_default_str();
+  app.add_option("--node", options.node_bin, "node executable for server-everything")->capture_default_str();
+  app.add_option("--everything", options.everything_js, "server-everything's dist/index.js")->capture_default_str();
+  app.add_option("--window", options.window_seconds, "seconds measured per row (default: 1 short, 5 full)");
+  app.add_option("--concurrency", options.concurrency, "overhead: concurrency levels (default 1 8 64 256)")
+      ->delimiter(',');
+  app.add_option("--floor-samples", floor_samples, "round trips per floor measurement (median reported)");
+  struct Scenario {
+    const char* name;
+    const char* help;
+    ScenarioResult (*run)(const Options&);
+  };
+  const std::vector<Scenario> scenarios{
+      {"overhead", "echo through the gateway vs a direct stdio session at concurrency 1..256", run_overhead},
+      {"payload", "1 KB .. 10 MB results through the gateway: throughput and CPU per MB", run_payload},
+      {"spawn-per-call", "spawn + initialize + call + exit per call vs the gateway", run_spawn_per_call},
+  };
+  std::vector<CLI::App*> commands;
+  for (const auto& s : scenarios) commands.push_back(app.add_subcommand(s.name, s.help));
+  auto* all = app.add_subcommand("all", "every scenario, one table each");
+  auto* floor_only = app.add_subcommand("floor", "only the machine floor");
+  CLI11_PARSE(app, argc, argv);
+
+  for (const auto& path : {options.toolbridge_bin, options.fixture_bin}) {
+    if (::access(path.c_str(), X_OK) != 0) {
+      std::cerr << "toolbridge-bench: cannot execute '" << path << "' (build it, or pass --toolbridge/--fixture)\n";
+      return 2;
+    }
+  }
+
+  // The floor first, before any thread exists (it forks).
+  if (floor_samples <= 0) floor_samples = options.short_mode ? 1000 : 5000;
+  if (std::string err = measure_floor(floor_samples, options.floor); !err.empty()) {
+    std::cerr << "toolbridge-bench: measuring the floor failed: " << err << "\n";
+    return 1;
+  }
+  bj::object doc{{"machine", machine_json(options.floor, options.short_mode)}};
+  const Floor& f = options.floor;
+  Table floor("floor", "machine floor (median of " + std::to_string(floor_samples) + " one-byte round trips with a forked child)",
+              {{"measure"}, {"same CPU µs", 1}, {"cross CPU µs", 1}});
+  floor.add_row({bj::value("pipe round trip"), bj::value(f.pipe_same_cpu_us), bj::value(f.pipe_rtt_us)});
+  floor.add_row({bj::value("loopback TCP round trip (TCP_NODELAY)"), bj::value(f.tcp_same_cpu_us), bj::value(f.tcp_rtt_us)});
+  floor.add_row({bj::value("TCP + pipe (gateway floor)"), bj::value(f.tcp_same_cpu_us + f.pipe_same_cpu_us),
+                 bj::value(f.tcp_rtt_us + f.pipe_rtt_us)});
+  floor.add_note("Both processes pinned to one CPU, then to two different CPUs. A cross-CPU wake-up is the expensive "
+                 "case on these VMs and the one the p50/floor ratios use.");
+  if (f.cpus < 2) floor.add_note("Only one CPU is available: the cross-CPU column repeats the same-CPU case.");
+  const auto& m = doc["machine"].as_object();
+  std::cout << fmt::format("toolbridge-bench {} mode on {} ({}, {} CPUs, load {:.2f})\n",
+                           options.short_mode ? "short" : "full", std::string(m.at("host").as_string()),
+                           std::string(m.at("kernel").as_string()), m.at("cpus").as_int64(),
+                           m.at("loadavg_1m").as_double());
+  floor.print(std::cout);
+
+  bj::array tables{floor.to_json()};
+  bool ok = true;
+  if (!*floor_only) {
+    for (std::size_t i = 0; i < scenarios.size(); ++i) {
+      if (!*all && !*commands[i]) continue;
+      ScenarioResult result{Table(scenarios[i].name, scenarios[i].name, {})};
+      try {
+        result = scenarios[i].run(options);
+      } catch (const std::exception& e) {
+        result.ok = false;
+        result.problems.push_back(std::string("aborted: ") + e.what());
+      }
+      result.table.print(std::cout);
+      for (const auto& p : result.problems) std::cout << "! " << p << "\n";
+      std::cout.flush();
+      bj::object t = result.table.to_json();
+      bj::array problems;
+      for (const auto& p : result.problems) problems.push_back(bj::string(p));
+      t["problems"] = std::move(problems);
+      t["ok"] = result.ok;
+      tables.push_back(std::move(t));
+      ok = ok && result.ok;
+    }
+  }
+  doc["tables"] = std::move(tables);
+  doc["ok"] = ok;
+  if (!json_path.empty()) {
+    std::ofstream out(json_path);
+    out << bj::serialize(doc) << "\n";
+    if (!out) {
+      std::cerr << "toolbridge-bench: cannot write " << json_path << "\n";
+      return 1;
+    }
+  }
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,430 @@
+#include "scenarios.h"
+
+#include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/json/parse.hpp>
+#include <exception>
+#include <filesystem>
+#include <fmt/format.h>
+#include <iostream>
+#include <optional>
+
+#include "gateway_process.h"
+#include "json/envelope.h"
+#include "load.h"
+#include "spawn_call.h"
+#include "stdio_session.h"
+
+namespace toolbridge::bench {
+
+namespace asio = boost::asio;
+namespace bj = boost::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Runs `task` on `io` until it completes (other coroutines, such as a stdio reader, may stay
+// pending). Rethrows what the task threw.
+template <class T>
+T run_until_done(asio::io_context& io, asio::awaitable<T> task) {
+  std::optional<T> out;
+  std::exception_ptr failure;
+  bool done = false;
+  asio::co_spawn(io, std::move(task), [&](std::exception_ptr e, T value) {
+    failure = e;
+    if (!e) out = std::move(value);
+    done = true;
+  });
+  while (!done) {
+    if (io.run_one() == 0) break;
+  }
+  io.restart();
+  if (failure) std::rethrow_exception(failure);
+  if (!done) throw std::runtime_error("internal: the event loop ran out of work before the task completed");
+  return std::move(*out);
+}
+
+// Drains whatever is left (readers seeing EOF after a child exited), bounded in time.
+void drain(asio::io_context& io) {
+  io.run_for(2s);
+  io.restart();
+}
+
+std::chrono::milliseconds window(const Options& o, double short_s, double full_s) {
+  const double s = o.window_seconds > 0 ? o.window_seconds : (o.short_mode ? short_s : full_s);
+  return std::chrono::milliseconds(static_cast<long>(s * 1000));
+}
+
+std::string yaml_string(const std::string& s) { return json::quote(s); }  // JSON strings are YAML
+
+std::string gateway_config(const Options& o, bool with_everything) {
+  std::string y =
+      "gateway:\n"
+      "  listen: 127.0.0.1:0\n"
+      "servers:\n"
+      "  fixture:\n"
+      "    command: " + yaml_string(o.fixture_bin) + "\n";
+  if (with_everything) {
+    y += "  everything:\n"
+         "    command: " + yaml_string(o.node_bin) + "\n"
+         "    args: [" + yaml_string(o.everything_js) + ", \"stdio\"]\n";
+  }
+  return y;
+}
+
+// The pid of a server instance, from the gateway's /healthz.
+pid_t server_pid(const GatewayProcess& gw, const std::string& server) {
+  HttpResult res = http_get(gw.host(), gw.port(), "/healthz", 5s);
+  boost::system::error_code ec;
+  bj::value v = bj::parse(res.body, ec);
+  if (ec || !v.is_object()) return -1;
+  const auto* servers = v.as_object().if_contains("servers");
+  const auto* s = servers && servers->is_object() ? servers->as_object().if_contains(server) : nullptr;
+  const auto* pid = s && s->is_object() ? s->as_object().if_contains("pid") : nullptr;
+  return pid && pid->is_number() ? static_cast<pid_t>(pid->to_number<std::int64_t>()) : -1;
+}
+
+bj::value number_or_null(double v, bool available) { return available ? bj::value(v) : bj::value(nullptr); }
+
+void report_errors(ScenarioResult& r, const std::string& what, const LoadResult& res) {
+  if (res.errors == 0) return;
+  r.ok = false;
+  r.problems.push_back(fmt::format("{}: {} error(s); first: {}", what, res.errors, res.first_error));
+}
+
+void report_gateway_end(ScenarioResult& r, GatewayProcess& gw) {
+  for (const auto& w : gw.warnings()) r.problems.push_back("gateway log: " + w);
+  const std::string how = gw.stop();
+  if (how != "exited with code 0") {
+    r.ok = false;
+    r.problems.push_back("gateway stop: " + how + "\n" + gw.stderr_tail());
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// overhead: echo through the gateway vs a direct stdio session, closed loop at each concurrency.
+
+ScenarioResult run_overhead(const Options& o) {
+  ScenarioResult r{Table("overhead", "overhead: fixture echo through the gateway vs a direct stdio session",
+                         {{"mode"},
+                          {"conc"},
+                          {"calls"},
+                          {"calls/s", 0},
+                          {"p50 µs", 0},
+                          {"p90 µs", 0},
+                          {"p99 µs", 0},
+                          {"max µs", 0},
+                          {"p50/floor", 2},
+                          {"p50/floor 1CPU", 1},
+                          {"errors"},
+                          {"gw CPU µs/call", 1},
+                          {"server CPU µs/call", 1},
+                          {"bench CPU µs/call", 1},
+                          {"gw RSS MiB", 1}})};
+  std::vector<std::size_t> levels = o.concurrency;
+  if (levels.empty()) levels = o.short_mode ? std::vector<std::size_t>{1, 8, 64} : std::vector<std::size_t>{1, 8, 64, 256};
+  const auto win = window(o, 1.0, 5.0);
+  const std::size_t warmup = o.short_mode ? 3 : 10;
+  const double gw_floor = o.floor.tcp_rtt_us + o.floor.pipe_rtt_us;
+  const double direct_floor = o.floor.pipe_rtt_us;
+  const double gw_floor_1cpu = o.floor.tcp_same_cpu_us + o.floor.pipe_same_cpu_us;
+  const double direct_floor_1cpu = o.floor.pipe_same_cpu_us;
+
+  auto add_row = [&](const char* mode, std::size_t c, const LoadResult& res, double floor_us, double floor_1cpu_us,
+                     std::optional<ProcSample> gw0, std::optional<ProcSample> gw1, ProcSample s0, ProcSample s1,
+                     ProcSample b0, ProcSample b1) {
+    const double calls = static_cast<double>(res.calls);
+    const double ok_calls = static_cast<double>(res.latency.count());
+    const bool gw = gw0 && gw1 && gw0->ok && gw1->ok && calls > 0;
+    const bool server = s0.ok && s1.ok && calls > 0;
+    const double p50 = res.latency.percentile(50);
+    r.table.add_row({bj::value(mode), bj::value(static_cast<std::int64_t>(c)), bj::value(static_cast<std::int64_t>(res.calls)),
+                     bj::value(res.seconds > 0 ? ok_calls / res.seconds : 0.0), bj::value(p50),
+                     bj::value(res.latency.percentile(90)), bj::value(res.latency.percentile(99)),
+                     bj::value(res.latency.max()), bj::value(floor_us > 0 ? p50 / floor_us : 0.0),
+                     bj::value(floor_1cpu_us > 0 ? p50 / floor_1cpu_us : 0.0),
+                     bj::value(static_cast<std::int64_t>(res.errors)),
+                     number_or_null(gw ? (gw1->cpu_us - gw0->cpu_us) / calls : 0, gw),
+                     number_or_null(server ? (s1.cpu_us - s0.cpu_us) / calls : 0, server),
+                     number_or_null(b0.ok && b1.ok && calls > 0 ? (b1.cpu_us - b0.cpu_us) / calls : 0,
+                                    b0.ok && b1.ok && calls > 0),
+                     number_or_null(gw ? gw1->rss_mib : 0, gw)});
+    std::cerr << fmt::format("  {} c={}: {} calls in {:.2f} s, p50 {:.0f} µs, {} errors\n", mode, c, res.calls,
+                             res.seconds, p50, res.errors);
+  };
+
+  // Through the gateway: one MCP session and keep-alive connection per worker.
+  {
+    GatewayProcess gw;
+    std::cerr << "overhead: starting the gateway\n";
+    const std::string err = gw.start(o.toolbridge_bin, gateway_config(o, false), 30s);
+    if (!err.empty()) {
+      r.ok = false;
+      r.problems.push_back("gateway could not start: " + err);
+    } else {
+      const pid_t fixture = server_pid(gw, "fixture");
+      for (std::size_t c : levels) {
+        if (std::string dead = gw.exited(); !dead.empty()) {
+          r.ok = false;
+          r.problems.push_back(dead);
+          break;
+        }
+        asio::io_context io(1);
+        HttpSessionTarget target(io, gw.host(), gw.port(), {"fixture__echo", R"({"text":"hello"})", 5}, c);
+        ProcSample g0, g1, s0, s1, b0, b1;
+        LoadResult res = run_until_done(io, run_closed_loop(
+                                                target, {c, warmup, win, 0},
+                                                [&] {
+                                                  g0 = gw.sample();
+                                                  s0 = sample_process(fixture);
+                                                  b0 = sample_process(::getpid());
+                                                },
+                                                [&] {
+                                                  g1 = gw.sample();
+                                                  s1 = sample_process(fixture);
+                                                  b1 = sample_process(::getpid());
+                                                }));
+        add_row("gateway", c, res, gw_floor, gw_floor_1cpu, g0, g1, s0, s1, b0, b1);
+        report_errors(r, fmt::format("gateway c={}", c), res);
+        if (target.reconnects() > 0) {
+          r.problems.push_back(fmt::format("gateway c={}: the gateway closed {} keep-alive connection(s)", c,
+                                           target.reconnects()));
+        }
+      }
+      report_gateway_end(r, gw);
+    }
+  }
+
+  // Direct: one stdio session to the same fixture binary, `c` requests in flight on its pipe.
+  {
+    asio::io_context io(1);
+    StdioSession session(io, 60s);
+    std::cerr << "overhead: direct stdio session\n";
+    std::string err = session.spawn({o.fixture_bin});
+    if (err.empty()) err = run_until_done(io, session.open());
+    if (!err.empty()) {
+      r.ok = false;
+      r.problems.push_back("direct session could not start: " + err);
+    } else {
+      for (std::size_t c : levels) {
+        StdioTarget target(session, {"echo", R"({"text":"hello"})", 5});
+        ProcSample s0, s1, b0, b1;
+        LoadResult res = run_until_done(io, run_closed_loop(
+                                                target, {c, warmup, win, 0},
+                                                [&] {
+                                                  s0 = sample_process(session.pid());
+                                                  b0 = sample_process(::getpid());
+                                                },
+                                                [&] {
+                                                  s1 = sample_process(session.pid());
+                                                  b1 = sample_process(::getpid());
+                                                }));
+        add_row("direct", c, res, direct_floor, direct_floor_1cpu, std::nullopt, std::nullopt, s0, s1, b0, b1);
+        report_errors(r, fmt::format("direct c={}", c), res);
+      }
+    }
+    const std::string how = run_until_done(io, session.shutdown(5s));
+    drain(io);
+    if (err.empty() && how != "exited with code 0") r.problems.push_back("direct fixture: " + how);
+  }
+  r.table.add_note(fmt::format("p50/floor: gateway rows against TCP + pipe round trip across CPUs ({:.1f} µs), "
+                               "direct rows against one pipe round trip across CPUs ({:.1f} µs); p50/floor 1CPU: "
+                               "the same with both ends on one CPU ({:.1f} µs, {:.1f} µs).",
+                               gw_floor, direct_floor, gw_floor_1cpu, direct_floor_1cpu));
+  r.table.add_note(fmt::format("{} s measured per row after {} warm-up calls per worker; one MCP session and "
+                               "keep-alive connection per worker; CPU from /proc/PID/stat (10 ms ticks).",
+                               std::chrono::duration<double>(win).count(), warmup));
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// payload: large tool results through the gateway.
+
+ScenarioResult run_payload(const Options& o) {
+  ScenarioResult r{Table("payload", "payload: fixture payload results through the gateway, concurrency 4",
+                         {{"size"},
+                          {"calls"},
+                          {"calls/s", 1},
+                          {"MB/s", 1},
+                          {"p50 ms", 2},
+                          {"p99 ms", 2},
+                          {"errors"},
+                          {"gw CPU µs/call", 0},
+                          {"gw CPU µs/MB", 0},
+                          {"server CPU µs/MB", 0},
+                          {"bench CPU µs/MB", 0},
+                          {"gw RSS MiB", 1}})};
+  struct Size {
+    const char* label;
+    std::size_t bytes;
+  };
+  std::vector<Size> sizes{{"1 KB", 1'000}, {"100 KB", 100'000}, {"1 MB", 1'000'000}};
+  if (!o.short_mode) sizes.push_back({"10 MB", 10'000'000});
+  const auto win = window(o, 1.5, 5.0);
+  constexpr std::size_t kConcurrency = 4;
+
+  GatewayProcess gw;
+  std::cerr << "payload: starting the gateway\n";
+  const std::string err = gw.start(o.toolbridge_bin, gateway_config(o, false), 30s);
+  if (!err.empty()) {
+    r.ok = false;
+    r.problems.push_back("gateway could not start: " + err);
+    return r;
+  }
+  const pid_t fixture = server_pid(gw, "fixture");
+  for (const auto& size : sizes) {
+    if (std::string dead = gw.exited(); !dead.empty()) {
+      r.ok = false;
+      r.problems.push_back(dead);
+      break;
+    }
+    asio::io_context io(1);
+    HttpSessionTarget target(io, gw.host(), gw.port(),
+                             {"fixture__payload", fmt::format(R"({{"bytes":{}}})", size.bytes), size.bytes},
+                             kConcurrency);
+    ProcSample g0, g1, s0, s1, b0, b1;
+    LoadResult res = run_until_done(io, run_closed_loop(
+                                            target, {kConcurrency, 2, win, 0},
+                                            [&] {
+                                              g0 = gw.sample();
+                                              s0 = sample_process(fixture);
+                                              b0 = sample_process(::getpid());
+                                            },
+                                            [&] {
+                                              g1 = gw.sample();
+                                              s1 = sample_process(fixture);
+                                              b1 = sample_process(::getpid());
+                                            }));
+    const double calls = static_cast<double>(res.calls);
+    const double ok_calls = static_cast<double>(res.latency.count());
+    const bool cpu = g0.ok && g1.ok && calls > 0;
+    const double cpu_us = g1.cpu_us - g0.cpu_us;
+    const double mb = calls * static_cast<double>(size.bytes) / 1e6;
+    r.table.add_row({bj::value(size.label), bj::value(static_cast<std::int64_t>(res.calls)),
+                     bj::value(res.seconds > 0 ? ok_calls / res.seconds : 0.0),
+                     bj::value(res.seconds > 0 ? ok_calls * static_cast<double>(size.bytes) / 1e6 / res.seconds : 0.0),
+                     bj::value(res.latency.percentile(50) / 1000), bj::value(res.latency.percentile(99) / 1000),
+                     bj::value(static_cast<std::int64_t>(res.errors)), number_or_null(cpu ? cpu_us / calls : 0, cpu),
+                     number_or_null(cpu && mb > 0 ? cpu_us / mb : 0, cpu),
+                     number_or_null(mb > 0 ? (s1.cpu_us - s0.cpu_us) / mb : 0, s0.ok && s1.ok && mb > 0),
+                     number_or_null(mb > 0 ? (b1.cpu_us - b0.cpu_us) / mb : 0, b0.ok && b1.ok && mb > 0),
+                     number_or_null(g1.rss_mib, g1.ok)});
+    std::cerr << fmt::format("  {}: {} calls in {:.2f} s, {} errors\n", size.label, res.calls, res.seconds, res.errors);
+    report_errors(r, std::string("payload ") + size.label, res);
+  }
+  report_gateway_end(r, gw);
+  r.table.add_note(fmt::format("{} s measured per row; 1 MB = 10^6 bytes of result text; server = the fixture "
+                               "behind the gateway, bench = this load generator (same CPUs); gw RSS at the end of "
+                               "the row.",
+                               std::chrono::duration<double>(win).count()));
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// spawn-per-call: spawn + initialize + call + exit per call, vs the same call through the gateway.
+
+ScenarioResult run_spawn_per_call(const Options& o) {
+  ScenarioResult r{Table("spawn-per-call", "spawn-per-call: a new server process per call vs the gateway",
+                         {{"server"},
+                          {"mode"},
+                          {"calls"},
+                          {"mean ms", 2},
+                          {"p50 ms", 2},
+                          {"p99 ms", 2},
+                          {"errors"},
+                          {"spawn/this", 1}})};
+  struct Server {
+    std::string name;
+    std::vector<std::string> argv;
+    std::string tool;
+    std::string arguments;
+    int spawns;
+  };
+  std::vector<Server> servers{{"fixture", {o.fixture_bin}, "echo", R"({"text":"hello"})", o.short_mode ? 5 : 50}};
+  const bool everything = !o.everything_js.empty() && std::filesystem::exists(o.everything_js);
+  if (everything) {
+    servers.push_back({"everything", {o.node_bin, o.everything_js, "stdio"}, "echo", R"({"message":"hello"})",
+                       o.short_mode ? 3 : 20});
+  } else {
+    r.ok = false;
+    r.problems.push_back("server-everything not found at '" + o.everything_js + "' (--everything); its rows are missing");
+  }
+  const std::uint64_t per_call_sessions = o.short_mode ? 20 : 300;
+  const std::uint64_t warm_calls = o.short_mode ? 100 : 2000;
+
+  auto add_row = [&](const Server& s, const char* mode, const Latencies& lat, std::uint64_t calls,
+                     std::uint64_t errors, double spawn_mean_ms) {
+    const double mean = lat.mean() / 1000;
+    r.table.add_row({bj::value(s.name), bj::value(mode), bj::value(static_cast<std::int64_t>(calls)), bj::value(mean),
+                     bj::value(lat.percentile(50) / 1000), bj::value(lat.percentile(99) / 1000),
+                     bj::value(static_cast<std::int64_t>(errors)),
+                     number_or_null(mean > 0 ? spawn_mean_ms / mean : 0, mean > 0 && spawn_mean_ms > 0)});
+  };
+
+  // Spawn per call first, while nothing else runs.
+  std::vector<double> spawn_mean(servers.size(), 0);
+  std::vector<Latencies> spawn_lat(servers.size());
+  std::vector<std::uint64_t> spawn_errors(servers.size(), 0);
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const auto& s = servers[i];
+    std::cerr << fmt::format("spawn-per-call: {} x {} spawns\n", s.name, s.spawns);
+    // One unmeasured spawn first, so the file cache is warm for every measured one.
+    SpawnCallResult warm = spawn_per_call(s.argv, s.tool, s.arguments, 30s, 5s);
+    if (!warm.error.empty()) {
+      r.ok = false;
+      r.problems.push_back(s.name + " spawn-per-call: " + warm.error);
+    }
+    for (int k = 0; k < s.spawns; ++k) {
+      SpawnCallResult one = spawn_per_call(s.argv, s.tool, s.arguments, 30s, 5s);
+      if (one.error.empty()) {
+        spawn_lat[i].add(one.ms * 1000);
+      } else {
+        ++spawn_errors[i];
+        r.ok = false;
+        r.problems.push_back(s.name + " spawn-per-call: " + one.error);
+      }
+    }
+    spawn_mean[i] = spawn_lat[i].mean() / 1000;
+  }
+
+  GatewayProcess gw;
+  std::cerr << "spawn-per-call: starting the gateway\n";
+  const std::string err = gw.start(o.toolbridge_bin, gateway_config(o, everything), 60s);
+  if (!err.empty()) {
+    r.ok = false;
+    r.problems.push_back("gateway could not start: " + err);
+  }
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const auto& s = servers[i];
+    add_row(s, "spawn per call", spawn_lat[i], static_cast<std::uint64_t>(s.spawns), spawn_errors[i], spawn_mean[i]);
+    if (!err.empty()) continue;
+    const ToolCall call{s.name + "__" + s.tool, s.arguments, 0};
+    {
+      asio::io_context io(1);
+      HttpSessionPerCallTarget target(io, gw.host(), gw.port(), call);
+      LoadResult res = run_until_done(io, run_closed_loop(target, {1, 2, 600s, per_call_sessions}, {}, {}));
+      add_row(s, "gateway, new session per call", res.latency, res.calls, res.errors, spawn_mean[i]);
+      report_errors(r, s.name + " gateway, new session per call", res);
+    }
+    {
+      asio::io_context io(1);
+      HttpSessionTarget target(io, gw.host(), gw.port(), call, 1);
+      LoadResult res = run_until_done(io, run_closed_loop(target, {1, 5, 600s, warm_calls}, {}, {}));
+      add_row(s, "gateway, warm session", res.latency, res.calls, res.errors, spawn_mean[i]);
+      report_errors(r, s.name + " gateway, warm session", res);
+    }
+  }
+  if (err.empty()) report_gateway_end(r, gw);
+  r.table.add_note(
+      "spawn per call: spawn, initialize, notifications/initialized, tools/call, close stdin, wait for the exit "
+      "(sequential, one unmeasured spawn first). gateway: the same tools/call through a warm gateway, either "
+      "opening a new MCP session (TCP connect, initialize, call, DELETE) per call or on one kept session. "
+      "spawn/this: spawn-per-call mean divided by the row's mean.");
+  return r;
+}
+
+}  // namespace toolbridge::bench

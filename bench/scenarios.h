@@ -1,0 +1,34 @@
+#pragma once
+// The comparison scenarios. Each one starts what it needs, prints progress to stderr, returns one
+// table, and stops every process it started on every path.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "floor.h"
+#include "report.h"
+
+namespace toolbridge::bench {
+
+struct Options {
+  bool short_mode = false;
+  std::string toolbridge_bin;
+  std::string fixture_bin;
+  std::string node_bin = "node";
+  std::string everything_js;                   // server-everything's dist/index.js
+  double window_seconds = 0;                   // measured window per row; 0: the mode's default
+  std::vector<std::size_t> concurrency;        // overhead levels; empty: the mode's default
+  Floor floor;
+};
+
+struct ScenarioResult {
+  Table table;
+  bool ok = true;                   // false: errors were seen or part of it could not run
+  std::vector<std::string> problems;
+};
+
+ScenarioResult run_overhead(const Options& options);
+ScenarioResult run_spawn_per_call(const Options& options);
+ScenarioResult run_payload(const Options& options);
+
+}  // namespace toolbridge::bench
