@@ -1,6 +1,9 @@
 #include "json/envelope.h"
 
 #include <cctype>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include <boost/json.hpp>
 
@@ -46,6 +49,8 @@ class Scanner {
   bool string() {
     if (!eat('"')) return false;
     while (p_ < t_.size()) {
+      skip_plain_string_bytes();
+      if (p_ >= t_.size()) break;
       const unsigned char c = static_cast<unsigned char>(t_[p_++]);
       if (c == '"') return true;
       if (c < 0x20) return false;
@@ -115,6 +120,29 @@ class Scanner {
       if (!digits()) return false;
     }
     return true;
+  }
+
+  // Large tool results are mostly string bytes that need no attention: step over them 16 at a
+  // time until a quote, a backslash or a control character.
+  void skip_plain_string_bytes() {
+#ifdef __SSE2__
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
+    const __m128i below_space = _mm_set1_epi8(static_cast<char>(0x20 ^ 0x80));
+    while (p_ + 16 <= t_.size()) {
+      const __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(t_.data() + p_));
+      const __m128i hit = _mm_or_si128(
+          _mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, backslash)),
+          _mm_cmplt_epi8(_mm_xor_si128(chunk, flip), below_space));  // unsigned byte < 0x20
+      const int mask = _mm_movemask_epi8(hit);
+      if (mask != 0) {
+        p_ += static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+        return;
+      }
+      p_ += 16;
+    }
+#endif
   }
 
   std::string_view t_;
