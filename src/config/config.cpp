@@ -292,11 +292,12 @@ constexpr std::array<std::string_view, 10> kGatewayKeys{
     "log_level",    "shutdown_grace",
 };
 
-constexpr std::array<std::string_view, 16> kServerKeys{
+constexpr std::array<std::string_view, 18> kServerKeys{
     "command",         "args",           "env",          "inherit_env",
     "cwd",             "enabled",        "startup_timeout", "call_timeout",
     "tool_timeouts",   "restart_backoff", "stop_grace",  "ping_timeout",
     "max_line_bytes",  "max_in_flight",  "idempotent_tools", "max_retries",
+    "breaker_threshold", "breaker_cooldown",
 };
 // Keys other MCP clients write into the same entries, which we interpret rather than ignore.
 constexpr std::array<std::string_view, 6> kForeignServerKeys{"disabled", "timeout",   "type",
@@ -490,14 +491,14 @@ class Reader {
     fail(n.mark, path, fmt::format("expected a whole number of at least 1, got {}", describe(n)));
   }
 
-  std::size_t zero_or_count(const Node& n, std::string_view path) const {
+  std::size_t zero_or_count(const Node& n, std::string_view path, std::size_t max = 10) const {
     if (n.kind == Node::Kind::kScalar) {
       std::size_t value = 0;
       const char* end = n.scalar.data() + n.scalar.size();
       auto [ptr, ec] = std::from_chars(n.scalar.data(), end, value);
-      if (ec == std::errc() && ptr == end && value <= 10) return value;
+      if (ec == std::errc() && ptr == end && value <= max) return value;
     }
-    fail(n.mark, path, fmt::format("expected a whole number from 0 to 10, got {}", describe(n)));
+    fail(n.mark, path, fmt::format("expected a whole number from 0 to {}, got {}", max, describe(n)));
   }
 
   std::string_view one_of(const Node& n, std::string_view path,
@@ -719,6 +720,10 @@ class Reader {
         }
       } else if (e.key == "max_retries") {
         s.max_retries = zero_or_count(v, p);
+      } else if (e.key == "breaker_threshold") {
+        s.breaker_threshold = zero_or_count(v, p, 1000);
+      } else if (e.key == "breaker_cooldown") {
+        s.breaker_cooldown = duration(v, p, /*allow_zero=*/false);
       } else if (e.key == "ping_timeout") {
         s.ping_timeout = duration(v, p, /*allow_zero=*/false);
       } else if (e.key == "stop_grace") {

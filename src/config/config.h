@@ -34,6 +34,10 @@ struct Server {
   // after the server died with the call in flight. Server annotations are hints, not trust.
   std::vector<std::string> idempotent_tools;
   std::size_t max_retries = 2;                 // per call, always within its deadline
+  // Circuit breaker: after this many consecutive calls that timed out,
+  // calls fail fast for breaker_cooldown; then one probe call decides (half-open). 0 disables.
+  std::size_t breaker_threshold = 5;
+  Duration breaker_cooldown{10'000};
   Duration restart_backoff_initial{500};
   Duration restart_backoff_max{30'000};
   Duration ping_timeout{5'000};                // after a call's deadline: no pong -> recycled

@@ -222,7 +222,8 @@ std::string Gateway::health_json() const {
                  {"policy", "shared"},
                  {"restarts", up->restarts()},
                  {"tools", inst ? inst->catalog().tools.size() : 0},
-                 {"in_flight", inst ? inst->in_flight() : 0}};
+                 {"in_flight", inst ? inst->in_flight() : 0},
+                 {"breaker", up->breaker_state()}};
     if (inst) {
       s["pid"] = inst->pid();
       s["protocol_version"] = mcp::to_string(inst->version());
@@ -735,10 +736,16 @@ void Gateway::forward(const std::shared_ptr<Session>& session,
                       std::chrono::milliseconds requested_timeout) {
   ++stream->outstanding;
   const auto started = std::chrono::steady_clock::now();
+  auto up = find_upstream(server);
   auto call = std::make_shared<ForwardedCall>(
       stream, id, method == "tools/call",
-      [this, weak = std::weak_ptr<Session>(session), id, server, tool_label,
-       started](std::string_view outcome) {
+      [this, weak = std::weak_ptr<Session>(session), weak_up = std::weak_ptr<upstream::Upstream>(up),
+       id, server, tool_label, started](std::string_view outcome, std::string_view why) {
+        // One death of an instance fails all its calls at once and restarts it with backoff;
+        // the breaker is for a server that is up but not answering, so it counts timeouts.
+        if (auto u = weak_up.lock(); u && outcome != "unavailable" && outcome != "crashed") {
+          u->breaker_record(outcome == "timeout", why);
+        }
         const double secs =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         metrics_.add("toolbridge_calls_total",
@@ -747,11 +754,14 @@ void Gateway::forward(const std::shared_ptr<Session>& session,
                          telemetry::labels({{"server", server}, {"tool", tool_label}}), secs);
         if (auto s = weak.lock()) s->in_flight.erase(id);
       });
-  auto up = find_upstream(server);
   auto inst = up ? up->instance() : nullptr;
   if (!inst) {
     call->on_response(error_body(id, json::kUpstreamUnavailable,
                                  up ? up->describe_unavailable() : "unknown server " + server));
+    return;
+  }
+  if (std::string refused = up->breaker_admit(); !refused.empty()) {
+    call->on_response(error_body(id, json::kUpstreamUnavailable, refused));
     return;
   }
   const auto& cfg = up->config();

@@ -8,6 +8,7 @@ namespace toolbridge::gateway {
 
 void ForwardedCall::on_response(std::string message) {
   std::string_view outcome = "ok";
+  std::string why;
   const json::Envelope env = json::parse_envelope(message);
   if (!env.error.empty()) {
     outcome = "error";
@@ -18,6 +19,7 @@ void ForwardedCall::on_response(std::string message) {
     const std::int64_t c = code && code->is_int64() ? code->as_int64() : 0;
     if (c == json::kRequestTimeout) outcome = "timeout";
     if (c == json::kUpstreamFailed || c == json::kNotSent) outcome = "crashed";
+    if (text && text->is_string()) why = text->as_string();
     if (retry && (c == json::kUpstreamFailed || c == json::kNotSent) && text && text->is_string() &&
         retry(c == json::kUpstreamFailed, std::string(text->as_string()))) {
       return;
@@ -42,7 +44,7 @@ void ForwardedCall::on_response(std::string message) {
       break;
     }
   }
-  if (done_) done_(outcome);
+  if (done_) done_(outcome, why);
   stream_->on_response(std::move(message));
 }
 

@@ -86,7 +86,8 @@ class PostStream : public upstream::CallSink, public std::enable_shared_from_thi
 // reports the outcome once.
 class ForwardedCall : public upstream::CallSink, public std::enable_shared_from_this<ForwardedCall> {
  public:
-  using Done = std::function<void(std::string_view outcome)>;
+  // `why`: the failure message when the outcome is a fault, else empty.
+  using Done = std::function<void(std::string_view outcome, std::string_view why)>;
   ForwardedCall(std::shared_ptr<PostStream> stream, std::string id, bool tool_call, Done done)
       : stream_(std::move(stream)), id_(std::move(id)), tool_call_(tool_call), done_(std::move(done)) {}
 

@@ -58,6 +58,7 @@ Upstream::Upstream(asio::io_context& io, config::Server server, StartGate& gate,
   metrics_.add("toolbridge_restarts_total", telemetry::labels({{"server", server_.name}}), 0);
   metrics_.add("toolbridge_start_failures_total", telemetry::labels({{"server", server_.name}}), 0);
   metrics_.add("toolbridge_upstream_invalid_lines_total", telemetry::labels({{"server", server_.name}}), 0);
+  metrics_.add("toolbridge_breaker_opened_total", telemetry::labels({{"server", server_.name}}), 0);
 }
 
 std::shared_ptr<Instance> Upstream::instance() const {
@@ -189,6 +190,64 @@ void Upstream::schedule_restart() {
         if (!started) self->schedule_restart();
       },
       asio::detached);
+}
+
+std::string Upstream::breaker_admit() {
+  if (server_.breaker_threshold == 0) return {};
+  const auto now = Instance::Clock::now();
+  if (breaker_ == Breaker::kOpen && now >= open_until_) {
+    breaker_ = Breaker::kHalfOpen;
+    probe_in_flight_ = false;
+  }
+  if (breaker_ == Breaker::kClosed) return {};
+  // A probe that never reported (it found no instance, say) stops counting after a while.
+  const auto probe_lost_after = std::max(server_.call_timeout, server_.breaker_cooldown);
+  if (breaker_ == Breaker::kHalfOpen && (!probe_in_flight_ || now - probe_started_ > probe_lost_after)) {
+    probe_in_flight_ = true;  // this call is the probe
+    probe_started_ = now;
+    return {};
+  }
+  const double wait = breaker_ == Breaker::kOpen
+                          ? std::chrono::duration<double>(open_until_ - now).count()
+                          : std::chrono::duration<double>(server_.breaker_cooldown).count();
+  return fmt::format(
+      "server '{}' is failing ({} calls in a row timed out; last: {}); calls "
+      "are refused for {:.1f} s more, then one probe call is let through",
+      server_.name, consecutive_faults_, last_fault_, wait);
+}
+
+void Upstream::breaker_record(bool fault, std::string_view why) {
+  if (server_.breaker_threshold == 0) return;
+  if (!fault) {
+    if (breaker_ != Breaker::kClosed) spdlog::info("[{}] circuit closed: a probe call succeeded", server_.name);
+    breaker_ = Breaker::kClosed;
+    consecutive_faults_ = 0;
+    probe_in_flight_ = false;
+    cooldown_ = server_.breaker_cooldown;
+    return;
+  }
+  ++consecutive_faults_;
+  last_fault_ = std::string(why.substr(0, 300));
+  const bool reopen = breaker_ == Breaker::kHalfOpen;
+  if (reopen || (breaker_ == Breaker::kClosed && consecutive_faults_ >= server_.breaker_threshold)) {
+    // Each failed probe doubles the wait, up to 8x the configured cooldown.
+    cooldown_ = reopen ? std::min(cooldown_ * 2, server_.breaker_cooldown * 8) : server_.breaker_cooldown;
+    breaker_ = Breaker::kOpen;
+    probe_in_flight_ = false;
+    open_until_ = Instance::Clock::now() + cooldown_;
+    spdlog::warn("[{}] circuit open for {} ms after {} failing calls: {}", server_.name,
+                 cooldown_.count(), consecutive_faults_, last_fault_);
+    metrics_.add("toolbridge_breaker_opened_total", telemetry::labels({{"server", server_.name}}));
+  }
+}
+
+std::string_view Upstream::breaker_state() const {
+  switch (breaker_) {
+    case Breaker::kClosed: return "closed";
+    case Breaker::kOpen: return "open";
+    case Breaker::kHalfOpen: return "half_open";
+  }
+  return "closed";
 }
 
 asio::awaitable<void> Upstream::stop() {

@@ -52,6 +52,14 @@ class Upstream : public std::enable_shared_from_this<Upstream> {
   double retry_in_seconds() const;
   std::string describe_unavailable() const;
 
+  // Circuit breaker over call outcomes: empty to admit a call, else why it is refused. While
+  // open, calls fail fast; after breaker_cooldown one probe call is admitted (half-open) and its
+  // outcome closes or reopens the breaker.
+  std::string breaker_admit();
+  // `fault`: the call timed out. `why` is kept for the refusal message.
+  void breaker_record(bool fault, std::string_view why);
+  std::string_view breaker_state() const;
+
   // Called after the catalog of the ready instance changed (a restart or list_changed).
   std::function<void()> on_catalog_changed;
 
@@ -74,6 +82,14 @@ class Upstream : public std::enable_shared_from_this<Upstream> {
   Instance::Clock::time_point ready_since_{};
   Instance::Clock::time_point retry_at_{};
   boost::asio::steady_timer retry_timer_;
+  enum class Breaker { kClosed, kOpen, kHalfOpen };
+  Breaker breaker_ = Breaker::kClosed;
+  std::size_t consecutive_faults_ = 0;
+  bool probe_in_flight_ = false;
+  Instance::Clock::time_point probe_started_{};
+  Instance::Clock::time_point open_until_{};
+  std::chrono::milliseconds cooldown_{0};
+  std::string last_fault_;
 };
 
 std::string_view to_string(Upstream::State s);
