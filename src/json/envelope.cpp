@@ -286,9 +286,14 @@ std::string with_id(std::string_view message, Span id, std::string_view new_id) 
 
 std::string quote(std::string_view s) { return boost::json::serialize(boost::json::string(s)); }
 
-std::string make_request(std::string_view id, std::string_view method, std::string_view params) {
-  std::string out = R"({"jsonrpc":"2.0","id":)";
-  out += id;
+namespace {
+// {"jsonrpc":"2.0"[,"id":ID],"method":"M"[,"params":P]}: requests and notifications alike.
+std::string method_message(std::string_view id, std::string_view method, std::string_view params) {
+  std::string out = R"({"jsonrpc":"2.0")";
+  if (!id.empty()) {
+    out += R"(,"id":)";
+    out += id;
+  }
   out += R"(,"method":)";
   out += quote(method);
   if (!params.empty()) {
@@ -298,16 +303,14 @@ std::string make_request(std::string_view id, std::string_view method, std::stri
   out += '}';
   return out;
 }
+}  // namespace
+
+std::string make_request(std::string_view id, std::string_view method, std::string_view params) {
+  return method_message(id, method, params);
+}
 
 std::string make_notification(std::string_view method, std::string_view params) {
-  std::string out = R"({"jsonrpc":"2.0","method":)";
-  out += quote(method);
-  if (!params.empty()) {
-    out += R"(,"params":)";
-    out += params;
-  }
-  out += '}';
-  return out;
+  return method_message({}, method, params);
 }
 
 std::string make_result(std::string_view id, std::string_view result) {
