@@ -55,10 +55,6 @@ std::string header(const transport::Request& req, std::string_view name) {
   return it == req.end() ? std::string() : std::string(it->value());
 }
 
-std::string error_body(std::string_view id, int code, std::string_view message) {
-  return json::make_error(id, code, message);
-}
-
 bj::object parse_object(std::string_view text) {
   if (text.empty()) return {};
   boost::system::error_code ec;
@@ -272,7 +268,7 @@ asio::awaitable<void> Gateway::handle_http(Exchange& ex) {
   if (path == "/mcp") {
     if (!origin_allowed(header(req, "Origin"))) {
       co_await ex.reply(http::status::forbidden, "application/json",
-                        error_body({}, json::kInvalidRequest,
+                        json::make_error({}, json::kInvalidRequest,
                                    "Forbidden: Origin '" + header(req, "Origin") +
                                        "' is not allowed (gateway.allowed_origins)"),
                         {});
@@ -292,7 +288,7 @@ asio::awaitable<void> Gateway::handle_http(Exchange& ex) {
         // (Built outside co_await: GCC 12 mis-compiles braced initialisers in await expressions.)
         const Headers allow{{"Allow", "GET, POST, DELETE"}};
         co_await ex.reply(http::status::method_not_allowed, "application/json",
-                          error_body({}, json::kInvalidRequest, "Method not allowed on /mcp"), allow);
+                          json::make_error({}, json::kInvalidRequest, "Method not allowed on /mcp"), allow);
         co_return;
       }
     }
@@ -317,7 +313,7 @@ asio::awaitable<void> Gateway::handle_post(Exchange& ex) {
                             accept.find("*/*") != std::string::npos;
   if (!accepts_sse && !accepts_json) {
     co_await ex.reply(http::status::not_acceptable, "application/json",
-                      error_body({}, json::kInvalidRequest,
+                      json::make_error({}, json::kInvalidRequest,
                                  "Not Acceptable: Accept must include application/json and/or "
                                  "text/event-stream"),
                       {});
@@ -326,7 +322,7 @@ asio::awaitable<void> Gateway::handle_post(Exchange& ex) {
   const std::string content_type = header(req, "Content-Type");
   if (!content_type.empty() && content_type.find("application/json") == std::string::npos) {
     co_await ex.reply(http::status::unsupported_media_type, "application/json",
-                      error_body({}, json::kInvalidRequest,
+                      json::make_error({}, json::kInvalidRequest,
                                  "Unsupported Media Type: Content-Type must be application/json"),
                       {});
     co_return;
@@ -339,7 +335,7 @@ asio::awaitable<void> Gateway::handle_post(Exchange& ex) {
     auto parts = json::split_batch(body, problem);
     if (!parts || parts->empty()) {
       co_await ex.reply(http::status::bad_request, "application/json",
-                        error_body({}, parts ? json::kInvalidRequest : json::kParseError,
+                        json::make_error({}, parts ? json::kInvalidRequest : json::kParseError,
                                    parts ? "empty batch" : "Parse error: " + problem),
                         {});
       co_return;
@@ -351,7 +347,7 @@ asio::awaitable<void> Gateway::handle_post(Exchange& ex) {
   if (!batch && first.kind == json::Kind::kInvalid) {
     const bool parse = first.problem.starts_with("not JSON");
     co_await ex.reply(http::status::bad_request, "application/json",
-                      error_body({}, parse ? json::kParseError : json::kInvalidRequest,
+                      json::make_error({}, parse ? json::kParseError : json::kInvalidRequest,
                                  (parse ? "Parse error: " : "Invalid Request: ") + first.problem),
                       {});
     co_return;
@@ -363,7 +359,7 @@ asio::awaitable<void> Gateway::handle_post(Exchange& ex) {
   if (!batch && first.kind == json::Kind::kRequest && first.method == "initialize") {
     if (stopping_) {
       co_await ex.reply(http::status::service_unavailable, "application/json",
-                        error_body(first.id.in(body), json::kUpstreamUnavailable,
+                        json::make_error(first.id.in(body), json::kUpstreamUnavailable,
                                    "the gateway is shutting down"),
                         {});
       co_return;
@@ -371,7 +367,7 @@ asio::awaitable<void> Gateway::handle_post(Exchange& ex) {
     if (sessions_.size() >= config_.gateway.max_sessions) {
       const Headers retry_after{{"Retry-After", "5"}};
       co_await ex.reply(http::status::service_unavailable, "application/json",
-                        error_body(first.id.in(body), json::kOverloaded,
+                        json::make_error(first.id.in(body), json::kOverloaded,
                                    "too many sessions (gateway.max_sessions = " +
                                        std::to_string(config_.gateway.max_sessions) +
                                        "); close idle sessions with DELETE /mcp or retry later"),
@@ -383,7 +379,7 @@ asio::awaitable<void> Gateway::handle_post(Exchange& ex) {
   } else {
     if (session_id.empty()) {
       co_await ex.reply(http::status::bad_request, "application/json",
-                        error_body({}, json::kInvalidRequest,
+                        json::make_error({}, json::kInvalidRequest,
                                    "Bad Request: Mcp-Session-Id header is required (send "
                                    "initialize first)"),
                         {});
@@ -392,7 +388,7 @@ asio::awaitable<void> Gateway::handle_post(Exchange& ex) {
     auto it = sessions_.find(session_id);
     if (it == sessions_.end()) {
       co_await ex.reply(http::status::not_found, "application/json",
-                        error_body({}, json::kInvalidRequest,
+                        json::make_error({}, json::kInvalidRequest,
                                    "Session not found: it expired or was deleted; initialize a "
                                    "new session"),
                         {});
@@ -404,7 +400,7 @@ asio::awaitable<void> Gateway::handle_post(Exchange& ex) {
       auto v = mcp::parse_version(version);
       if (!v || *v != session->version) {
         co_await ex.reply(http::status::bad_request, "application/json",
-                          error_body({}, json::kInvalidRequest,
+                          json::make_error({}, json::kInvalidRequest,
                                      "Bad Request: MCP-Protocol-Version '" + version +
                                          "' does not match the negotiated version " +
                                          std::string(mcp::to_string(session->version))),
@@ -414,7 +410,7 @@ asio::awaitable<void> Gateway::handle_post(Exchange& ex) {
     }
     if (batch && !mcp::allows_batches(session->version)) {
       co_await ex.reply(http::status::bad_request, "application/json",
-                        error_body({}, json::kInvalidRequest,
+                        json::make_error({}, json::kInvalidRequest,
                                    "JSON-RPC batches are not allowed in protocol version " +
                                        std::string(mcp::to_string(session->version))),
                         {});
@@ -492,7 +488,7 @@ asio::awaitable<void> Gateway::handle_get(Exchange& ex) {
   const auto& req = ex.request();
   if (header(req, "Accept").find("text/event-stream") == std::string::npos) {
     co_await ex.reply(http::status::not_acceptable, "application/json",
-                      error_body({}, json::kInvalidRequest,
+                      json::make_error({}, json::kInvalidRequest,
                                  "Not Acceptable: GET /mcp opens an SSE stream; Accept must include "
                                  "text/event-stream"),
                       {});
@@ -503,7 +499,7 @@ asio::awaitable<void> Gateway::handle_get(Exchange& ex) {
     const bool missing = header(req, "Mcp-Session-Id").empty();
     co_await ex.reply(missing ? http::status::bad_request : http::status::not_found,
                       "application/json",
-                      error_body({}, json::kInvalidRequest,
+                      json::make_error({}, json::kInvalidRequest,
                                  missing ? "Bad Request: Mcp-Session-Id header is required"
                                          : "Session not found"),
                       {});
@@ -551,7 +547,7 @@ asio::awaitable<void> Gateway::handle_delete(Exchange& ex) {
   if (it == sessions_.end()) {
     co_await ex.reply(id.empty() ? http::status::bad_request : http::status::not_found,
                       "application/json",
-                      error_body({}, json::kInvalidRequest,
+                      json::make_error({}, json::kInvalidRequest,
                                  id.empty() ? "Bad Request: Mcp-Session-Id header is required"
                                             : "Session not found"),
                       {});
@@ -580,7 +576,7 @@ void Gateway::dispatch(const std::shared_ptr<Session>& session,
   };
   if (env.kind == json::Kind::kInvalid) {
     const bool parse = env.problem.starts_with("not JSON");
-    answer(error_body({}, parse ? json::kParseError : json::kInvalidRequest, env.problem));
+    answer(json::make_error({}, parse ? json::kParseError : json::kInvalidRequest, env.problem));
     return;
   }
   const std::string id(env.id.in(message));
@@ -620,12 +616,9 @@ void Gateway::dispatch(const std::shared_ptr<Session>& session,
 
   // Requests.
   if (method == "initialize") {
-    if (session->initialized || !stream->responses.empty()) {
-      // Only reachable for an existing session: initialize is allowed once.
-    }
     const bj::object p = parse_object(env.params.in(message));
     if (session->initialized) {
-      answer(error_body(id, json::kInvalidRequest, "the session is already initialized"));
+      answer(json::make_error(id, json::kInvalidRequest, "the session is already initialized"));
       return;
     }
     session->version = mcp::negotiate(member_string(p, "protocolVersion"));
@@ -652,7 +645,7 @@ void Gateway::dispatch(const std::shared_ptr<Session>& session,
   if (method == "logging/setLevel") {
     const bj::object p = parse_object(env.params.in(message));
     const int rank = mcp::log_level_rank(member_string(p, "level"));
-    if (rank < 0) return answer(error_body(id, json::kInvalidParams, "unknown logging level"));
+    if (rank < 0) return answer(json::make_error(id, json::kInvalidParams, "unknown logging level"));
     session->min_log_rank = rank;
     return answer(json::make_result(id, "{}"));
   }
@@ -663,7 +656,7 @@ void Gateway::dispatch(const std::shared_ptr<Session>& session,
     if (const auto* t = meta->as_object().if_contains("progressToken")) progress_token = bj::serialize(*t);
   }
   if (stopping_) {
-    return answer(error_body(id, json::kUpstreamUnavailable,
+    return answer(json::make_error(id, json::kUpstreamUnavailable,
                              "the gateway is shutting down; no new calls are accepted"));
   }
   if (method == "tools/call" || method == "prompts/get") {
@@ -680,7 +673,7 @@ void Gateway::dispatch(const std::shared_ptr<Session>& session,
         }
         msg += ". tools/list shows the " + std::to_string(catalog_.tool_count()) + " available tools.";
       }
-      return answer(error_body(id, json::kInvalidParams, msg));
+      return answer(json::make_error(id, json::kInvalidParams, msg));
     }
     params["name"] = entry->original;
     // The caller may shorten its deadline (never lengthen it past the configured one).
@@ -700,7 +693,7 @@ void Gateway::dispatch(const std::shared_ptr<Session>& session,
     const std::string uri = member_string(params, "uri");
     const std::string* server = catalog_.resource_server(uri);
     if (!server) {
-      return answer(error_body(id, -32002, "Resource not found: '" + uri + "' matches no server's resources or templates"));
+      return answer(json::make_error(id, -32002, "Resource not found: '" + uri + "' matches no server's resources or templates"));
     }
     return forward(session, stream, *server, method, std::string(env.params.in(message)), id,
                    progress_token, *server + " " + method, method, "", {});
@@ -725,7 +718,7 @@ void Gateway::dispatch(const std::shared_ptr<Session>& session,
     }
     return answer(json::make_result(id, R"({"completion":{"values":[],"total":0,"hasMore":false}})"));
   }
-  answer(error_body(id, json::kMethodNotFound, "Method not found: " + method));
+  answer(json::make_error(id, json::kMethodNotFound, "Method not found: " + method));
 }
 
 void Gateway::forward(const std::shared_ptr<Session>& session,
@@ -756,12 +749,12 @@ void Gateway::forward(const std::shared_ptr<Session>& session,
       });
   auto inst = up ? up->instance() : nullptr;
   if (!inst) {
-    call->on_response(error_body(id, json::kUpstreamUnavailable,
+    call->on_response(json::make_error(id, json::kUpstreamUnavailable,
                                  up ? up->describe_unavailable() : "unknown server " + server));
     return;
   }
   if (std::string refused = up->breaker_admit(); !refused.empty()) {
-    call->on_response(error_body(id, json::kUpstreamUnavailable, refused));
+    call->on_response(json::make_error(id, json::kUpstreamUnavailable, refused));
     return;
   }
   const auto& cfg = up->config();
