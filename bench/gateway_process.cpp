@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "mcp_http.h"
@@ -132,11 +131,16 @@ std::string GatewayProcess::start(const std::string& toolbridge_bin, const std::
     first.append(buf, static_cast<std::size_t>(n));
   }
   first.resize(first.find('\n'));
-  static const std::regex listening(R"(^listening on http://(\[[^\]]+\]|[^:]+):(\d+)$)");
-  std::smatch m;
-  if (!std::regex_match(first, m, listening)) return "unexpected first stdout line from the gateway: '" + first + "'";
-  host_ = m[1].str();
-  port_ = static_cast<unsigned short>(std::stoi(m[2].str()));
+  // "listening on http://HOST:PORT" (HOST may be "[v6]").
+  const std::string prefix = "listening on http://";
+  const auto colon = first.rfind(':');
+  const std::string port_text = colon == std::string::npos ? "" : first.substr(colon + 1);
+  if (first.rfind(prefix, 0) != 0 || colon < prefix.size() || port_text.empty() ||
+      port_text.find_first_not_of("0123456789") != std::string::npos || port_text.size() > 5) {
+    return "unexpected first stdout line from the gateway: '" + first + "'";
+  }
+  host_ = first.substr(prefix.size(), colon - prefix.size());
+  port_ = static_cast<unsigned short>(std::stoi(port_text));
 
   // Servers start in the background; /healthz says "ok" once every server is ready.
   std::string last;
