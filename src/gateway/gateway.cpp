@@ -442,6 +442,13 @@ asio::awaitable<void> Gateway::answer_post(Exchange& ex, std::shared_ptr<PostStr
   bool streaming = false;
   std::size_t sent = 0;
   for (;;) {
+    if (!streaming && stream->channel.queue.empty() && stream->finished() &&
+        stream->responses.empty()) {
+      // Every request of this POST was cancelled by the agent: nothing is owed (MCP sends no
+      // response to a cancelled request).
+      co_await ex.reply(http::status::accepted, "", std::string(), headers);
+      co_return;
+    }
     if (!streaming && stream->channel.queue.empty() && stream->finished()) {
       std::string body;
       if (batch) {

@@ -86,12 +86,37 @@ def test_sigterm_lets_calls_in_flight_finish(gateway_factory):
     result = {}
 
     def slow_call():
-        result["answer"] = s.call_tool("fixture__sleep", {"ms": 800}, 1)
+        result["answer"] = s.call_tool("fixture__sleep", {"ms": 1500}, 1)
 
     t = threading.Thread(target=slow_call)
     t.start()
-    time.sleep(0.2)
+    gw.wait_health(lambda h: h["servers"]["fixture"]["in_flight"] == 1, 5, "the call in flight")
     gw.proc.send_signal(signal.SIGTERM)
     t.join(10)
-    assert text_of(result["answer"]["result"]) == "slept 800 ms"
+    assert text_of(result["answer"]["result"]) == "slept 1500 ms"
     assert gw.proc.wait(10) == 0
+
+
+def test_agent_cancellation_reaches_the_server_and_releases_the_request(gateway_factory):
+    gw = gateway_factory({"fixture": fixture_server(call_timeout="30s")})
+    s = RawSession(gw.mcp_url).initialize()
+    out = {}
+
+    def hanging_call():
+        t0 = time.monotonic()
+        out["response"] = s.post({"jsonrpc": "2.0", "id": 42, "method": "tools/call",
+                                  "params": {"name": "fixture__hang", "arguments": {}}})
+        out["elapsed"] = time.monotonic() - t0
+
+    t = threading.Thread(target=hanging_call)
+    t.start()
+    gw.wait_health(lambda h: h["servers"]["fixture"]["in_flight"] == 1, 5, "the call in flight")
+    r = s.post({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 42, "reason": "user gave up"}})
+    assert r.status_code == 202
+    t.join(10)
+    assert out["elapsed"] < 5, "the cancelled request's POST must be released"
+    assert out["response"].status_code == 202 and out["response"].text == ""
+    assert gw.health()["servers"]["fixture"]["in_flight"] == 0
+    # The session and the server keep working.
+    assert text_of(s.call_tool("fixture__echo", {"text": "after"}, 43)["result"]) == "after"
