@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
       {"overhead", "echo through the gateway vs a direct stdio session at concurrency 1..256", run_overhead},
       {"payload", "1 KB .. 10 MB results through the gateway: throughput and CPU per MB", run_payload},
       {"spawn-per-call", "spawn + initialize + call + exit per call vs the gateway", run_spawn_per_call},
+      {"startup", "K slow-initialising servers: one by one vs parallel start, with and without a cap", run_startup},
   };
   std::vector<CLI::App*> commands;
   for (const auto& s : scenarios) commands.push_back(app.add_subcommand(s.name, s.help));

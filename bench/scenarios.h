@@ -30,5 +30,6 @@ struct ScenarioResult {
 ScenarioResult run_overhead(const Options& options);
 ScenarioResult run_spawn_per_call(const Options& options);
 ScenarioResult run_payload(const Options& options);
+ScenarioResult run_startup(const Options& options);
 
 }  // namespace toolbridge::bench
