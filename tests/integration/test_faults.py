@@ -187,14 +187,19 @@ def test_fault_injection(gateway_factory, tmp_path):
     # Baseline: the healthy server's latency under the same load, without faults.
     _, _, base, _ = asyncio.run(phase(gw, 3, False, []))
 
-    # A client that requests a large result and never reads it holds only its own connection.
+    # A client that requests an 8 MB result and never reads it holds only its own connection.
+    async def stuck_session():
+        async with httpx.AsyncClient(timeout=30) as http:
+            return (await Client(http, gw.mcp_url).open()).sid
+    sid = asyncio.run(stuck_session())
     port = int(gw.mcp_url.rsplit(":", 1)[1].split("/")[0])
     stuck = stalled_reader(port)
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                       "params": {"protocolVersion": PROTOCOL, "capabilities": {},
-                                  "clientInfo": {"name": "stuck", "version": "1"}}}).encode()
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": "steady__payload", "arguments": {"bytes": 8_000_000}}}).encode()
     stuck.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                  b"Accept: application/json\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+                  b"Accept: application/json\r\nMcp-Session-Id: " + sid.encode() +
+                  b"\r\nMCP-Protocol-Version: " + PROTOCOL.encode() +
+                  b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
 
     journal_keys = []
     rss = []
