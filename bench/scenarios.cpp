@@ -25,6 +25,22 @@ using namespace std::chrono_literals;
 
 namespace {
 
+// CPU and memory of the processes on a measured path: the gateway (absent for direct stdio
+// rows), the server behind it, and this bench itself.
+struct PathSample {
+  std::optional<ProcSample> gateway;
+  ProcSample server;
+  ProcSample bench;
+};
+
+PathSample sample_path(const GatewayProcess* gw, pid_t server) {
+  PathSample p;
+  if (gw) p.gateway = gw->sample();
+  p.server = sample_process(server);
+  p.bench = sample_process(::getpid());
+  return p;
+}
+
 // Runs `task` on `io` until it completes (other coroutines, such as a stdio reader, may stay
 // pending). Rethrows what the task threw.
 template <class T>
@@ -135,8 +151,9 @@ ScenarioResult run_overhead(const Options& o) {
   const double direct_floor_1cpu = o.floor.pipe_same_cpu_us;
 
   auto add_row = [&](const char* mode, std::size_t c, const LoadResult& res, double floor_us, double floor_1cpu_us,
-                     std::optional<ProcSample> gw0, std::optional<ProcSample> gw1, ProcSample s0, ProcSample s1,
-                     ProcSample b0, ProcSample b1) {
+                     const PathSample& before, const PathSample& after) {
+    const auto& [gw0, s0, b0] = before;
+    const auto& [gw1, s1, b1] = after;
     const double calls = static_cast<double>(res.calls);
     const double ok_calls = static_cast<double>(res.latency.count());
     const bool gw = gw0 && gw1 && gw0->ok && gw1->ok && calls > 0;
@@ -175,20 +192,12 @@ ScenarioResult run_overhead(const Options& o) {
         }
         asio::io_context io(1);
         HttpSessionTarget target(io, gw.host(), gw.port(), {"fixture__echo", R"({"text":"hello"})", 5}, c);
-        ProcSample g0, g1, s0, s1, b0, b1;
-        LoadResult res = run_until_done(io, run_closed_loop(
-                                                target, {c, warmup, win, 0},
-                                                [&] {
-                                                  g0 = gw.sample();
-                                                  s0 = sample_process(fixture);
-                                                  b0 = sample_process(::getpid());
-                                                },
-                                                [&] {
-                                                  g1 = gw.sample();
-                                                  s1 = sample_process(fixture);
-                                                  b1 = sample_process(::getpid());
-                                                }));
-        add_row("gateway", c, res, gw_floor, gw_floor_1cpu, g0, g1, s0, s1, b0, b1);
+        PathSample before, after;
+        LoadResult res = run_until_done(
+            io, run_closed_loop(
+                    target, {c, warmup, win, 0}, [&] { before = sample_path(&gw, fixture); },
+                    [&] { after = sample_path(&gw, fixture); }));
+        add_row("gateway", c, res, gw_floor, gw_floor_1cpu, before, after);
         report_errors(r, fmt::format("gateway c={}", c), res);
         if (target.reconnects() > 0) {
           r.problems.push_back(fmt::format("gateway c={}: the gateway closed {} keep-alive connection(s)", c,
@@ -212,18 +221,12 @@ ScenarioResult run_overhead(const Options& o) {
     } else {
       for (std::size_t c : levels) {
         StdioTarget target(session, {"echo", R"({"text":"hello"})", 5});
-        ProcSample s0, s1, b0, b1;
-        LoadResult res = run_until_done(io, run_closed_loop(
-                                                target, {c, warmup, win, 0},
-                                                [&] {
-                                                  s0 = sample_process(session.pid());
-                                                  b0 = sample_process(::getpid());
-                                                },
-                                                [&] {
-                                                  s1 = sample_process(session.pid());
-                                                  b1 = sample_process(::getpid());
-                                                }));
-        add_row("direct", c, res, direct_floor, direct_floor_1cpu, std::nullopt, std::nullopt, s0, s1, b0, b1);
+        PathSample before, after;
+        LoadResult res = run_until_done(
+            io, run_closed_loop(
+                    target, {c, warmup, win, 0}, [&] { before = sample_path(nullptr, session.pid()); },
+                    [&] { after = sample_path(nullptr, session.pid()); }));
+        add_row("direct", c, res, direct_floor, direct_floor_1cpu, before, after);
         report_errors(r, fmt::format("direct c={}", c), res);
       }
     }
@@ -286,19 +289,13 @@ ScenarioResult run_payload(const Options& o) {
     HttpSessionTarget target(io, gw.host(), gw.port(),
                              {"fixture__payload", fmt::format(R"({{"bytes":{}}})", size.bytes), size.bytes},
                              kConcurrency);
-    ProcSample g0, g1, s0, s1, b0, b1;
-    LoadResult res = run_until_done(io, run_closed_loop(
-                                            target, {kConcurrency, 2, win, 0},
-                                            [&] {
-                                              g0 = gw.sample();
-                                              s0 = sample_process(fixture);
-                                              b0 = sample_process(::getpid());
-                                            },
-                                            [&] {
-                                              g1 = gw.sample();
-                                              s1 = sample_process(fixture);
-                                              b1 = sample_process(::getpid());
-                                            }));
+    PathSample before, after;
+    LoadResult res = run_until_done(
+        io, run_closed_loop(
+                target, {kConcurrency, 2, win, 0}, [&] { before = sample_path(&gw, fixture); },
+                [&] { after = sample_path(&gw, fixture); }));
+    const ProcSample &g0 = *before.gateway, &g1 = *after.gateway;
+    const ProcSample &s0 = before.server, &s1 = after.server, &b0 = before.bench, &b1 = after.bench;
     const double calls = static_cast<double>(res.calls);
     const double ok_calls = static_cast<double>(res.latency.count());
     const bool cpu = g0.ok && g1.ok && calls > 0;
