@@ -194,6 +194,10 @@ int main(int argc, char** argv) {
                      ctx.send_raw(text(args, "text", "this is not json {"));
                      co_return tool_text("sent garbage");
                    }});
+  server.add_tool({"pid", "Returns this server process's pid: which instance served the call.", schema({}),
+                   [](bj::object, ToolContext&) -> asio::awaitable<bj::object> {
+                     co_return tool_text(std::to_string(::getpid()));
+                   }});
 
   server.add_resource({"fixture://static/hello", "hello", "text/plain", false, [](const std::string& uri) {
                          return bj::object{{"contents", bj::array{bj::object{

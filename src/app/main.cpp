@@ -1,5 +1,6 @@
 // toolbridge: one MCP endpoint in front of supervised MCP servers.
 #include <signal.h>
+#include <sys/resource.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -63,6 +64,12 @@ int serve(const std::string& config_path, const std::string& listen, const std::
   }
   spdlog::set_level(spdlog::level::from_str(log_level.empty() ? cfg.gateway.log_level : log_level));
   ::signal(SIGPIPE, SIG_IGN);
+  // Each instance holds four descriptors and each agent connection one: 1,000 per_session
+  // instances do not fit the common soft limit of 1,024, so take what the hard limit allows.
+  if (rlimit lim{}; ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &lim);
+  }
   // Before any thread: the watchdog that kills children's process groups if we die by SIGKILL.
   process::GroupReaper::start();
 

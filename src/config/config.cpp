@@ -286,19 +286,28 @@ std::string join_words(std::span<const std::string_view> words) {
 constexpr std::array<std::string_view, 4> kTopKeys{"gateway", "toolbridge", "servers",
                                                    "mcpServers"};
 
-constexpr std::array<std::string_view, 10> kGatewayKeys{
+constexpr std::array<std::string_view, 11> kGatewayKeys{
     "listen",       "allowed_origins",  "max_body_bytes",    "max_sessions",
     "session_idle_ttl", "start_concurrency", "tool_naming", "separator",
-    "log_level",    "shutdown_grace",
+    "log_level",    "shutdown_grace",   "session_dir_root",
 };
 
-constexpr std::array<std::string_view, 18> kServerKeys{
+constexpr std::array<std::string_view, 31> kServerKeys{
     "command",         "args",           "env",          "inherit_env",
     "cwd",             "enabled",        "startup_timeout", "call_timeout",
     "tool_timeouts",   "restart_backoff", "stop_grace",  "ping_timeout",
     "max_line_bytes",  "max_in_flight",  "idempotent_tools", "max_retries",
-    "breaker_threshold", "breaker_cooldown",
+    "breaker_threshold", "breaker_cooldown", "policy",   "min_instances",
+    "max_instances",   "spares",         "target_in_flight", "checkout_timeout",
+    "max_calls",       "max_age",        "max_rss_mb",   "rss_check_interval",
+    "idle_ttl",        "rebind_on_exit", "keep_session_dir",
 };
+constexpr std::array<std::string_view, 3> kPolicies{"shared", "pool", "per_session"};
+// Keys that only mean something for some policies, checked after the whole entry is read.
+constexpr std::array<std::string_view, 2> kPoolOnlyKeys{"min_instances", "target_in_flight"};
+constexpr std::array<std::string_view, 2> kPerSessionOnlyKeys{"rebind_on_exit", "keep_session_dir"};
+constexpr std::array<std::string_view, 3> kNotSharedKeys{"max_instances", "spares",
+                                                         "checkout_timeout"};
 // Keys other MCP clients write into the same entries, which we interpret rather than ignore.
 constexpr std::array<std::string_view, 6> kForeignServerKeys{"disabled", "timeout",   "type",
                                                              "url",      "serverUrl", "httpUrl"};
@@ -540,6 +549,10 @@ class Reader {
         g.shutdown_grace = duration(v, p, /*allow_zero=*/true);
       } else if (e.key == "start_concurrency") {
         g.start_concurrency = count(v, p);
+      } else if (e.key == "session_dir_root") {
+        g.session_dir_root = text(v, p);
+        if (g.session_dir_root.empty() || g.session_dir_root.front() != '/')
+          fail(v.mark, p, fmt::format("must be an absolute path, got '{}'", g.session_dir_root));
       } else if (e.key == "tool_naming") {
         g.tool_naming = one_of(v, p, kToolNamings) == "prefixed"
                             ? ToolNaming::kPrefixed
@@ -662,9 +675,11 @@ class Reader {
     bool has_command = false;
 
     Seen seen;
+    std::map<std::string, Mark, std::less<>> marks;  // where each key was written
     // Entries in JSON may carry keys for other clients (autoApprove, alwaysAllow, ...).
     for (const Entry& e : entries(entry.value, path)) {
       if (!check_key(e, path, kServerKeys, /*lenient=*/json_, seen, kForeignServerKeys)) continue;
+      marks.emplace(e.key, e.key_mark);
       const std::string p = join(path, e.key);
       const Node& v = e.value;
       if (e.key == "command") {
@@ -732,6 +747,35 @@ class Reader {
         s.max_line_bytes = size(v, p);
       } else if (e.key == "max_in_flight") {
         s.max_in_flight = count(v, p);
+      } else if (e.key == "policy") {
+        const std::string_view policy = one_of(v, p, kPolicies);
+        s.policy = policy == "pool" ? Policy::kPool
+                   : policy == "per_session" ? Policy::kPerSession
+                                             : Policy::kShared;
+      } else if (e.key == "min_instances") {
+        s.min_instances = zero_or_count(v, p, 10'000);
+      } else if (e.key == "max_instances") {
+        s.max_instances = count(v, p);
+      } else if (e.key == "spares") {
+        s.spares = zero_or_count(v, p, 10'000);
+      } else if (e.key == "target_in_flight") {
+        s.target_in_flight = count(v, p);
+      } else if (e.key == "checkout_timeout") {
+        s.checkout_timeout = duration(v, p, /*allow_zero=*/false);
+      } else if (e.key == "max_calls") {
+        s.max_calls = zero_or_count(v, p, std::numeric_limits<std::uint32_t>::max());
+      } else if (e.key == "max_age") {
+        s.max_age = duration(v, p, /*allow_zero=*/true);
+      } else if (e.key == "max_rss_mb") {
+        s.max_rss_mb = zero_or_count(v, p, 1u << 24);
+      } else if (e.key == "rss_check_interval") {
+        s.rss_check_interval = duration(v, p, /*allow_zero=*/false);
+      } else if (e.key == "idle_ttl") {
+        s.idle_ttl = duration(v, p, /*allow_zero=*/true);
+      } else if (e.key == "rebind_on_exit") {
+        s.rebind_on_exit = boolean(v, p);
+      } else if (e.key == "keep_session_dir") {
+        s.keep_session_dir = boolean(v, p);
       } else if (e.key == "type") {
         const std::string& type = text(v, p);
         if (type != "stdio") fail(v.mark, p, fmt::format("'{}': {}", type, kRemoteUnsupported));
@@ -750,7 +794,62 @@ class Reader {
     if (enabled) s.enabled = enabled->first;
     if (disabled) s.enabled = !disabled->first;
     if (foreign_timeout && !call_timeout_set) s.call_timeout = *foreign_timeout;
+    check_policy(entry, path, s, marks);
     return s;
+  }
+
+  // Keys that do not apply to the server's policy are errors rather than silently ignored.
+  void check_policy(const Entry& entry, const std::string& path, const Server& s,
+                    const std::map<std::string, Mark, std::less<>>& marks) const {
+    const std::string_view policy = to_string(s.policy);
+    auto misplaced = [&](std::span<const std::string_view> keys, std::string_view applies_to) {
+      for (std::string_view key : keys) {
+        if (auto it = marks.find(key); it != marks.end()) {
+          fail(it->second, join(path, std::string(key)),
+               fmt::format("applies only to {}; this server's policy is {}", applies_to, policy));
+        }
+      }
+    };
+    if (s.policy != Policy::kPool) misplaced(kPoolOnlyKeys, "policy: pool");
+    if (s.policy != Policy::kPerSession) misplaced(kPerSessionOnlyKeys, "policy: per_session");
+    if (s.policy == Policy::kShared) misplaced(kNotSharedKeys, "policy: pool or per_session");
+    if (s.policy == Policy::kPool && s.min_instances > s.effective_max_instances()) {
+      fail(marks.at("min_instances"), join(path, "min_instances"),
+           fmt::format("{} is more than max_instances ({})", s.min_instances,
+                       s.effective_max_instances()));
+    }
+    if (s.policy != Policy::kShared && s.spares && *s.spares > s.effective_max_instances()) {
+      fail(marks.at("spares"), join(path, "spares"),
+           fmt::format("{} is more than max_instances ({})", s.effective_spares(),
+                       s.effective_max_instances()));
+    }
+    // ${session.id} / ${session.dir} exist only for per_session servers.
+    auto check_vars = [&](const std::string& value, const std::string& where) {
+      // Other ${...} text is passed through untouched: servers are never run through a shell.
+      for (std::size_t at = value.find("${session."); at != std::string::npos;
+           at = value.find("${session.", at + 2)) {
+        const std::size_t close = value.find('}', at);
+        const std::string var = value.substr(at, close == std::string::npos ? std::string::npos : close - at + 1);
+        if (var != "${session.id}" && var != "${session.dir}") {
+          fail(marks.count(where) ? marks.at(where) : entry.key_mark, join(path, where),
+               fmt::format("unknown variable '{}' (known: ${{session.id}}, ${{session.dir}})", var));
+        }
+        if (s.policy != Policy::kPerSession) {
+          fail(marks.count(where) ? marks.at(where) : entry.key_mark, join(path, where),
+               fmt::format("'{}' needs policy: per_session (each session gets its own process); "
+                           "this server's policy is {}",
+                           var, policy));
+        }
+      }
+    };
+    for (const auto& a : s.args) check_vars(a, "args");
+    for (const auto& [k, v] : s.env) check_vars(v, "env");
+    check_vars(s.cwd, "cwd");
+    if (s.spares && *s.spares > 0 && s.uses_session_var("${session.id}")) {
+      fail(marks.at("spares"), join(path, "spares"),
+           "spares start before their session exists, so they cannot use ${session.id}; use "
+           "${session.dir} (created with the spare and handed to its session) or spares: 0");
+    }
   }
 
   Duration timeout(const Node& v, const std::string& path) const {
@@ -827,6 +926,15 @@ bool looks_like_json(std::string_view path, std::string_view text) {
 }
 
 }  // namespace
+
+std::string_view to_string(Policy p) {
+  switch (p) {
+    case Policy::kShared: return "shared";
+    case Policy::kPool: return "pool";
+    case Policy::kPerSession: return "per_session";
+  }
+  return "shared";
+}
 
 Config load_text(const std::string& text, const std::string& source_name, bool json) {
   if (!json) return Reader(source_name, false).read(parse_yaml(text, source_name));

@@ -1,17 +1,27 @@
 #pragma once
 // The gateway's configuration: what `toolbridge serve` reads from YAML or `mcpServers` JSON.
 // Every limit has a default here; README's reference table lists them.
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace toolbridge::config {
 
 using Duration = std::chrono::milliseconds;
+
+// How calls share a server's processes.
+enum class Policy {
+  kShared,      // one instance, requests multiplexed by id
+  kPool,        // min..max instances, each call to the least busy one
+  kPerSession,  // one instance per downstream session (trajectory), strictly affine
+};
 
 enum class ToolNaming {
   kPrefixed,              // always "server__tool"
@@ -44,7 +54,51 @@ struct Server {
   Duration stop_grace{2'000};                  // each step of close stdin -> SIGTERM -> SIGKILL
   std::size_t max_line_bytes = 64u << 20;      // one message from the server
   std::size_t max_in_flight = 256;             // requests multiplexed on one instance
+
+  Policy policy = Policy::kShared;
+  std::size_t min_instances = 1;               // pool: kept running even when idle
+  std::size_t max_instances = 0;               // pool, per_session; 0: 4 for pool, 1024 for per_session
+  // pool: ready instances kept idle beyond the busy ones; per_session: started instances waiting
+  // for a new session. nullopt: 0 for pool, 2 for per_session (0 if args use ${session.id}).
+  std::optional<std::size_t> spares;
+  std::size_t target_in_flight = 1;            // pool: grows when every instance has this many
+  Duration checkout_timeout{30'000};           // a call waiting for an instance to start
+  // Recycling: retire an instance (after its calls in flight finish). 0 disables each.
+  std::uint64_t max_calls = 0;
+  Duration max_age{0};
+  std::size_t max_rss_mb = 0;
+  Duration rss_check_interval{5'000};
+  // pool: instances above min_instances idle this long are retired; shared: the instance is
+  // stopped and started again by the next call. 0: never (pool default 60 s).
+  std::optional<Duration> idle_ttl;
+  bool rebind_on_exit = false;                 // per_session: a session whose instance died gets a fresh one
+  bool keep_session_dir = false;               // per_session: keep ${session.dir} after release
+
+  std::size_t effective_max_instances() const {
+    if (policy == Policy::kShared) return 1;
+    return max_instances ? max_instances : policy == Policy::kPool ? 4 : 1024;
+  }
+  std::size_t effective_spares() const {
+    if (spares) return *spares;
+    if (policy != Policy::kPerSession) return 0;
+    return uses_session_var("${session.id}") ? 0 : std::min<std::size_t>(2, effective_max_instances());
+  }
+  Duration effective_idle_ttl() const {
+    if (idle_ttl) return *idle_ttl;
+    return policy == Policy::kPool ? Duration{60'000} : Duration{0};
+  }
+  // True if args, env values or cwd mention `var` (like "${session.dir}").
+  bool uses_session_var(std::string_view var) const {
+    if (cwd.find(var) != std::string::npos) return true;
+    for (const auto& a : args)
+      if (a.find(var) != std::string::npos) return true;
+    for (const auto& [k, v] : env)
+      if (v.find(var) != std::string::npos) return true;
+    return false;
+  }
 };
+
+std::string_view to_string(Policy p);
 
 struct Gateway {
   std::string host = "127.0.0.1";
@@ -58,6 +112,9 @@ struct Gateway {
   std::string separator = "__";
   std::string log_level = "info";
   Duration shutdown_grace{10'000};             // SIGTERM: in-flight calls may finish this long
+  // Where per_session servers' ${session.dir} directories are made. Empty: $TMPDIR (or /tmp)
+  // /toolbridge-<pid>, removed at exit.
+  std::string session_dir_root;
 };
 
 struct Config {

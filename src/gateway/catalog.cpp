@@ -125,9 +125,9 @@ void Catalog::rebuild(const std::vector<std::shared_ptr<upstream::Upstream>>& up
   std::vector<const bj::object*> tool_defs, prompt_defs;
   bj::array resources, templates;
   for (const auto& up : upstreams) {
-    auto inst = up->instance();
-    if (!inst) continue;
-    const auto& cat = inst->catalog();
+    const upstream::Catalog* snapshot = up->catalog();
+    if (!snapshot || up->state() == upstream::Upstream::State::kDisabled) continue;
+    const auto& cat = *snapshot;
     for (const auto& t : cat.tools) {
       if (!t.is_object() || !t.as_object().contains("name") || !t.at("name").is_string()) continue;
       tool_pairs.emplace_back(up->name(), std::string(t.at("name").as_string()));

@@ -26,6 +26,8 @@ constexpr auto kSseKeepalive = 15s;
 constexpr auto kSweepInterval = 30s;
 // params._meta key by which a caller shortens its own deadline, in milliseconds.
 constexpr std::string_view kTimeoutMeta = "toolbridge/timeout_ms";
+// params._meta key naming the trajectory a call belongs to (per_session affinity).
+constexpr std::string_view kSessionMeta = "toolbridge/session";
 
 std::string random_session_id() {
   unsigned char bytes[16];
@@ -79,8 +81,13 @@ Gateway::Gateway(asio::io_context& io, config::Config config)
                                          config_.gateway.max_body_bytes},
             [this](Exchange& ex) { return handle_http(ex); }),
       sweep_(io) {
+  session_dir_root_ = config_.gateway.session_dir_root;
+  if (session_dir_root_.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    session_dir_root_ = fmt::format("{}/toolbridge-{}", tmp && *tmp ? tmp : "/tmp", ::getpid());
+  }
   for (const auto& s : config_.servers) {
-    auto up = std::make_shared<upstream::Upstream>(io_, s, gate_, metrics_);
+    auto up = std::make_shared<upstream::Upstream>(io_, s, gate_, metrics_, session_dir_root_);
     up->on_catalog_changed = [this]() { rebuild_catalog(); };
     upstreams_.push_back(std::move(up));
   }
@@ -97,21 +104,41 @@ void Gateway::register_metrics() {
                     "Gateway-observed latency of forwarded requests.");
   metrics_.describe("toolbridge_restarts_total", "counter", "Server instance restarts.");
   metrics_.describe("toolbridge_start_failures_total", "counter", "Failed server start attempts.");
+  metrics_.describe("toolbridge_recycles_total", "counter",
+                    "Instances retired on purpose, by reason (max_calls, max_age, max_rss, idle).");
   metrics_.gauge("toolbridge_in_flight", "Requests currently forwarded and unanswered, by server.",
                  [this](auto& out) {
                    for (const auto& up : upstreams_) {
-                     auto inst = up->instance();
                      out.emplace_back(telemetry::labels({{"server", up->name()}}),
-                                      inst ? static_cast<double>(inst->in_flight()) : 0.0);
+                                      static_cast<double>(up->in_flight()));
                    }
                  });
-  metrics_.gauge("toolbridge_instances", "Server instances by state.", [this](auto& out) {
-    for (const auto& up : upstreams_) {
-      out.emplace_back(
-          telemetry::labels({{"server", up->name()}, {"state", upstream::to_string(up->state())}}),
-          up->state() == upstream::Upstream::State::kReady ? 1.0 : 0.0);
-    }
-  });
+  metrics_.gauge("toolbridge_instances",
+                 "Server instances by state (starting, idle, busy, retiring).", [this](auto& out) {
+                   for (const auto& up : upstreams_) {
+                     const auto c = up->census();
+                     for (const auto& [state, n] : {std::pair{"starting", c.starting},
+                                                    std::pair{"idle", c.idle}, std::pair{"busy", c.busy},
+                                                    std::pair{"retiring", c.retiring}}) {
+                       out.emplace_back(telemetry::labels({{"server", up->name()}, {"state", state}}),
+                                        static_cast<double>(n));
+                     }
+                   }
+                 });
+  metrics_.gauge("toolbridge_spares", "Ready instances waiting for a new session (per_session) or call (pool).",
+                 [this](auto& out) {
+                   for (const auto& up : upstreams_) {
+                     out.emplace_back(telemetry::labels({{"server", up->name()}}),
+                                      static_cast<double>(up->census().spares));
+                   }
+                 });
+  metrics_.gauge("toolbridge_sessions_bound", "Sessions holding their own instance (per_session).",
+                 [this](auto& out) {
+                   for (const auto& up : upstreams_) {
+                     out.emplace_back(telemetry::labels({{"server", up->name()}}),
+                                      static_cast<double>(up->census().sessions));
+                   }
+                 });
   metrics_.gauge("toolbridge_sessions", "Open downstream MCP sessions.", [this](auto& out) {
     out.emplace_back("", static_cast<double>(sessions_.size()));
   });
@@ -137,9 +164,7 @@ asio::awaitable<void> Gateway::shutdown() {
   asio::steady_timer tick(io_);
   for (;;) {
     std::size_t in_flight = 0;
-    for (const auto& up : upstreams_) {
-      if (auto inst = up->instance()) in_flight += inst->in_flight();
-    }
+    for (const auto& up : upstreams_) in_flight += up->in_flight();
     if (in_flight == 0 || std::chrono::steady_clock::now() >= drain_until) {
       if (in_flight > 0) spdlog::warn("shutdown: {} calls still in flight after shutdown_grace", in_flight);
       break;
@@ -164,6 +189,8 @@ asio::awaitable<void> Gateway::shutdown() {
   }
   boost::system::error_code ec;
   if (remaining > 0) co_await all_done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  // Session directories went with their instances; the root goes too if nothing was kept.
+  if (config_.gateway.session_dir_root.empty()) ::rmdir(session_dir_root_.c_str());
 }
 
 void Gateway::rebuild_catalog() {
@@ -182,8 +209,16 @@ void Gateway::broadcast(const std::string& message) {
   }
 }
 
+std::size_t Gateway::release_session(const std::string& key) {
+  std::size_t n = 0;
+  for (const auto& up : upstreams_) n += up->release(key);
+  return n;
+}
+
 void Gateway::expire_sessions() {
-  sweep_.expires_after(kSweepInterval);
+  // Often enough that a short session_idle_ttl is honoured within half of itself.
+  const auto ttl = std::chrono::duration_cast<std::chrono::milliseconds>(config_.gateway.session_idle_ttl);
+  sweep_.expires_after(std::clamp<std::chrono::milliseconds>(ttl / 2, 100ms, kSweepInterval));
   sweep_.async_wait([this](boost::system::error_code ec) {
     if (ec || stopping_) return;
     const auto now = Session::Clock::now();
@@ -193,10 +228,18 @@ void Gateway::expire_sessions() {
       if (!streaming && s->in_flight.empty() && now - s->last_seen > config_.gateway.session_idle_ttl) {
         spdlog::debug("session {} expired after being idle", it->first);
         s->fail_all_outbound("the session expired");
+        const std::string id = it->first;
         it = sessions_.erase(it);
+        release_session(id);
       } else {
         ++it;
       }
+    }
+    // Named trajectories outlive their connection (reward computation calls tools later) but
+    // not the idle TTL.
+    const auto cutoff = now - config_.gateway.session_idle_ttl;
+    for (const auto& up : upstreams_) {
+      up->release_idle(cutoff, [this](const std::string& key) { return sessions_.contains(key); });
     }
     expire_sessions();
   });
@@ -213,13 +256,27 @@ std::string Gateway::health_json() const {
   bj::object servers;
   bool all_ready = true;
   for (const auto& up : upstreams_) {
-    auto inst = up->instance();
+    auto inst = up->any_ready();
+    const auto census = up->census();
+    bj::object instances{{"starting", census.starting},
+                         {"idle", census.idle},
+                         {"busy", census.busy},
+                         {"retiring", census.retiring}};
+    bj::object recycles;
+    for (const auto& [reason, n] : up->recycles()) recycles[reason] = n;
+    bj::array pids;
+    for (pid_t pid : up->pids()) pids.push_back(pid);
     bj::object s{{"state", upstream::to_string(up->state())},
-                 {"policy", "shared"},
+                 {"policy", config::to_string(up->config().policy)},
                  {"restarts", up->restarts()},
-                 {"tools", inst ? inst->catalog().tools.size() : 0},
-                 {"in_flight", inst ? inst->in_flight() : 0},
-                 {"breaker", up->breaker_state()}};
+                 {"tools", up->catalog() ? up->catalog()->tools.size() : 0},
+                 {"in_flight", up->in_flight()},
+                 {"breaker", up->breaker_state()},
+                 {"instances", std::move(instances)},
+                 {"spares", census.spares},
+                 {"sessions_bound", census.sessions},
+                 {"recycles", std::move(recycles)},
+                 {"pids", std::move(pids)}};
     if (inst) {
       s["pid"] = inst->pid();
       s["protocol_version"] = mcp::to_string(inst->version());
@@ -569,6 +626,7 @@ asio::awaitable<void> Gateway::handle_delete(Exchange& ex) {
     if (inst && call) inst->cancel(call, caller_id, "the agent ended its session");
   }
   session->in_flight.clear();
+  release_session(session->id());
   if (session->get_stream) session->get_stream->close();
   session->fail_all_outbound("the agent ended its session");
   co_await ex.reply(http::status::ok, "application/json", std::string("{}"), {});
@@ -609,8 +667,10 @@ void Gateway::dispatch(const std::shared_ptr<Session>& session,
       auto inst = it->second.instance.lock();
       auto call = it->second.call.lock();
       const std::string reason = member_string(p, "reason");
-      if (inst && call) {
-        inst->cancel(call, key, reason.empty() ? "cancelled by the agent" : reason);
+      if (call && (inst || !call->cancelled)) {
+        // Sent: the server is told. Still waiting for an instance: it is never sent.
+        if (inst) inst->cancel(call, key, reason.empty() ? "cancelled by the agent" : reason);
+        call->cancelled = true;
         // The cancelled request gets no response; the POST that carried it is released.
         auto& s = call->stream();
         if (s->outstanding > 0) --s->outstanding;
@@ -657,10 +717,36 @@ void Gateway::dispatch(const std::shared_ptr<Session>& session,
     return answer(json::make_result(id, "{}"));
   }
 
+  if (method == "toolbridge/release") {
+    // Frees a trajectory's per_session instances now (its name, or this session's own).
+    const bj::object p = parse_object(env.params.in(message));
+    const bj::value* named = p.if_contains("session");
+    if (named && (!named->is_string() || named->as_string().empty())) {
+      return answer(json::make_error(id, json::kInvalidParams, "'session' must be a non-empty string"));
+    }
+    const std::string key = named ? std::string(named->as_string()) : session->id();
+    const std::size_t n = release_session(key);
+    return answer(json::make_result(id, R"({"released":)" + std::to_string(n) + "}"));
+  }
+
   bj::object params = parse_object(env.params.in(message));
   std::string progress_token;
-  if (const auto* meta = params.if_contains("_meta"); meta && meta->is_object()) {
+  // A call may name its trajectory; per_session servers then bind to that name, not to the
+  // MCP session, so one connection can drive many trajectories.
+  std::string trajectory;
+  if (auto* meta = params.if_contains("_meta"); meta && meta->is_object()) {
     if (const auto* t = meta->as_object().if_contains("progressToken")) progress_token = bj::serialize(*t);
+    if (const auto* t = meta->as_object().if_contains(kSessionMeta)) {
+      if (!t->is_string() || t->as_string().empty() || t->as_string().size() > 256) {
+        return answer(json::make_error(id, json::kInvalidParams,
+                                       std::string("_meta[\"") + std::string(kSessionMeta) +
+                                           "\"] must be a string of 1 to 256 characters"));
+      }
+      trajectory = std::string(t->as_string());
+      // Only tools/call and prompts/get re-serialise params; elsewhere the key travels along.
+      meta->as_object().erase(kSessionMeta);
+      if (meta->as_object().empty()) params.erase("_meta");
+    }
   }
   if (stopping_) {
     return answer(json::make_error(id, json::kUpstreamUnavailable,
@@ -694,7 +780,7 @@ void Gateway::dispatch(const std::shared_ptr<Session>& session,
     }
     return forward(session, stream, entry->server, method, bj::serialize(params), id,
                    progress_token, entry->exposed, entry->exposed, tool ? entry->original : "",
-                   timeout);
+                   timeout, std::move(trajectory));
   }
   if (method == "resources/read" || method == "resources/subscribe" || method == "resources/unsubscribe") {
     const std::string uri = member_string(params, "uri");
@@ -703,7 +789,7 @@ void Gateway::dispatch(const std::shared_ptr<Session>& session,
       return answer(json::make_error(id, -32002, "Resource not found: '" + uri + "' matches no server's resources or templates"));
     }
     return forward(session, stream, *server, method, std::string(env.params.in(message)), id,
-                   progress_token, *server + " " + method, method, "", {});
+                   progress_token, *server + " " + method, method, "", {}, trajectory);
   }
   if (method == "completion/complete") {
     auto* ref = params.if_contains("ref");
@@ -714,12 +800,12 @@ void Gateway::dispatch(const std::shared_ptr<Session>& session,
         if (const Entry* e = catalog_.prompt(member_string(r, "name"))) {
           r["name"] = e->original;
           return forward(session, stream, e->server, method, bj::serialize(params), id, progress_token,
-                         e->server + " " + method, method, "", {});
+                         e->server + " " + method, method, "", {}, trajectory);
         }
       } else if (type == "ref/resource") {
         if (const std::string* server = catalog_.resource_server(member_string(r, "uri"))) {
           return forward(session, stream, *server, method, bj::serialize(params), id, progress_token,
-                         *server + " " + method, method, "", {});
+                         *server + " " + method, method, "", {}, trajectory);
         }
       }
     }
@@ -733,7 +819,7 @@ void Gateway::forward(const std::shared_ptr<Session>& session,
                       std::string_view method, std::string params, std::string id,
                       std::string progress_token, const std::string& display_name,
                       const std::string& tool_label, const std::string& tool,
-                      std::chrono::milliseconds requested_timeout) {
+                      std::chrono::milliseconds requested_timeout, std::string key) {
   ++stream->outstanding;
   const auto started = std::chrono::steady_clock::now();
   auto up = find_upstream(server);
@@ -754,10 +840,8 @@ void Gateway::forward(const std::shared_ptr<Session>& session,
                          telemetry::labels({{"server", server}, {"tool", tool_label}}), secs);
         if (auto s = weak.lock()) s->in_flight.erase(id);
       });
-  auto inst = up ? up->instance() : nullptr;
-  if (!inst) {
-    call->on_response(json::make_error(id, json::kUpstreamUnavailable,
-                                 up ? up->describe_unavailable() : "unknown server " + server));
+  if (!up) {
+    call->on_response(json::make_error(id, json::kUpstreamUnavailable, "unknown server " + server));
     return;
   }
   if (std::string refused = up->breaker_admit(); !refused.empty()) {
@@ -771,15 +855,18 @@ void Gateway::forward(const std::shared_ptr<Session>& session,
   }
   if (requested_timeout.count() > 0) timeout = std::min(timeout, requested_timeout);
   const auto deadline = started + timeout;
+  // The session (trajectory) the call belongs to: per_session servers keep one instance per key.
+  if (key.empty()) key = session->id();
   const bool idempotent =
       !tool.empty() && std::any_of(cfg.idempotent_tools.begin(), cfg.idempotent_tools.end(),
                                    [&](const std::string& t) { return t == "*" || t == tool; });
-  if (cfg.max_retries > 0) {
-    // Retries never run a call twice unless the config says the tool may run twice.
+  // Retries never run a call twice unless the config says the tool may run twice, and never
+  // move a per_session call to another instance (its state lives in the one it lost).
+  if (cfg.max_retries > 0 && cfg.policy != config::Policy::kPerSession) {
     std::weak_ptr<ForwardedCall> weak_call = call;
     call->retry = [this, weak_call, up, weak_session = std::weak_ptr<Session>(session),
                    method = std::string(method), params, id, progress_token, display_name,
-                   deadline, idempotent](bool sent, const std::string& why) {
+                   deadline, idempotent, key](bool sent, const std::string& why) {
       auto self = weak_call.lock();
       if (!self || stopping_ || (sent && !idempotent)) return false;
       if (static_cast<std::size_t>(self->attempts) >= up->config().max_retries) return false;
@@ -789,13 +876,16 @@ void Gateway::forward(const std::shared_ptr<Session>& session,
       asio::co_spawn(
           io_,
           [this, self, up, weak_session, method, params, id, progress_token, display_name, deadline,
-           why]() -> asio::awaitable<void> {
+           why, key]() -> asio::awaitable<void> {
             // Jittered pause, then wait for a ready instance (a restart is usually under way).
             asio::steady_timer t(io_, std::chrono::milliseconds(50 + std::rand() % 100));
             boost::system::error_code ec;
             co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
             std::shared_ptr<upstream::Instance> inst;
-            while (!(inst = up->instance()) && std::chrono::steady_clock::now() < deadline && !stopping_) {
+            while (std::chrono::steady_clock::now() < deadline && !stopping_) {
+              const upstream::Upstream::Pick p = co_await up->checkout(key, deadline);
+              inst = p.instance;
+              if (inst) break;
               t.expires_after(20ms);
               co_await t.async_wait(asio::redirect_error(asio::use_awaitable, ec));
             }
@@ -816,9 +906,45 @@ void Gateway::forward(const std::shared_ptr<Session>& session,
       return true;
     };
   }
-  session->in_flight[id] = Session::InFlight{inst, call};
-  inst->call(method, std::move(params), std::move(id), std::move(progress_token), call, timeout,
-             display_name);
+  const upstream::Upstream::Pick picked = up->pick(key);
+  if (picked.instance) {
+    session->in_flight[id] = Session::InFlight{picked.instance, call};
+    picked.instance->call(method, std::move(params), std::move(id), std::move(progress_token), call,
+                          timeout, display_name);
+    return;
+  }
+  if (!picked.wait) {
+    call->on_response(json::make_error(id, json::kUpstreamUnavailable, picked.error));
+    return;
+  }
+  // An instance is starting for this call (the session's own, or a growing pool): wait for it
+  // within the call's deadline and the server's checkout_timeout.
+  session->in_flight[id] = Session::InFlight{{}, call};
+  asio::co_spawn(
+      io_,
+      [this, call, up, weak_session = std::weak_ptr<Session>(session), method = std::string(method),
+       params = std::move(params), id, progress_token = std::move(progress_token), display_name,
+       deadline, timeout, key]() -> asio::awaitable<void> {
+        const auto limit = std::min(deadline, std::chrono::steady_clock::now() + up->config().checkout_timeout);
+        const upstream::Upstream::Pick got = co_await up->checkout(key, limit);
+        if (call->cancelled) co_return;
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (!got.instance) {
+          call->on_response(json::make_error(id, json::kUpstreamUnavailable, got.error));
+          co_return;
+        }
+        if (left.count() <= 0) {
+          call->on_response(json::make_error(
+              id, json::kRequestTimeout,
+              fmt::format("{} timed out after {:g} s waiting for an instance to start", display_name,
+                          static_cast<double>(timeout.count()) / 1000.0)));
+          co_return;
+        }
+        if (auto s = weak_session.lock()) s->in_flight[id] = Session::InFlight{got.instance, call};
+        got.instance->call(method, params, id, progress_token, call, left, display_name);
+      },
+      asio::detached);
 }
 
 }  // namespace toolbridge::gateway

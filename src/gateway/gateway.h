@@ -50,7 +50,7 @@ class Gateway {
                const std::string& server, std::string_view method, std::string params,
                std::string id, std::string progress_token, const std::string& display_name,
                const std::string& tool_label, const std::string& tool,
-               std::chrono::milliseconds requested_timeout);
+               std::chrono::milliseconds requested_timeout, std::string key);
   std::shared_ptr<upstream::Upstream> find_upstream(std::string_view name) const;
 
   bool origin_allowed(std::string_view origin) const;
@@ -58,6 +58,8 @@ class Gateway {
   void rebuild_catalog();
   void broadcast(const std::string& message);
   void expire_sessions();
+  // Frees the per_session instances bound to `key` on every server; returns how many.
+  std::size_t release_session(const std::string& key);
   void register_metrics();
 
   boost::asio::io_context& io_;
@@ -69,6 +71,7 @@ class Gateway {
   transport::HttpServer http_;
   std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
   boost::asio::steady_timer sweep_;
+  std::string session_dir_root_;  // per_session servers' ${session.dir} directories go here
   bool stopping_ = false;
 };
 

@@ -95,6 +95,7 @@ class ForwardedCall : public upstream::CallSink, public std::enable_shared_from_
   // will come later). `sent` is false when the failed instance never received the request.
   std::function<bool(bool sent, const std::string& why)> retry;
   int attempts = 0;
+  bool cancelled = false;  // the agent cancelled it; nothing more is sent or delivered
 
   void on_response(std::string message) override;
   void on_notification(std::string message) override { stream_->on_notification(std::move(message)); }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <set>
 
@@ -320,5 +321,17 @@ void GroupReaper::stop() {
 
 void GroupReaper::add(pid_t pgid) { send_to_reaper('+', pgid); }
 void GroupReaper::remove(pid_t pgid) { send_to_reaper('-', pgid); }
+
+std::size_t resident_bytes(pid_t pid) {
+  if (pid <= 0) return 0;
+  const std::string path = "/proc/" + std::to_string(pid) + "/statm";
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return 0;
+  unsigned long size = 0, resident = 0;
+  const int n = std::fscanf(f, "%lu %lu", &size, &resident);
+  std::fclose(f);
+  if (n != 2) return 0;
+  return static_cast<std::size_t>(resident) * static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+}
 
 }  // namespace toolbridge::process

@@ -3,6 +3,7 @@
 // process group, with a parent-death signal, a minimal environment, and always reaped.
 #include <sys/types.h>
 
+#include <cstddef>
 #include <map>
 #include <utility>
 #include <string>
@@ -64,6 +65,9 @@ class Child {
 
 // "exited with code 3" / "killed by signal 9 (SIGKILL)".
 std::string describe_status(int wait_status);
+
+// Resident memory of one process in bytes (from /proc/PID/statm), 0 if it is gone.
+std::size_t resident_bytes(pid_t pid);
 
 // A watchdog process forked at start-up. The gateway tells it each child's process group; if
 // the gateway dies (even by SIGKILL), the watchdog sees its pipe close and kills every group

@@ -45,15 +45,15 @@ bj::value member(std::string_view object_text, std::string_view key) {
 }
 }  // namespace
 
-Instance::Instance(asio::io_context& io, const config::Server& server, std::uint64_t number)
+Instance::Instance(asio::io_context& io, config::Server server, std::uint64_t number)
     : io_(io),
-      server_(server),
+      server_(std::move(server)),
       number_(number),
       stdin_(io),
       stdout_(io),
       stderr_(io),
       pidfd_(io),
-      framer_(server.max_line_bytes),
+      framer_(server_.max_line_bytes),
       exited_(io, asio::steady_timer::time_point::max()) {}
 
 Instance::~Instance() {
@@ -280,6 +280,7 @@ void Instance::call(std::string_view method, std::string params, std::string cal
     p.sink->on_response(json::make_error(
         p.caller_id, json::kRequestTimeout,
         fmt::format("{} timed out after {:g} s; the request was cancelled", p.display_name, secs)));
+    if (self->pending_.empty() && self->on_idle) self->on_idle();
   });
   pending_.emplace(id, std::move(entry));
   last_call_id_ = id;
@@ -312,6 +313,7 @@ void Instance::cancel(const std::shared_ptr<CallSink>& sink, std::string_view ca
                                       R"(,"reason":)" + json::quote(reason) + "}"));
     // The spec says a cancelled request gets no response; the caller has moved on.
     pending_.erase(it);
+    if (pending_.empty() && on_idle) on_idle();
     return;
   }
 }
@@ -482,6 +484,7 @@ void Instance::on_response(std::string_view line, const json::Envelope& env) {
     return;
   }
   p.sink->on_response(json::with_id(line, env.id, p.caller_id));
+  if (pending_.empty() && on_idle) on_idle();
 }
 
 void Instance::on_notification(std::string_view line, const json::Envelope& env) {

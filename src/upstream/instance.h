@@ -50,7 +50,8 @@ class Instance : public std::enable_shared_from_this<Instance> {
   using Clock = std::chrono::steady_clock;
   enum class State { kStarting, kReady, kStopping, kExited };
 
-  Instance(boost::asio::io_context& io, const config::Server& server, std::uint64_t number);
+  // Keeps its own copy of `server`: per_session instances differ in args, env and cwd.
+  Instance(boost::asio::io_context& io, config::Server server, std::uint64_t number);
   ~Instance();
 
   // Spawns, initialises and lists the catalog, bounded by the startup timeout. Returns an
@@ -85,6 +86,8 @@ class Instance : public std::enable_shared_from_this<Instance> {
   std::function<void(const std::string& reason)> on_exit;
   // Called when the server says its tools/resources/prompts changed and the catalog was re-read.
   std::function<void()> on_catalog_changed;
+  // Called when the last forwarded call in flight finished (answered, timed out or cancelled).
+  std::function<void()> on_idle;
   // Called for each stdout line that is not JSON-RPC (logged, counted, never fatal).
   std::function<void()> on_invalid_line;
 
@@ -127,7 +130,7 @@ class Instance : public std::enable_shared_from_this<Instance> {
                                                boost::json::array& into);
 
   boost::asio::io_context& io_;
-  const config::Server& server_;
+  const config::Server server_;
   std::uint64_t number_;
   State state_ = State::kStarting;
   process::Child child_;

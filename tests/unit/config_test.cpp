@@ -305,7 +305,105 @@ TEST(Config, JsonNearMissesOfOurKeysAreErrorsButOtherToolsKeysAreNot) {
             "cfg.json:1:14: gateway: unknown key 'port'; expected one of: listen, allowed_origins, "
             "max_body_bytes, "
             "max_sessions, session_idle_ttl, start_concurrency, tool_naming, separator, log_level, "
-            "shutdown_grace");
+            "shutdown_grace, session_dir_root");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sharing policies
+
+Config yaml_config(const std::string& text) {
+  return load_text(text, "cfg.yaml", false);
+}
+
+TEST(Config, PolicyDefaultsFollowThePolicy) {
+  const Config c = yaml_config(
+      "servers:\n"
+      "  s:\n    command: x\n"
+      "  p:\n    command: x\n    policy: pool\n"
+      "  t:\n    command: x\n    policy: per_session\n");
+  ASSERT_EQ(c.servers.size(), 3u);
+  const Server& shared = c.servers[0];
+  EXPECT_EQ(shared.policy, Policy::kShared);
+  EXPECT_EQ(shared.effective_max_instances(), 1u);
+  EXPECT_EQ(shared.effective_spares(), 0u);
+  EXPECT_EQ(shared.effective_idle_ttl().count(), 0);
+  const Server& pool = c.servers[1];
+  EXPECT_EQ(pool.policy, Policy::kPool);
+  EXPECT_EQ(pool.effective_max_instances(), 4u);
+  EXPECT_EQ(pool.effective_spares(), 0u);
+  EXPECT_EQ(pool.effective_idle_ttl().count(), 60'000);
+  const Server& per = c.servers[2];
+  EXPECT_EQ(per.policy, Policy::kPerSession);
+  EXPECT_EQ(per.effective_max_instances(), 1024u);
+  EXPECT_EQ(per.effective_spares(), 2u);
+  EXPECT_EQ(to_string(per.policy), "per_session");
+}
+
+TEST(Config, PolicyKeysAreRead) {
+  const Config c = yaml_config(
+      "gateway:\n  session_dir_root: /var/tmp/tb\n"
+      "servers:\n"
+      "  p:\n    command: x\n    policy: pool\n    min_instances: 0\n    max_instances: 8\n"
+      "    spares: 1\n    target_in_flight: 4\n    checkout_timeout: 2s\n    max_calls: 100\n"
+      "    max_age: 10m\n    max_rss_mb: 512\n    rss_check_interval: 1s\n    idle_ttl: 0s\n"
+      "  t:\n    command: x\n    policy: per_session\n    rebind_on_exit: true\n"
+      "    keep_session_dir: true\n    env:\n      MEMORY_FILE_PATH: ${session.dir}/m.json\n");
+  EXPECT_EQ(c.gateway.session_dir_root, "/var/tmp/tb");
+  const Server& p = c.servers[0];
+  EXPECT_EQ(p.min_instances, 0u);
+  EXPECT_EQ(p.effective_max_instances(), 8u);
+  EXPECT_EQ(p.effective_spares(), 1u);
+  EXPECT_EQ(p.target_in_flight, 4u);
+  EXPECT_EQ(p.checkout_timeout.count(), 2000);
+  EXPECT_EQ(p.max_calls, 100u);
+  EXPECT_EQ(p.max_age.count(), 600'000);
+  EXPECT_EQ(p.max_rss_mb, 512u);
+  EXPECT_EQ(p.rss_check_interval.count(), 1000);
+  EXPECT_EQ(p.effective_idle_ttl().count(), 0);
+  const Server& t = c.servers[1];
+  EXPECT_TRUE(t.rebind_on_exit);
+  EXPECT_TRUE(t.keep_session_dir);
+  EXPECT_TRUE(t.uses_session_var("${session.dir}"));
+  EXPECT_FALSE(t.uses_session_var("${session.id}"));
+}
+
+TEST(Config, PolicyKeysOutOfPlaceAreErrors) {
+  EXPECT_EQ(yaml_error("servers:\n  s:\n    command: x\n    spares: 2\n"),
+            "cfg.yaml:4:5: servers.s.spares: applies only to policy: pool or per_session; this "
+            "server's policy is shared");
+  EXPECT_EQ(yaml_error("servers:\n  s:\n    command: x\n    policy: per_session\n    min_instances: 2\n"),
+            "cfg.yaml:5:5: servers.s.min_instances: applies only to policy: pool; this server's "
+            "policy is per_session");
+  EXPECT_EQ(yaml_error("servers:\n  s:\n    command: x\n    policy: pool\n    keep_session_dir: true\n"),
+            "cfg.yaml:5:5: servers.s.keep_session_dir: applies only to policy: per_session; this "
+            "server's policy is pool");
+  EXPECT_EQ(yaml_error("servers:\n  s:\n    command: x\n    policy: pool\n    min_instances: 5\n"
+                       "    max_instances: 2\n"),
+            "cfg.yaml:5:5: servers.s.min_instances: 5 is more than max_instances (2)");
+  EXPECT_EQ(yaml_error("servers:\n  s:\n    command: x\n    policy: per-session\n"),
+            "cfg.yaml:4:13: servers.s.policy: expected one of shared, pool, per_session, got "
+            "'per-session' (did you mean 'per_session'?)");
+}
+
+TEST(Config, SessionVariablesNeedPerSessionAndKnownNames) {
+  EXPECT_EQ(yaml_error("servers:\n  s:\n    command: x\n    args: [\"${session.dir}\"]\n"),
+            "cfg.yaml:4:5: servers.s.args: '${session.dir}' needs policy: per_session (each "
+            "session gets its own process); this server's policy is shared");
+  EXPECT_EQ(yaml_error("servers:\n  s:\n    command: x\n    policy: per_session\n"
+                       "    cwd: ${session.path}\n"),
+            "cfg.yaml:5:5: servers.s.cwd: unknown variable '${session.path}' (known: "
+            "${session.id}, ${session.dir})");
+  EXPECT_EQ(yaml_error("servers:\n  s:\n    command: x\n    policy: per_session\n    spares: 1\n"
+                       "    args: [\"--id=${session.id}\"]\n"),
+            "cfg.yaml:5:5: servers.s.spares: spares start before their session exists, so they "
+            "cannot use ${session.id}; use ${session.dir} (created with the spare and handed to "
+            "its session) or spares: 0");
+  // Without explicit spares, ${session.id} simply means no spares.
+  const Config c = yaml_config("servers:\n  s:\n    command: x\n    policy: per_session\n"
+                               "    args: [\"--id=${session.id}\"]\n");
+  EXPECT_EQ(c.servers[0].effective_spares(), 0u);
+  // Other ${...} text is not ours: no shell ever expands it.
+  EXPECT_NO_THROW(yaml_config("servers:\n  s:\n    command: x\n    args: [\"${HOME}\"]\n"));
 }
 
 TEST(Config, RemoteServersAreRejected) {
