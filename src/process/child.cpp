@@ -186,7 +186,10 @@ Child Child::spawn(const Spec& spec, std::string& error) {
     const int report = exec_err[1];
     ::fcntl(report, F_SETFD, FD_CLOEXEC);
     // Close every other inherited descriptor (listening sockets, other children's pipes).
-    for (int fd = 3; fd < report; ++fd) ::close(fd);
+    // (close_range: with 1,000 instances running, a close() loop costs milliseconds per spawn.)
+    if (report > 3 && ::syscall(SYS_close_range, 3U, static_cast<unsigned>(report - 1), 0U) != 0) {
+      for (int fd = 3; fd < report; ++fd) ::close(fd);
+    }
     ::syscall(SYS_close_range, report + 1, ~0U, 0);
     if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) {
       int e = errno;

@@ -207,6 +207,35 @@ def test_checkout_timeout_when_every_instance_is_bound(gateway_factory):
         b.close()
 
 
+class RawConnection:
+    """One keep-alive HTTP/1.1 connection on asyncio streams. httpx's pool spends seconds of CPU
+    per thousand waiting requests; a connection per session keeps all 1,000 truly concurrent."""
+
+    def __init__(self, url: str):
+        rest = url.split("://", 1)[1]
+        hostport, self.path = rest.split("/", 1)[0], "/" + rest.split("/", 1)[1]
+        self.host, port = hostport.rsplit(":", 1)
+        self.port = int(port)
+
+    async def __aenter__(self) -> "RawConnection":
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        self.writer.close()
+
+    async def request(self, method: str, headers: dict, body: bytes = b"") -> tuple[int, dict, bytes]:
+        lines = [f"{method} {self.path} HTTP/1.1", f"Host: {self.host}:{self.port}",
+                 f"Content-Length: {len(body)}"] + [f"{k}: {v}" for k, v in headers.items()]
+        self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status_line, *header_lines = head.decode().split("\r\n")
+        got = {k.lower(): v.strip() for k, v in (h.split(":", 1) for h in header_lines if ":" in h)}
+        assert "content-length" in got, f"expected a JSON answer with Content-Length: {head!r}"
+        payload = await self.reader.readexactly(int(got["content-length"]))
+        return int(status_line.split()[1]), got, payload
+
+
 def test_thousand_concurrent_per_session_sessions(gateway_factory, tmp_path):
     sessions = 1000
     root = tmp_path / "sessions"
@@ -215,48 +244,53 @@ def test_thousand_concurrent_per_session_sessions(gateway_factory, tmp_path):
                                                     spares=8, max_instances=sessions + 16)},
                          gateway={"session_dir_root": str(root), "start_concurrency": 8,
                                   "max_sessions": sessions + 10})
-    url = gw.mcp_url
     version = "2025-06-18"
+    json_headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
-    async def one(client: httpx.AsyncClient, n: int) -> tuple[int, str]:
-        resp = await client.post(url, content=json.dumps(rpc("initialize", initialize_params(version), 0)),
-                                 headers=headers_for(None, None))
-        assert resp.status_code == 200, resp.text[:300]
-        sid = resp.headers["mcp-session-id"]
-        texts = []
-        for req_id, (tool, args) in enumerate([("fixture__journal", {"key": f"s{n}"}),
-                                               ("fixture__counter", {}), ("fixture__counter", {}),
-                                               ("fixture__pid", {})], start=1):
-            r = await client.post(url, content=json.dumps(rpc("tools/call", {"name": tool, "arguments": args}, req_id)),
-                                  headers=headers_for(sid, version))
-            assert r.status_code == 200, r.text[:300]
-            answer = parse_body(r)[-1]
-            assert answer.get("id") == req_id and not answer["result"].get("isError"), answer
-            texts.append(text_of(answer["result"]))
-        # A fresh instance per session: its counter starts at 1.
-        assert texts[1:3] == ["1", "2"], (n, texts)
-        return int(texts[3]), sid
+    async def one(n: int, all_bound: asyncio.Event, count: list) -> int:
+        async with RawConnection(gw.mcp_url) as conn:
+            status, headers, _ = await conn.request(
+                "POST", json_headers, json.dumps(rpc("initialize", initialize_params(version), 0)).encode())
+            assert status == 200
+            session_headers = {**json_headers, "Mcp-Session-Id": headers["mcp-session-id"],
+                               "MCP-Protocol-Version": version}
+            texts = []
+            for req_id, (tool, args) in enumerate([("fixture__journal", {"key": f"s{n}"}),
+                                                   ("fixture__counter", {}), ("fixture__counter", {}),
+                                                   ("fixture__pid", {})], start=1):
+                status, _, body = await conn.request("POST", session_headers, json.dumps(
+                    rpc("tools/call", {"name": tool, "arguments": args}, req_id)).encode())
+                assert status == 200, body[:300]
+                answer = json.loads(body)
+                assert answer.get("id") == req_id and not answer["result"].get("isError"), answer
+                texts.append(text_of(answer["result"]))
+            # A fresh instance per session: its counter starts at 1.
+            assert texts[1:3] == ["1", "2"], (n, texts)
+            # Every session holds its instance until all 1,000 are bound, then ends itself.
+            count[0] += 1
+            if count[0] == sessions:
+                all_bound.set()
+            await all_bound.wait()
+            if n == 0:
+                health = gw.health()["servers"]["fixture"]
+                assert health["sessions_bound"] == sessions, health
+                journals = sorted(p.read_text().strip() for p in root.glob("*/journal.txt"))
+                assert journals == sorted(f"s{i}" for i in range(sessions))
+            await asyncio.sleep(0.5 if n != 0 else 0)
+            status, _, _ = await conn.request("DELETE", session_headers)
+            assert status == 200
+            return int(texts[3])
 
     async def main():
-        limits = httpx.Limits(max_connections=250, max_keepalive_connections=250)
-        async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(150, pool=None)) as client:
-            results = await asyncio.gather(*(one(client, n) for n in range(sessions)))
-            pids = {pid for pid, _ in results}
-            assert len(pids) == sessions, f"{sessions} sessions ran on {len(pids)} instances"
-            assert gw.health()["servers"]["fixture"]["sessions_bound"] == sessions
-            journals = sorted(p.read_text().strip() for p in root.glob("*/journal.txt"))
-            assert len(journals) == sessions
-            assert sorted(journals) == sorted(f"s{n}" for n in range(sessions))
-            deletes = await asyncio.gather(*(client.delete(url, headers=headers_for(sid, version))
-                                             for _, sid in results))
-            assert all(d.status_code == 200 for d in deletes)
-            return pids
+        all_bound, count = asyncio.Event(), [0]
+        return await asyncio.gather(*(one(n, all_bound, count) for n in range(sessions)))
 
-    pids = asyncio.run(main())
+    pids = set(asyncio.run(main()))
+    assert len(pids) == sessions, f"{sessions} sessions ran on {len(pids)} instances"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         alive = [p for p in pids if read_proc(p)]
-        dirs = [p for p in root.glob("*/journal.txt")]
+        dirs = list(root.glob("*/journal.txt"))
         if not alive and not dirs:
             break
         time.sleep(0.2)
