@@ -5,6 +5,10 @@ evaluation or RL run can own its gateway for its lifetime:
 
     with toolbridge.Gateway("servers.yaml") as gw:
         run_agents(mcp_url=gw.url)          # http://127.0.0.1:PORT/mcp
+
+Trajectories: a call carrying `meta=toolbridge.trajectory(traj_id)` runs on the `per_session`
+instances of that trajectory (one client connection can drive many); `release(url, traj_id)`
+frees them when the trajectory is done, reward computation included.
 """
 
 from __future__ import annotations
@@ -16,10 +20,11 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
-__all__ = ["Gateway", "GatewayError", "find_binary"]
+__all__ = ["Gateway", "GatewayError", "find_binary", "release", "trajectory"]
 __version__ = "0.1.0"
 
 
@@ -39,6 +44,24 @@ def find_binary() -> str:
     if repo_build.is_file():
         return str(repo_build)
     raise GatewayError("toolbridge binary not found: set TOOLBRIDGE_BIN or put it on PATH")
+
+
+def trajectory(name: str) -> dict:
+    """`_meta` for a tool call that belongs to trajectory `name` (per_session affinity):
+    `session.call_tool(tool, args, meta=toolbridge.trajectory(traj_id))`."""
+    if not isinstance(name, str) or not 1 <= len(name) <= 256:
+        raise ValueError("a trajectory name is a string of 1 to 256 characters")
+    return {"toolbridge/session": name}
+
+
+def release(url: str, name: str, timeout: float = 30.0) -> int:
+    """Stops the per_session instances of trajectory (or MCP session) `name` on the gateway at
+    `url` (its /mcp URL or base URL) and removes their directories; returns how many."""
+    base = url[: -len("/mcp")] if url.endswith("/mcp") else url.rstrip("/")
+    request = urllib.request.Request(f"{base}/sessions/{urllib.parse.quote(name, safe='')}",
+                                     method="DELETE")
+    with urllib.request.urlopen(request, timeout=timeout) as r:
+        return int(json.load(r)["released"])
 
 
 class Gateway:
@@ -71,6 +94,10 @@ class Gateway:
         if self.port is None:
             raise GatewayError("the gateway is not running")
         return f"http://{self.host}:{self.port}"
+
+    def release(self, name: str) -> int:
+        """Frees trajectory `name`'s per_session instances now; see `toolbridge.release`."""
+        return release(self.base_url, name)
 
     def health(self) -> dict:
         with urllib.request.urlopen(f"{self.base_url}/healthz", timeout=5) as r:

@@ -45,6 +45,27 @@ std::string random_session_id() {
   return id;
 }
 
+constexpr std::string_view kSessionsPath = "/sessions/";
+
+std::string percent_decode(std::string_view text) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
+      out += static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2]));
+      i += 2;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 std::string sse_event(std::string_view message) {
   std::string out = "event: message\ndata: ";
   out += message;
@@ -350,6 +371,29 @@ asio::awaitable<void> Gateway::handle_http(Exchange& ex) {
       }
     }
   }
+  if (path.starts_with(kSessionsPath) && path.size() > kSessionsPath.size()) {
+    // Releasing a trajectory without an MCP session: the reward step of a rollout may run in
+    // another process than the agent.
+    const std::string name = percent_decode(path.substr(kSessionsPath.size()));
+    const bool forbidden = !origin_allowed(header(req, "Origin"));
+    const bool bad_method = req.method() != http::verb::delete_;
+    if (forbidden || bad_method || name.empty() || name.size() > 256) {
+      const auto status = forbidden    ? http::status::forbidden
+                          : bad_method ? http::status::method_not_allowed
+                                       : http::status::bad_request;
+      const std::string body = json::make_error(
+          {}, json::kInvalidRequest,
+          forbidden ? "Forbidden: Origin '" + header(req, "Origin") + "' is not allowed (gateway.allowed_origins)"
+                    : std::string("DELETE /sessions/NAME releases the per_session instances of session or "
+                                  "trajectory NAME (1 to 256 characters, percent-encoded)"));
+      co_await ex.reply(status, "application/json", body, {});
+      co_return;
+    }
+    const std::size_t n = release_session(name);
+    co_await ex.reply(http::status::ok, "application/json",
+                      R"({"released":)" + std::to_string(n) + "}", {});
+    co_return;
+  }
   if (path == "/healthz" && req.method() == http::verb::get) {
     co_await ex.reply(http::status::ok, "application/json", health_json(), {});
     co_return;
@@ -359,7 +403,9 @@ asio::awaitable<void> Gateway::handle_http(Exchange& ex) {
     co_return;
   }
   co_await ex.reply(http::status::not_found, "text/plain",
-                    std::string("not found; MCP is served at /mcp, health at /healthz, metrics at /metrics\n"), {});
+                    std::string("not found; MCP is served at /mcp, health at /healthz, metrics at "
+                                "/metrics, trajectories are released with DELETE /sessions/NAME\n"),
+                    {});
 }
 
 asio::awaitable<void> Gateway::handle_post(Exchange& ex) {

@@ -418,3 +418,23 @@ def test_healthz_and_metrics_show_policy_instances_spares_and_sessions(gateway_f
             assert line in metrics, line
     finally:
         sess.close()
+
+
+def test_release_endpoint_checks_method_origin_and_name(gateway_factory):
+    gw = gateway_factory({"fixture": fixture_server(policy="per_session", spares=0)})
+    base = gw.mcp_url[: -len("/mcp")]
+    sess = RawSession(gw.mcp_url).initialize()
+    try:
+        tool_text(sess, "fixture__echo", {"text": "x"}, trajectory="a b/c")
+        with httpx.Client(timeout=10) as client:
+            assert client.get(f"{base}/sessions/x").status_code == 405
+            evil = client.delete(f"{base}/sessions/a%20b%2Fc", headers={"Origin": "http://evil.example"})
+            assert evil.status_code == 403 and "allowed_origins" in evil.text
+            long = client.delete(f"{base}/sessions/{'x' * 300}")
+            assert long.status_code == 400 and "256" in long.text
+            assert gw.health()["servers"]["fixture"]["sessions_bound"] == 1
+            ok = client.delete(f"{base}/sessions/a%20b%2Fc")
+            assert ok.status_code == 200 and ok.json() == {"released": 1}
+        assert gw.health()["servers"]["fixture"]["sessions_bound"] == 0
+    finally:
+        sess.close()

@@ -32,3 +32,29 @@ def test_gateway_reports_a_bad_config(tmp_path):
     cfg.write_text("servers:\n  fixture:\n    comand: x\n")
     with pytest.raises(toolbridge.GatewayError, match="comand"):
         toolbridge.Gateway(cfg, binary=str(BUILD_DIR / "toolbridge")).start()
+
+
+@pytest.mark.timeout(60)
+def test_trajectories_through_the_official_sdk_and_release(tmp_path):
+    cfg = tmp_path / "servers.yaml"
+    cfg.write_text(f"servers:\n  fixture:\n    command: {fixture_bin()}\n    policy: per_session\n")
+    with toolbridge.Gateway(cfg, binary=str(BUILD_DIR / "toolbridge")) as gw:
+
+        async def rollout():
+            async with sdk_session(gw.url) as session:
+                counts = {}
+                for traj in ("t-a", "t-b", "t-a", "t-a"):
+                    result = await session.call_tool("fixture__counter", {},
+                                                     meta=toolbridge.trajectory(traj))
+                    counts[traj] = only_text(result)
+                return counts
+
+        # One connection, two trajectories, each on its own instance.
+        assert run(rollout) == {"t-a": "3", "t-b": "1"}
+        assert gw.health()["servers"]["fixture"]["sessions_bound"] == 2
+        assert gw.release("t-a") == 1
+        assert toolbridge.release(gw.url, "t-b") == 1
+        assert toolbridge.release(gw.url, "never/used %") == 0
+        assert gw.health()["servers"]["fixture"]["sessions_bound"] == 0
+    with pytest.raises(ValueError):
+        toolbridge.trajectory("")
