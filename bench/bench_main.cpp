@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
       {"payload", "1 KB .. 10 MB results through the gateway: throughput and CPU per MB", run_payload},
       {"spawn-per-call", "spawn + initialize + call + exit per call vs the gateway", run_spawn_per_call},
       {"startup", "K slow-initialising servers: one by one vs parallel start, with and without a cap", run_startup},
+      {"sessions", "first call of a new per_session session, with and without warm spares", run_sessions},
   };
   std::vector<CLI::App*> commands;
   for (const auto& s : scenarios) commands.push_back(app.add_subcommand(s.name, s.help));

@@ -31,5 +31,6 @@ ScenarioResult run_overhead(const Options& options);
 ScenarioResult run_spawn_per_call(const Options& options);
 ScenarioResult run_payload(const Options& options);
 ScenarioResult run_startup(const Options& options);
+ScenarioResult run_sessions(const Options& options);
 
 }  // namespace toolbridge::bench

@@ -25,6 +25,7 @@ namespace {
 // server that crashes right after start backs off instead of restarting in a tight loop.
 constexpr auto kStableAfter = 10s;
 constexpr auto kTickInterval = 1s;
+constexpr auto kRefillDelay = 50ms;
 
 void replace_all(std::string& text, std::string_view from, std::string_view to) {
   for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
@@ -88,6 +89,7 @@ Upstream::Upstream(asio::io_context& io, config::Server server, StartGate& gate,
       metrics_(metrics),
       session_dir_root_(std::move(session_dir_root)),
       retry_timer_(io),
+      refill_timer_(io),
       tick_timer_(io) {
   uses_dir_ = server_.policy == Policy::kPerSession && server_.uses_session_var("${session.dir}");
   uses_id_ = server_.policy == Policy::kPerSession && server_.uses_session_var("${session.id}");
@@ -563,6 +565,7 @@ void Upstream::wake_waiters() {
 asio::awaitable<void> Upstream::stop() {
   stopped_ = true;
   retry_timer_.cancel();
+  refill_timer_.cancel();
   tick_timer_.cancel();
   wake_waiters();
   // All at once: each is bounded by its own stop ladder; 1,000 session instances must not stop
@@ -655,14 +658,38 @@ Upstream::Pick Upstream::pick(const std::string& key) {
     }
   }
   if (spare) {
+    awaiting_spare_.erase(key);
     spare->key = key;
     bindings_[key] = Binding{spare, {}, now};
     spdlog::debug("[{}#{}] bound to session {}", server_.name, spare->inst->number(), key);
     auto inst = use(spare);
-    maintain();  // replaces the spare (and may grow members_)
+    // The replacement starts a moment later: a process start takes milliseconds of CPU, which
+    // on a small machine would land on this session's first call.
+    if (!refill_armed_) {
+      refill_armed_ = true;
+      refill_timer_.expires_after(kRefillDelay);
+      refill_timer_.async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+        auto up = weak.lock();
+        if (!up) return;
+        up->refill_armed_ = false;
+        if (!ec) up->maintain();
+      });
+    }
     return Pick{std::move(inst), {}, false};
   }
   if (failing_ || now < retry_at_) return Pick{nullptr, describe_unavailable(), false};
+  // Spares already starting serve the sessions that arrived first; a session launches its own
+  // instance only when none is left for it (at the back of the start queue it would wait longer).
+  std::size_t starting_spares = 0;
+  for (const auto& m : members_) {
+    if (m->key.empty() && !m->ready && !m->retiring && !m->exited) ++starting_spares;
+  }
+  const bool queued = awaiting_spare_.contains(key);
+  if (!uses_id_ && starting_spares > awaiting_spare_.size() - (queued ? 1 : 0)) {
+    awaiting_spare_.insert(key);
+    return Pick{nullptr, {}, true};
+  }
+  awaiting_spare_.erase(key);
   if (members_.size() >= server_.effective_max_instances()) return Pick{nullptr, {}, true};
   auto m = launch(key);
   bindings_[key] = Binding{m, {}, now};
@@ -688,8 +715,14 @@ std::string Upstream::checkout_timeout_message(const std::string& key) const {
 asio::awaitable<Upstream::Pick> Upstream::checkout(std::string key, Clock::time_point deadline) {
   for (;;) {
     Pick p = pick(key);
-    if (p.instance || !p.wait) co_return p;
-    if (Clock::now() >= deadline) co_return Pick{nullptr, checkout_timeout_message(key), false};
+    if (p.instance || !p.wait) {
+      if (!p.instance) awaiting_spare_.erase(key);
+      co_return p;
+    }
+    if (Clock::now() >= deadline) {
+      awaiting_spare_.erase(key);
+      co_return Pick{nullptr, checkout_timeout_message(key), false};
+    }
     auto t = std::make_shared<asio::steady_timer>(io_, deadline);
     waiters_.push_back(t);
     boost::system::error_code ec;

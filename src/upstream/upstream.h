@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "config/config.h"
@@ -154,6 +155,7 @@ class Upstream : public std::enable_shared_from_this<Upstream> {
   bool stopped_ = false;
   std::vector<std::shared_ptr<Member>> members_;
   std::unordered_map<std::string, Binding> bindings_;
+  std::unordered_set<std::string> awaiting_spare_;  // new sessions waiting for a starting spare
   std::deque<std::shared_ptr<boost::asio::steady_timer>> waiters_;
   std::shared_ptr<const Catalog> catalog_;
   bool dormant_ = false;  // shared with idle_ttl: stopped while idle, started by the next call
@@ -166,6 +168,8 @@ class Upstream : public std::enable_shared_from_this<Upstream> {
   Clock::time_point retry_at_{};
   boost::asio::steady_timer retry_timer_;
   bool retry_armed_ = false;
+  boost::asio::steady_timer refill_timer_;  // per_session: spares topped up after a bind
+  bool refill_armed_ = false;
   boost::asio::steady_timer tick_timer_;
   bool ticking_ = false;
   Clock::time_point next_rss_check_{};
