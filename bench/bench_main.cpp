@@ -27,8 +27,9 @@ std::string exe_dir() {
   return ec ? std::string(".") : p.parent_path().string();
 }
 
-std::string default_everything(const std::string& dir) {
-  const std::string rel = "node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+// A file of the repository: beside the build directory the bench lives in, else under the
+// current directory.
+std::string repo_file(const std::string& dir, const std::string& rel) {
   for (const auto& base : {fs::path(dir).parent_path(), fs::current_path()}) {
     const fs::path p = base / rel;
     if (fs::exists(p)) return p.string();
@@ -63,7 +64,9 @@ int main(int argc, char** argv) {
   Options options;
   options.toolbridge_bin = dir + "/toolbridge";
   options.fixture_bin = dir + "/toolbridge-fixture";
-  options.everything_js = default_everything(dir);
+  options.everything_js = repo_file(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+  options.python_bin = repo_file(dir, ".venv/bin/python");
+  options.bench_python_dir = repo_file(dir, "bench/python");
   std::string json_path;
   int floor_samples = 0;
 
@@ -79,6 +82,11 @@ int main(int argc, char** argv) {
   app.add_option("--window", options.window_seconds, "seconds measured per row (default: 1 short, 5 full)");
   app.add_option("--concurrency", options.concurrency, "overhead: concurrency levels (default 1 8 64 256)")
       ->delimiter(',');
+  app.add_option("--python", options.python_bin, "Python with the official MCP SDK (rollout, FastMCP server)")
+      ->capture_default_str();
+  app.add_option("--trajectories", options.rollout_trajectories, "rollout: concurrent trajectories (default 64, short 8)");
+  app.add_option("--calls", options.rollout_calls, "rollout: calls per trajectory (default 10, short 5)");
+  app.add_option("--scale", options.rollout_scale, "rollout: tool times multiplied by this (default 1, short 0.05)");
   app.add_option("--floor-samples", floor_samples, "round trips per floor measurement (median reported)");
   struct Scenario {
     const char* name;
@@ -90,6 +98,7 @@ int main(int argc, char** argv) {
       {"payload", "1 KB .. 10 MB results through the gateway: throughput and CPU per MB", run_payload},
       {"spawn-per-call", "spawn + initialize + call + exit per call vs the gateway", run_spawn_per_call},
       {"startup", "K slow-initialising servers: one by one vs parallel start, with and without a cap", run_startup},
+      {"rollout", "N trajectories x M calls (search/scrape/python latencies): makespan vs the ideal", run_rollout},
   };
   std::vector<CLI::App*> commands;
   for (const auto& s : scenarios) commands.push_back(app.add_subcommand(s.name, s.help));

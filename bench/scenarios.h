@@ -18,6 +18,11 @@ struct Options {
   std::string everything_js;                   // server-everything's dist/index.js
   double window_seconds = 0;                   // measured window per row; 0: the mode's default
   std::vector<std::size_t> concurrency;        // overhead levels; empty: the mode's default
+  std::string python_bin;                      // the .venv Python with the official MCP SDK
+  std::string bench_python_dir;                // bench/python: the rollout driver, FastMCP server, plotter
+  std::size_t rollout_trajectories = 0;        // 0: the mode's default
+  std::size_t rollout_calls = 0;
+  double rollout_scale = 0;                    // tool times × this; 0: the mode's default
   Floor floor;
 };
 
@@ -31,5 +36,6 @@ ScenarioResult run_overhead(const Options& options);
 ScenarioResult run_spawn_per_call(const Options& options);
 ScenarioResult run_payload(const Options& options);
 ScenarioResult run_startup(const Options& options);
+ScenarioResult run_rollout(const Options& options);
 
 }  // namespace toolbridge::bench
