@@ -67,6 +67,8 @@ int main(int argc, char** argv) {
   options.everything_js = repo_file(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
   options.python_bin = repo_file(dir, ".venv/bin/python");
   options.bench_python_dir = repo_file(dir, "bench/python");
+  options.node_modules = repo_file(dir, "node_modules");
+  options.peers_venv = repo_file(dir, ".venv-bench");
   std::string json_path;
   int floor_samples = 0;
 
@@ -80,10 +82,13 @@ int main(int argc, char** argv) {
   app.add_option("--node", options.node_bin, "node executable for server-everything")->capture_default_str();
   app.add_option("--everything", options.everything_js, "server-everything's dist/index.js")->capture_default_str();
   app.add_option("--window", options.window_seconds, "seconds measured per row (default: 1 short, 5 full)");
-  app.add_option("--concurrency", options.concurrency, "overhead: concurrency levels (default 1 8 64 256)")
+  app.add_option("--concurrency", options.concurrency, "overhead, peers: concurrency levels (default 1 8 64 256)")
       ->delimiter(',');
   app.add_option("--python", options.python_bin, "Python with the official MCP SDK (rollout, FastMCP server)")
       ->capture_default_str();
+  app.add_option("--node-modules", options.node_modules, "node_modules with supergateway and mcp-proxy")
+      ->capture_default_str();
+  app.add_option("--peers-venv", options.peers_venv, "virtualenv with mcp-proxy from PyPI")->capture_default_str();
   app.add_option("--trajectories", options.rollout_trajectories, "rollout: concurrent trajectories (default 64, short 8)");
   app.add_option("--calls", options.rollout_calls, "rollout: calls per trajectory (default 10, short 5)");
   app.add_option("--scale", options.rollout_scale, "rollout: tool times multiplied by this (default 1, short 0.05)");
@@ -99,6 +104,7 @@ int main(int argc, char** argv) {
       {"spawn-per-call", "spawn + initialize + call + exit per call vs the gateway", run_spawn_per_call},
       {"startup", "K slow-initialising servers: one by one vs parallel start, with and without a cap", run_startup},
       {"rollout", "N trajectories x M calls (search/scrape/python latencies): makespan vs the ideal", run_rollout},
+      {"peers", "echo through toolbridge vs supergateway and mcp-proxy (npm, PyPI)", run_peers},
   };
   std::vector<CLI::App*> commands;
   for (const auto& s : scenarios) commands.push_back(app.add_subcommand(s.name, s.help));
