@@ -18,6 +18,7 @@ struct Options {
   std::string everything_js;                   // server-everything's dist/index.js
   double window_seconds = 0;                   // measured window per row; 0: the mode's default
   std::vector<std::size_t> concurrency;        // overhead levels; empty: the mode's default
+  double rate = 0;                             // overhead: fixed rate (calls/s, open loop); 0: closed loop
   std::string python_bin;                      // the .venv Python with the official MCP SDK
   std::string bench_python_dir;                // bench/python: the rollout driver, FastMCP server, plotter
   std::string node_modules;                    // the repository's node_modules (supergateway, mcp-proxy)
