@@ -8,10 +8,12 @@
 #include <boost/json/serialize.hpp>
 #include <filesystem>
 #include <fmt/format.h>
+#include <chrono>
 #include <fstream>
 #include <iostream>
 
 #include "floor.h"
+#include "helper_process.h"
 #include "report.h"
 #include "scenarios.h"
 
@@ -70,6 +72,7 @@ int main(int argc, char** argv) {
   options.node_modules = repo_file(dir, "node_modules");
   options.peers_venv = repo_file(dir, ".venv-bench");
   std::string json_path;
+  std::string png_path;
   int floor_samples = 0;
 
   CLI::App app{"toolbridge-bench: the gateway measured against what agents use today, on this machine"};
@@ -77,6 +80,7 @@ int main(int argc, char** argv) {
   app.fallthrough();
   app.add_flag("--short", options.short_mode, "a few seconds per scenario (CI)");
   app.add_option("--json", json_path, "also write the rows as JSON to FILE");
+  app.add_option("--png", png_path, "also draw the results to FILE (needs matplotlib in .venv-bench)");
   app.add_option("--toolbridge", options.toolbridge_bin, "toolbridge binary")->capture_default_str();
   app.add_option("--fixture", options.fixture_bin, "toolbridge-fixture binary")->capture_default_str();
   app.add_option("--node", options.node_bin, "node executable for server-everything")->capture_default_str();
@@ -178,6 +182,18 @@ int main(int argc, char** argv) {
       std::cerr << "toolbridge-bench: cannot write " << json_path << "\n";
       return 1;
     }
+  }
+  if (!png_path.empty()) {
+    // The plotter reads the same document --json writes; a plotting failure is reported, and
+    // fails the run, but never loses the tables above.
+    const std::string plot_python = options.peers_venv + "/bin/python";
+    HelperResult plot = run_helper({plot_python, options.bench_python_dir + "/plot.py", "/dev/stdin", png_path},
+                                   bj::serialize(doc), std::chrono::seconds(120));
+    if (!plot.error.empty()) {
+      std::cerr << "toolbridge-bench: --png failed: " << plot.error << "\n" << plot.stderr_tail << "\n";
+      return 1;
+    }
+    std::cerr << "toolbridge-bench: wrote " << png_path << "\n";
   }
   return ok ? 0 : 1;
 }

@@ -98,13 +98,14 @@ HelperResult run_helper(const std::vector<std::string>& argv, const std::string&
     }
   }
   result.stderr_tail = last_lines(err_text, 12);
+  const std::string& name = argv.size() > 1 ? argv[1] : argv[0];  // the script, when an interpreter runs one
   if (result.error.empty()) {
     if (timed_out) {
-      result.error = argv.back() + " did not finish within " + std::to_string(timeout.count() / 1000) + " s; killed";
+      result.error = name + " did not finish within " + std::to_string(timeout.count() / 1000) + " s; killed";
     } else if (killed) {
-      result.error = argv.back() + " did not exit after closing its output; killed";
+      result.error = name + " did not exit after closing its output; killed";
     } else if (const std::string how = process::describe_status(child.wait_status()); how != "exited with code 0") {
-      result.error = argv.back() + " " + how;
+      result.error = name + " " + how;
     }
   }
   return result;
