@@ -48,27 +48,27 @@ def bars(ax, labels, values, ylabel, title, log=False):
 
 def panels(doc):
     tables = {t["scenario"]: t["rows"] for t in doc.get("tables", []) if t.get("rows")}
-    out = []
+    out = []  # each panel binds its rows now (rows=rows): the name is reused below
     if "overhead" in tables:
         rows = tables["overhead"]
-        out.append(lambda ax: lines(ax, {**series(rows, lambda r: f"{r['mode']} p50", "conc", "p50 µs"),
+        out.append(lambda ax, rows=rows: lines(ax, {**series(rows, lambda r: f"{r['mode']} p50", "conc", "p50 µs"),
                                          **series(rows, lambda r: f"{r['mode']} p99", "conc", "p99 µs")},
                                     "concurrency", "µs", "overhead: echo latency, gateway vs direct stdio"))
-        out.append(lambda ax: lines(ax, series(rows, lambda r: r["mode"], "conc", "calls/s"),
+        out.append(lambda ax, rows=rows: lines(ax, series(rows, lambda r: r["mode"], "conc", "calls/s"),
                                     "concurrency", "calls/s", "overhead: throughput"))
     if "peers" in tables:
         rows = tables["peers"]
-        out.append(lambda ax: lines(ax, series(rows, lambda r: f"{r['gateway']} {r['mode'].split(':')[0]}",
+        out.append(lambda ax, rows=rows: lines(ax, series(rows, lambda r: f"{r['gateway']} {r['mode'].split(':')[0]}",
                                                "conc", "calls/s"),
                                     "concurrency", "calls/s", "peers: echo throughput per gateway"))
     if "rollout" in tables:
         rows = [r for r in tables["rollout"] if isinstance(r.get("overhead %"), (int, float))]
-        out.append(lambda ax: bars(ax, [f"{r['tool layer']} ({r['client']})" for r in rows],
+        out.append(lambda ax, rows=rows: bars(ax, [f"{r['tool layer']} ({r['client']})" for r in rows],
                                    [max(r["overhead %"], 0.01) for r in rows],
                                    "tool-layer overhead, % of makespan (log)", "rollout", log=True))
     if "spawn-per-call" in tables:
         rows = [r for r in tables["spawn-per-call"] if isinstance(r.get("mean ms"), (int, float))]
-        out.append(lambda ax: bars(ax, [f"{r['server']}: {r['mode']}" for r in rows], [r["mean ms"] for r in rows],
+        out.append(lambda ax, rows=rows: bars(ax, [f"{r['server']}: {r['mode']}" for r in rows], [r["mean ms"] for r in rows],
                                    "ms per call (log)", "spawn-per-call", log=True))
     return out
 
