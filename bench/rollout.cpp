@@ -60,8 +60,15 @@ struct Outcome {
   std::string first_error;
   Latencies overhead_us;  // per successful call: latency minus the planned tool time
   std::uint64_t server_processes = 0;
+  double client_cpu_s = -1;   // the client process's own CPU over the run; < 0: unknown
+  double gateway_cpu_s = -1;  // the gateway's, for toolbridge rows
   bool ran = false;
 };
+
+double cpu_seconds_of_this_process() {
+  const ProcSample s = sample_process(::getpid());
+  return s.ok ? s.cpu_us / 1e6 : -1;
+}
 
 std::string sleep_args(long ms) { return fmt::format(R"({{"ms":{}}})", ms); }
 
@@ -69,6 +76,7 @@ std::string sleep_args(long ms) { return fmt::format(R"({{"ms":{}}})", ms); }
 Outcome spawn_per_call_rollout(const Options& o, const Plan& plan) {
   Outcome out;
   std::mutex mu;
+  const double cpu0 = cpu_seconds_of_this_process();
   const auto start = Clock::now();
   std::vector<std::thread> threads;
   for (const auto& calls : plan) {
@@ -90,6 +98,7 @@ Outcome spawn_per_call_rollout(const Options& o, const Plan& plan) {
   }
   for (auto& t : threads) t.join();
   out.makespan_s = std::chrono::duration<double>(Clock::now() - start).count();
+  out.client_cpu_s = cpu0 < 0 ? -1 : cpu_seconds_of_this_process() - cpu0;
   out.ran = true;
   return out;
 }
@@ -122,6 +131,7 @@ Outcome python_rollout(const Options& o, const Plan& plan, const std::string& mo
     return out;
   }
   out.makespan_s = obj->at("makespan_s").to_number<double>();
+  if (const auto* cpu = obj->if_contains("cpu_s")) out.client_cpu_s = cpu->to_number<double>();
   out.calls = obj->at("calls").to_number<std::uint64_t>();
   out.errors = obj->at("errors").to_number<std::uint64_t>();
   out.first_error = std::string(obj->at("first_error").as_string());
@@ -162,10 +172,12 @@ Outcome gateway_rollout_cpp(const GatewayProcess& gw, const Plan& plan) {
   Outcome out;
   asio::io_context io(1);
   std::size_t remaining = plan.size();
+  const double cpu0 = cpu_seconds_of_this_process();
   const auto start = Clock::now();
   for (const auto& calls : plan) asio::co_spawn(io, http_trajectory(gw, calls, out, remaining), asio::detached);
   io.run();
   out.makespan_s = std::chrono::duration<double>(Clock::now() - start).count();
+  out.client_cpu_s = cpu0 < 0 ? -1 : cpu_seconds_of_this_process() - cpu0;
   out.ran = remaining == 0;
   if (!out.ran && out.first_error.empty()) out.first_error = "a trajectory did not finish";
   return out;
@@ -192,7 +204,9 @@ ScenarioResult run_rollout(const Options& o) {
                           {"overhead s", 3},
                           {"overhead %", 2},
                           {"per-call overhead p50 ms", 2},
-                          {"p99 ms", 2}})};
+                          {"p99 ms", 2},
+                          {"client CPU s", 2},
+                          {"gw CPU s", 2}})};
 
   auto add_row = [&](const char* layer, const char* client, const Outcome& out) {
     const double over = out.makespan_s - ideal;
@@ -202,7 +216,9 @@ ScenarioResult run_rollout(const Options& o) {
                      number_or_null(out.makespan_s, ran), number_or_null(over, ran),
                      number_or_null(ran ? 100.0 * over / out.makespan_s : 0, ran),
                      number_or_null(out.overhead_us.percentile(50) / 1000, out.overhead_us.count() > 0),
-                     number_or_null(out.overhead_us.percentile(99) / 1000, out.overhead_us.count() > 0)});
+                     number_or_null(out.overhead_us.percentile(99) / 1000, out.overhead_us.count() > 0),
+                     number_or_null(out.client_cpu_s, out.client_cpu_s >= 0),
+                     number_or_null(out.gateway_cpu_s, out.gateway_cpu_s >= 0)});
     std::cerr << fmt::format("  {} ({}): makespan {:.3f} s (ideal {:.3f}), {} calls, {} errors\n", layer, client,
                              out.makespan_s, ideal, out.calls, out.errors);
     if (out.errors > 0 || !out.ran) {
@@ -240,12 +256,18 @@ ScenarioResult run_rollout(const Options& o) {
   } else {
     if (python) {
       std::cerr << "rollout: toolbridge (Python SDK)\n";
+      const ProcSample g0 = gw.sample();
       Outcome py = python_rollout(o, plan, "http", fmt::format("http://{}:{}/mcp", gw.host(), gw.port()));
+      const ProcSample g1 = gw.sample();
+      if (g0.ok && g1.ok) py.gateway_cpu_s = (g1.cpu_us - g0.cpu_us) / 1e6;
       py.server_processes = 1;
       add_row("toolbridge", "Python SDK", py);
     }
     std::cerr << "rollout: toolbridge (C++)\n";
+    const ProcSample g0 = gw.sample();
     Outcome cpp = gateway_rollout_cpp(gw, plan);
+    const ProcSample g1 = gw.sample();
+    if (g0.ok && g1.ok) cpp.gateway_cpu_s = (g1.cpu_us - g0.cpu_us) / 1e6;
     cpp.server_processes = 1;
     add_row("toolbridge", "C++ (this bench)", cpp);
     report_gateway_end(r, gw);
@@ -253,7 +275,8 @@ ScenarioResult run_rollout(const Options& o) {
   r.table.add_note(fmt::format(
       "Each trajectory makes its {} calls one after another (fixture `sleep`, the planned time each); all {} run "
       "at once. ideal = the longest trajectory's tool time ({:.3f} s); overhead = makespan − ideal, % of makespan. "
-      "Per-call overhead = call latency − tool time (spawn rows: spawn to exit). Makespan includes opening the "
+      "Per-call overhead = call latency − tool time (spawn rows: spawn to exit). client CPU: the client process's "
+      "own CPU over the run (not the servers it spawned); gw CPU: the gateway's. Makespan includes opening the "
       "sessions (and spawning their servers) but not starting the gateway, which serves warm across runs.",
       m, n, ideal));
   return r;
