@@ -44,7 +44,8 @@ HelperResult run_helper(const std::vector<std::string>& argv, const std::string&
   const auto deadline = Clock::now() + timeout;
   bool timed_out = false;
   while (fds[0] >= 0 || fds[1] >= 0 || in >= 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
       timed_out = true;
       break;
@@ -57,7 +58,8 @@ HelperResult run_helper(const std::vector<std::string>& argv, const std::string&
     }
     if (r <= 0) continue;
     if (in >= 0 && (p[2].revents & (POLLOUT | POLLERR | POLLHUP))) {
-      const ssize_t n = pending_input.empty() ? 0 : ::write(in, pending_input.data(), pending_input.size());
+      const ssize_t n =
+          pending_input.empty() ? 0 : ::write(in, pending_input.data(), pending_input.size());
       if (n > 0) pending_input.remove_prefix(static_cast<std::size_t>(n));
       if (pending_input.empty() || (n < 0 && errno != EINTR && errno != EAGAIN)) {
         ::close(in);  // EOF tells it the input is complete
@@ -98,13 +100,16 @@ HelperResult run_helper(const std::vector<std::string>& argv, const std::string&
     }
   }
   result.stderr_tail = last_lines(err_text, 12);
-  const std::string& name = argv.size() > 1 ? argv[1] : argv[0];  // the script, when an interpreter runs one
+  const std::string& name =
+      argv.size() > 1 ? argv[1] : argv[0];  // the script, when an interpreter runs one
   if (result.error.empty()) {
     if (timed_out) {
-      result.error = name + " did not finish within " + std::to_string(timeout.count() / 1000) + " s; killed";
+      result.error =
+          name + " did not finish within " + std::to_string(timeout.count() / 1000) + " s; killed";
     } else if (killed) {
       result.error = name + " did not exit after closing its output; killed";
-    } else if (const std::string how = process::describe_status(child.wait_status()); how != "exited with code 0") {
+    } else if (const std::string how = process::describe_status(child.wait_status());
+               how != "exited with code 0") {
       result.error = name + " " + how;
     }
   }

@@ -78,7 +78,8 @@ std::string PeerProcess::start(const std::vector<std::string>& argv, unsigned sh
   if (child_.pid() <= 0) return "cannot start " + argv.front() + ": " + error;
   stopped_ = false;
   stdin_ = child_.release_stdin();  // held open: supergateway exits when its stdin closes
-  reader_ = std::thread([this, out = child_.release_stdout(), err = child_.release_stderr()] { drain(out, err); });
+  reader_ = std::thread(
+      [this, out = child_.release_stdout(), err = child_.release_stderr()] { drain(out, err); });
   const auto deadline = Clock::now() + ready_timeout;
   std::string last;
   while (Clock::now() < deadline) {
@@ -88,8 +89,8 @@ std::string PeerProcess::start(const std::vector<std::string>& argv, unsigned sh
     last = res.error;
     std::this_thread::sleep_for(50ms);
   }
-  return "not listening on port " + std::to_string(port) + " after " + std::to_string(ready_timeout.count()) +
-         " s (" + last + ")\n" + output_tail();
+  return "not listening on port " + std::to_string(port) + " after " +
+         std::to_string(ready_timeout.count()) + " s (" + last + ")\n" + output_tail();
 }
 
 std::string PeerProcess::exited() {
@@ -109,7 +110,8 @@ std::string PeerProcess::stop(std::chrono::milliseconds grace) {
       ::poll(&p, 1, 20);
     }
     if (!child_.reaped()) {
-      outcome = "did not exit within " + std::to_string(grace.count()) + " ms of SIGTERM; SIGKILL sent";
+      outcome =
+          "did not exit within " + std::to_string(grace.count()) + " ms of SIGTERM; SIGKILL sent";
     } else {
       outcome = process::describe_status(child_.wait_status());
     }

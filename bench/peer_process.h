@@ -26,7 +26,8 @@ class PeerProcess {
   ~PeerProcess() { stop(); }
 
   // Spawns `argv` and waits until 127.0.0.1:`port` answers an HTTP request. Error text or empty.
-  std::string start(const std::vector<std::string>& argv, unsigned short port, std::chrono::seconds ready_timeout);
+  std::string start(const std::vector<std::string>& argv, unsigned short port,
+                    std::chrono::seconds ready_timeout);
   pid_t pid() const { return child_.pid(); }
   // Non-empty once it has exited on its own.
   std::string exited();

@@ -1,5 +1,6 @@
 // rollout: N trajectories × M tool calls with a mixed latency profile, through the tool layers
 // agent frameworks use. What matters is the makespan against the ideal (the tools' own time).
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -8,7 +9,6 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
-#include <fmt/format.h>
 #include <iostream>
 #include <mutex>
 #include <thread>
@@ -30,7 +30,8 @@ namespace {
 // The latency profile of a research trajectory: web search ≈ 1 s, scraping a page ≈ 3 s, running
 // python ≈ 0.5 s. Trajectory i starts at a different point of the cycle so calls of every kind
 // overlap, and every trajectory's total is the same when M is a multiple of the cycle.
-constexpr double kCycleMs[] = {1000, 500, 3000, 1000, 500};  // search, python, scrape, search, python
+constexpr double kCycleMs[] = {1000, 500, 3000, 1000,
+                               500};  // search, python, scrape, search, python
 constexpr std::size_t kCycle = std::size(kCycleMs);
 
 using Plan = std::vector<std::vector<long>>;  // per trajectory, the ms of each call
@@ -38,7 +39,8 @@ using Plan = std::vector<std::vector<long>>;  // per trajectory, the ms of each 
 Plan make_plan(std::size_t trajectories, std::size_t calls, double scale) {
   Plan plan(trajectories);
   for (std::size_t i = 0; i < trajectories; ++i) {
-    for (std::size_t k = 0; k < calls; ++k) plan[i].push_back(std::lround(kCycleMs[(i + k) % kCycle] * scale));
+    for (std::size_t k = 0; k < calls; ++k)
+      plan[i].push_back(std::lround(kCycleMs[(i + k) % kCycle] * scale));
   }
   return plan;
 }
@@ -70,7 +72,9 @@ double cpu_seconds_of_this_process() {
   return s.ok ? s.cpu_us / 1e6 : -1;
 }
 
-std::string sleep_args(long ms) { return fmt::format(R"({{"ms":{}}})", ms); }
+std::string sleep_args(long ms) {
+  return fmt::format(R"({{"ms":{}}})", ms);
+}
 
 // (a) spawn-per-call from C++: one thread per trajectory, each call a fresh fixture process.
 Outcome spawn_per_call_rollout(const Options& o, const Plan& plan) {
@@ -104,7 +108,8 @@ Outcome spawn_per_call_rollout(const Options& o, const Plan& plan) {
 }
 
 // (b) and the Python rows: the official Python SDK in bench/python/rollout_driver.py.
-Outcome python_rollout(const Options& o, const Plan& plan, const std::string& mode, const std::string& url) {
+Outcome python_rollout(const Options& o, const Plan& plan, const std::string& mode,
+                       const std::string& url) {
   Outcome out;
   bj::array trajectories;
   for (const auto& t : plan) {
@@ -113,10 +118,15 @@ Outcome python_rollout(const Options& o, const Plan& plan, const std::string& mo
     trajectories.push_back(std::move(calls));
   }
   bj::array command{bj::value(o.fixture_bin)};
-  const bj::object spec{{"mode", mode}, {"url", url}, {"tool", mode == "http" ? "fixture__sleep" : "sleep"},
-                        {"command", command}, {"plan", trajectories}};
-  const auto timeout = std::chrono::milliseconds(static_cast<long>(ideal_seconds(plan) * 1000 * 5)) + 120s;
-  HelperResult res = run_helper({o.python_bin, o.bench_python_dir + "/rollout_driver.py"}, bj::serialize(spec), timeout);
+  const bj::object spec{{"mode", mode},
+                        {"url", url},
+                        {"tool", mode == "http" ? "fixture__sleep" : "sleep"},
+                        {"command", command},
+                        {"plan", trajectories}};
+  const auto timeout =
+      std::chrono::milliseconds(static_cast<long>(ideal_seconds(plan) * 1000 * 5)) + 120s;
+  HelperResult res = run_helper({o.python_bin, o.bench_python_dir + "/rollout_driver.py"},
+                                bj::serialize(spec), timeout);
   if (!res.error.empty()) {
     out.errors = 1;
     out.first_error = res.error + (res.stderr_tail.empty() ? "" : "\n" + res.stderr_tail);
@@ -127,7 +137,8 @@ Outcome python_rollout(const Options& o, const Plan& plan, const std::string& mo
   const bj::object* obj = !ec ? v.if_object() : nullptr;
   if (!obj || !obj->contains("makespan_s")) {
     out.errors = 1;
-    out.first_error = "unexpected output from the rollout driver: " + res.out.substr(0, 300) + "\n" + res.stderr_tail;
+    out.first_error = "unexpected output from the rollout driver: " + res.out.substr(0, 300) +
+                      "\n" + res.stderr_tail;
     return out;
   }
   out.makespan_s = obj->at("makespan_s").to_number<double>();
@@ -135,14 +146,15 @@ Outcome python_rollout(const Options& o, const Plan& plan, const std::string& mo
   out.calls = obj->at("calls").to_number<std::uint64_t>();
   out.errors = obj->at("errors").to_number<std::uint64_t>();
   out.first_error = std::string(obj->at("first_error").as_string());
-  for (const auto& ms : obj->at("overhead_ms").as_array()) out.overhead_us.add(ms.to_number<double>() * 1000);
+  for (const auto& ms : obj->at("overhead_ms").as_array())
+    out.overhead_us.add(ms.to_number<double>() * 1000);
   out.ran = true;
   return out;
 }
 
 // (c) toolbridge from C++: one MCP session (and keep-alive connection) per trajectory.
-asio::awaitable<void> http_trajectory(const GatewayProcess& gw, const std::vector<long>& calls, Outcome& out,
-                                      std::size_t& remaining) {
+asio::awaitable<void> http_trajectory(const GatewayProcess& gw, const std::vector<long>& calls,
+                                      Outcome& out, std::size_t& remaining) {
   auto ex = co_await asio::this_coro::executor;
   McpHttpSession session(ex, gw.host(), gw.port(), 120s);
   std::string err = co_await session.open();
@@ -174,7 +186,8 @@ Outcome gateway_rollout_cpp(const GatewayProcess& gw, const Plan& plan) {
   std::size_t remaining = plan.size();
   const double cpu0 = cpu_seconds_of_this_process();
   const auto start = Clock::now();
-  for (const auto& calls : plan) asio::co_spawn(io, http_trajectory(gw, calls, out, remaining), asio::detached);
+  for (const auto& calls : plan)
+    asio::co_spawn(io, http_trajectory(gw, calls, out, remaining), asio::detached);
   io.run();
   out.makespan_s = std::chrono::duration<double>(Clock::now() - start).count();
   out.client_cpu_s = cpu0 < 0 ? -1 : cpu_seconds_of_this_process() - cpu0;
@@ -191,39 +204,43 @@ ScenarioResult run_rollout(const Options& o) {
   const double scale = o.rollout_scale > 0 ? o.rollout_scale : (o.short_mode ? 0.05 : 1.0);
   const Plan plan = make_plan(n, m, scale);
   const double ideal = ideal_seconds(plan);
-  ScenarioResult r{Table("rollout",
-                         fmt::format("rollout: {} trajectories × {} calls (search {:g} ms, scrape {:g} ms, python "
-                                     "{:g} ms), ideal makespan {:.2f} s",
-                                     n, m, 1000 * scale, 3000 * scale, 500 * scale, ideal),
-                         {{"tool layer"},
-                          {"client"},
-                          {"server processes"},
-                          {"calls"},
-                          {"errors"},
-                          {"makespan s", 3},
-                          {"overhead s", 3},
-                          {"overhead %", 2},
-                          {"per-call overhead p50 ms", 2},
-                          {"p99 ms", 2},
-                          {"client CPU s", 2},
-                          {"gw CPU s", 2}})};
+  ScenarioResult r{Table(
+      "rollout",
+      fmt::format("rollout: {} trajectories × {} calls (search {:g} ms, scrape {:g} ms, python "
+                  "{:g} ms), ideal makespan {:.2f} s",
+                  n, m, 1000 * scale, 3000 * scale, 500 * scale, ideal),
+      {{"tool layer"},
+       {"client"},
+       {"server processes"},
+       {"calls"},
+       {"errors"},
+       {"makespan s", 3},
+       {"overhead s", 3},
+       {"overhead %", 2},
+       {"per-call overhead p50 ms", 2},
+       {"p99 ms", 2},
+       {"client CPU s", 2},
+       {"gw CPU s", 2}})};
 
   auto add_row = [&](const char* layer, const char* client, const Outcome& out) {
     const double over = out.makespan_s - ideal;
     const bool ran = out.ran && out.makespan_s > 0;
-    r.table.add_row({bj::value(layer), bj::value(client), bj::value(static_cast<std::int64_t>(out.server_processes)),
-                     bj::value(static_cast<std::int64_t>(out.calls)), bj::value(static_cast<std::int64_t>(out.errors)),
-                     number_or_null(out.makespan_s, ran), number_or_null(over, ran),
-                     number_or_null(ran ? 100.0 * over / out.makespan_s : 0, ran),
-                     number_or_null(out.overhead_us.percentile(50) / 1000, out.overhead_us.count() > 0),
-                     number_or_null(out.overhead_us.percentile(99) / 1000, out.overhead_us.count() > 0),
-                     number_or_null(out.client_cpu_s, out.client_cpu_s >= 0),
-                     number_or_null(out.gateway_cpu_s, out.gateway_cpu_s >= 0)});
-    std::cerr << fmt::format("  {} ({}): makespan {:.3f} s (ideal {:.3f}), {} calls, {} errors\n", layer, client,
-                             out.makespan_s, ideal, out.calls, out.errors);
+    r.table.add_row(
+        {bj::value(layer), bj::value(client),
+         bj::value(static_cast<std::int64_t>(out.server_processes)),
+         bj::value(static_cast<std::int64_t>(out.calls)),
+         bj::value(static_cast<std::int64_t>(out.errors)), number_or_null(out.makespan_s, ran),
+         number_or_null(over, ran), number_or_null(ran ? 100.0 * over / out.makespan_s : 0, ran),
+         number_or_null(out.overhead_us.percentile(50) / 1000, out.overhead_us.count() > 0),
+         number_or_null(out.overhead_us.percentile(99) / 1000, out.overhead_us.count() > 0),
+         number_or_null(out.client_cpu_s, out.client_cpu_s >= 0),
+         number_or_null(out.gateway_cpu_s, out.gateway_cpu_s >= 0)});
+    std::cerr << fmt::format("  {} ({}): makespan {:.3f} s (ideal {:.3f}), {} calls, {} errors\n",
+                             layer, client, out.makespan_s, ideal, out.calls, out.errors);
     if (out.errors > 0 || !out.ran) {
       r.ok = false;
-      r.problems.push_back(fmt::format("{} ({}): {} error(s); first: {}", layer, client, out.errors, out.first_error));
+      r.problems.push_back(fmt::format("{} ({}): {} error(s); first: {}", layer, client, out.errors,
+                                       out.first_error));
     }
   };
 
@@ -233,7 +250,8 @@ ScenarioResult run_rollout(const Options& o) {
   const bool python = ::access(o.python_bin.c_str(), X_OK) == 0;
   if (!python) {
     r.ok = false;
-    r.problems.push_back("no Python at '" + o.python_bin + "' (--python; scripts/setup creates .venv): the Python SDK "
+    r.problems.push_back("no Python at '" + o.python_bin +
+                         "' (--python; scripts/setup creates .venv): the Python SDK "
                          "rows are missing");
   }
   if (python) {
@@ -257,7 +275,8 @@ ScenarioResult run_rollout(const Options& o) {
     if (python) {
       std::cerr << "rollout: toolbridge (Python SDK)\n";
       const ProcSample g0 = gw.sample();
-      Outcome py = python_rollout(o, plan, "http", fmt::format("http://{}:{}/mcp", gw.host(), gw.port()));
+      Outcome py =
+          python_rollout(o, plan, "http", fmt::format("http://{}:{}/mcp", gw.host(), gw.port()));
       const ProcSample g1 = gw.sample();
       if (g0.ok && g1.ok) py.gateway_cpu_s = (g1.cpu_us - g0.cpu_us) / 1e6;
       py.server_processes = 1;
@@ -272,13 +291,18 @@ ScenarioResult run_rollout(const Options& o) {
     add_row("toolbridge", "C++ (this bench)", cpp);
     report_gateway_end(r, gw);
   }
-  r.table.add_note(fmt::format(
-      "Each trajectory makes its {} calls one after another (fixture `sleep`, the planned time each); all {} run "
-      "at once. ideal = the longest trajectory's tool time ({:.3f} s); overhead = makespan − ideal, % of makespan. "
-      "Per-call overhead = call latency − tool time (spawn rows: spawn to exit). client CPU: the client process's "
-      "own CPU over the run (not the servers it spawned); gw CPU: the gateway's. Makespan includes opening the "
-      "sessions (and spawning their servers) but not starting the gateway, which serves warm across runs.",
-      m, n, ideal));
+  r.table.add_note(
+      fmt::format("Each trajectory makes its {} calls one after another (fixture `sleep`, the "
+                  "planned time each); all {} run "
+                  "at once. ideal = the longest trajectory's tool time ({:.3f} s); overhead = "
+                  "makespan − ideal, % of makespan. "
+                  "Per-call overhead = call latency − tool time (spawn rows: spawn to exit). "
+                  "client CPU: the client process's "
+                  "own CPU over the run (not the servers it spawned); gw CPU: the gateway's. "
+                  "Makespan includes opening the "
+                  "sessions (and spawning their servers) but not starting the gateway, which "
+                  "serves warm across runs.",
+                  m, n, ideal));
   return r;
 }
 

@@ -45,7 +45,8 @@ T run_until_done(boost::asio::io_context& io, boost::asio::awaitable<T> task) {
   }
   io.restart();
   if (failure) std::rethrow_exception(failure);
-  if (!done) throw std::runtime_error("internal: the event loop ran out of work before the task completed");
+  if (!done)
+    throw std::runtime_error("internal: the event loop ran out of work before the task completed");
   return std::move(*out);
 }
 
