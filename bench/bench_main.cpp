@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--node-modules", options.node_modules, "node_modules with supergateway and mcp-proxy")
       ->capture_default_str();
-  app.add_option("--peers-venv", options.peers_venv, "virtualenv with mcp-proxy from PyPI")->capture_default_str();
+  app.add_option("--peers-venv", options.peers_venv, "virtualenv with mcp-proxy from PyPI and matplotlib (--png)")->capture_default_str();
   app.add_option("--trajectories", options.rollout_trajectories, "rollout: concurrent trajectories (default 64, short 8)");
   app.add_option("--calls", options.rollout_calls, "rollout: calls per trajectory (default 10, short 5)");
   app.add_option("--scale", options.rollout_scale, "rollout: tool times multiplied by this (default 1, short 0.05)");

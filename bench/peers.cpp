@@ -172,7 +172,10 @@ ScenarioResult run_peers(const Options& o) {
       report_gateway_end(r, gw);
       continue;
     }
+    // A peer that setup should have installed, or that cannot start, fails the run: otherwise its
+    // rows could rot unnoticed in CI. Its errors under load do not.
     if (!p.missing.empty()) {
+      r.ok = false;
       r.problems.push_back(p.name + ": " + p.missing);
       for (std::size_t c : levels) add_row(p, c, nullptr, nullptr, nullptr, p.missing);
       continue;
@@ -185,6 +188,7 @@ ScenarioResult run_peers(const Options& o) {
     PeerProcess peer;
     const std::string err = peer.start(argv, port, 30s);
     if (!err.empty()) {
+      r.ok = false;
       r.problems.push_back(p.name + " [" + p.mode + "] could not start: " + err);
       for (std::size_t c : levels)
         add_row(p, c, nullptr, nullptr, nullptr,
@@ -197,13 +201,11 @@ ScenarioResult run_peers(const Options& o) {
       r.problems.push_back(p.name + " [" + p.mode + "]: " + how);
   }
   r.table.add_note(fmt::format(
-      "Closed loop, {} s measured per row after {} warm-up calls per worker (and, per gateway, {} "
-      "unmeasured at "
-      "concurrency 8 before its first row); one MCP session and keep-alive "
-      "connection per worker (the same client for every gateway). gw CPU and RSS: the gateway's "
-      "own process "
-      "(not the fixtures it spawned). Errors of other gateways are reported, not counted as a "
-      "failure of the bench.",
+      "Closed loop, {} s measured per row after {} warm-up calls per worker (and, per gateway, {} unmeasured "
+      "at concurrency 8 before its first row); one MCP session and keep-alive connection per worker (the same "
+      "client for every gateway). gw CPU and RSS: the gateway's own process (not the fixtures it spawned). "
+      "Errors of other gateways under load are reported, not counted as a failure of the bench; a gateway "
+      "that is missing or cannot start is.",
       std::chrono::duration<double>(win).count(), warmup, o.short_mode ? "0.2 s" : "1 s"));
   return r;
 }
