@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   app.add_option("--concurrency", options.concurrency, "overhead, peers: concurrency levels (default 1 8 64 256)")
       ->delimiter(',');
   app.add_option("--rate", options.rate,
-                 "overhead: open loop at this many calls/s (latency from each call's scheduled time)");
+                 "overhead, peers: open loop at this many calls/s (latency from each call's scheduled time)");
   app.add_option("--python", options.python_bin, "Python with the official MCP SDK (rollout, FastMCP server)")
       ->capture_default_str();
   app.add_option("--node-modules", options.node_modules, "node_modules with supergateway and mcp-proxy")

@@ -67,15 +67,21 @@ std::vector<Peer> peers(const Options& o) {
 }  // namespace
 
 ScenarioResult run_peers(const Options& o) {
-  ScenarioResult r{Table("peers",
-                         "peers: fixture echo through toolbridge and through other MCP gateways",
+  const std::string title =
+      o.rate > 0 ? fmt::format("peers: fixture echo through toolbridge and through other MCP gateways, fixed rate "
+                               "{:g} calls/s (open loop)",
+                               o.rate)
+                 : std::string("peers: fixture echo through toolbridge and through other MCP gateways");
+  ScenarioResult r{Table("peers", title,
                          {{"gateway"},
                           {"mode"},
                           {"conc"},
                           {"calls"},
                           {"calls/s", 0},
                           {"p50 µs", 0},
+                          {"p90 µs", 0},
                           {"p99 µs", 0},
+                          {"max µs", 0},
                           {"errors"},
                           {"gw CPU µs/call", 1},
                           {"gw RSS MiB", 1},
@@ -101,7 +107,9 @@ ScenarioResult run_peers(const Options& o) {
          res ? bj::value(static_cast<std::int64_t>(res->calls)) : bj::value(nullptr),
          number_or_null(rate, res != nullptr),
          number_or_null(measured ? res->latency.percentile(50) : 0, measured),
+         number_or_null(measured ? res->latency.percentile(90) : 0, measured),
          number_or_null(measured ? res->latency.percentile(99) : 0, measured),
+         number_or_null(measured ? res->latency.max() : 0, measured),
          res ? bj::value(static_cast<std::int64_t>(res->errors)) : bj::value(nullptr),
          number_or_null(cpu ? (s1->cpu_us - s0->cpu_us) / static_cast<double>(res->calls) : 0, cpu),
          number_or_null(cpu ? s1->rss_mib : 0, cpu),
@@ -139,7 +147,7 @@ ScenarioResult run_peers(const Options& o) {
       ProcSample s0, s1;
       LoadResult res =
           run_until_done(io, run_closed_loop(
-                                 target, {c, warmup, win, 0}, [&] { s0 = sample_process(pid); },
+                                 target, {c, warmup, win, 0, o.rate}, [&] { s0 = sample_process(pid); },
                                  [&] { s1 = sample_process(pid); }));
       std::string note;
       if (res.errors > 0) {
@@ -200,13 +208,19 @@ ScenarioResult run_peers(const Options& o) {
     if (!how.empty() && how.find("SIGKILL sent") != std::string::npos)
       r.problems.push_back(p.name + " [" + p.mode + "]: " + how);
   }
+  if (o.rate > 0) {
+    r.table.add_note(fmt::format("Open loop at {:g} calls/s: latency counts from each call's scheduled time "
+                                 "(no coordinated omission); calls/s below the rate means it was not kept.",
+                                 o.rate));
+  }
   r.table.add_note(fmt::format(
-      "Closed loop, {} s measured per row after {} warm-up calls per worker (and, per gateway, {} unmeasured "
+      "{}{} s measured per row after {} warm-up calls per worker (and, per gateway, {} unmeasured "
       "at concurrency 8 before its first row); one MCP session and keep-alive connection per worker (the same "
       "client for every gateway). gw CPU and RSS: the gateway's own process (not the fixtures it spawned). "
       "Errors of other gateways under load are reported, not counted as a failure of the bench; a gateway "
       "that is missing or cannot start is.",
-      std::chrono::duration<double>(win).count(), warmup, o.short_mode ? "0.2 s" : "1 s"));
+      o.rate > 0 ? "" : "Closed loop, ", std::chrono::duration<double>(win).count(), warmup,
+      o.short_mode ? "0.2 s" : "1 s"));
   return r;
 }
 
