@@ -98,6 +98,10 @@ int main(int argc, char** argv) {
   app.add_option("--trajectories", options.rollout_trajectories, "rollout: concurrent trajectories (default 64, short 8)");
   app.add_option("--calls", options.rollout_calls, "rollout: calls per trajectory (default 10, short 5)");
   app.add_option("--scale", options.rollout_scale, "rollout: tool times multiplied by this (default 1, short 0.05)");
+  app.add_option("--server", options.rollout_server,
+                 "rollout: the server with the sleep tool, fixture (C++) or fastmcp (Python, bench/python)")
+      ->check(CLI::IsMember({"fixture", "fastmcp"}))
+      ->capture_default_str();
   app.add_option("--floor-samples", floor_samples, "round trips per floor measurement (median reported)");
   struct Scenario {
     const char* name;

@@ -72,12 +72,18 @@ double cpu_seconds_of_this_process() {
   return s.ok ? s.cpu_us / 1e6 : -1;
 }
 
+// The server whose `sleep` tool every row calls: the fixture, or the FastMCP server (--server).
+struct ToolServer {
+  std::string name;  // its name in the gateway config, so the gateway's tool is NAME__sleep
+  std::vector<std::string> argv;
+};
+
 std::string sleep_args(long ms) {
   return fmt::format(R"({{"ms":{}}})", ms);
 }
 
 // (a) spawn-per-call from C++: one thread per trajectory, each call a fresh fixture process.
-Outcome spawn_per_call_rollout(const Options& o, const Plan& plan) {
+Outcome spawn_per_call_rollout(const ToolServer& server, const Plan& plan) {
   Outcome out;
   std::mutex mu;
   const double cpu0 = cpu_seconds_of_this_process();
@@ -86,7 +92,7 @@ Outcome spawn_per_call_rollout(const Options& o, const Plan& plan) {
   for (const auto& calls : plan) {
     threads.emplace_back([&, calls] {
       for (long ms : calls) {
-        SpawnCallResult one = spawn_per_call({o.fixture_bin}, "sleep", sleep_args(ms),
+        SpawnCallResult one = spawn_per_call(server.argv, "sleep", sleep_args(ms),
                                              std::chrono::milliseconds(ms) + 60s, 5s);
         std::lock_guard lock(mu);
         ++out.calls;
@@ -108,7 +114,7 @@ Outcome spawn_per_call_rollout(const Options& o, const Plan& plan) {
 }
 
 // (b) and the Python rows: the official Python SDK in bench/python/rollout_driver.py.
-Outcome python_rollout(const Options& o, const Plan& plan, const std::string& mode,
+Outcome python_rollout(const Options& o, const ToolServer& server, const Plan& plan, const std::string& mode,
                        const std::string& url) {
   Outcome out;
   bj::array trajectories;
@@ -117,10 +123,11 @@ Outcome python_rollout(const Options& o, const Plan& plan, const std::string& mo
     for (long ms : t) calls.push_back(ms);
     trajectories.push_back(std::move(calls));
   }
-  bj::array command{bj::value(o.fixture_bin)};
+  bj::array command;
+  for (const auto& a : server.argv) command.push_back(bj::value(a));
   const bj::object spec{{"mode", mode},
                         {"url", url},
-                        {"tool", mode == "http" ? "fixture__sleep" : "sleep"},
+                        {"tool", mode == "http" ? server.name + "__sleep" : "sleep"},
                         {"command", command},
                         {"plan", trajectories}};
   const auto timeout =
@@ -153,7 +160,7 @@ Outcome python_rollout(const Options& o, const Plan& plan, const std::string& mo
 }
 
 // (c) toolbridge from C++: one MCP session (and keep-alive connection) per trajectory.
-asio::awaitable<void> http_trajectory(const GatewayProcess& gw, const std::vector<long>& calls,
+asio::awaitable<void> http_trajectory(const GatewayProcess& gw, std::string tool, const std::vector<long>& calls,
                                       Outcome& out, std::size_t& remaining) {
   auto ex = co_await asio::this_coro::executor;
   McpHttpSession session(ex, gw.host(), gw.port(), 120s);
@@ -164,7 +171,6 @@ asio::awaitable<void> http_trajectory(const GatewayProcess& gw, const std::vecto
   }
   for (std::size_t k = 0; err.empty() && k < calls.size(); ++k) {
     const std::string args = sleep_args(calls[k]);
-    const std::string tool = "fixture__sleep";
     const auto t0 = Clock::now();
     std::string e = co_await session.call_tool(tool, args, 0);
     const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
@@ -180,14 +186,14 @@ asio::awaitable<void> http_trajectory(const GatewayProcess& gw, const std::vecto
   --remaining;
 }
 
-Outcome gateway_rollout_cpp(const GatewayProcess& gw, const Plan& plan) {
+Outcome gateway_rollout_cpp(const GatewayProcess& gw, const ToolServer& server, const Plan& plan) {
   Outcome out;
   asio::io_context io(1);
   std::size_t remaining = plan.size();
   const double cpu0 = cpu_seconds_of_this_process();
   const auto start = Clock::now();
   for (const auto& calls : plan)
-    asio::co_spawn(io, http_trajectory(gw, calls, out, remaining), asio::detached);
+    asio::co_spawn(io, http_trajectory(gw, server.name + "__sleep", calls, out, remaining), asio::detached);
   io.run();
   out.makespan_s = std::chrono::duration<double>(Clock::now() - start).count();
   out.client_cpu_s = cpu0 < 0 ? -1 : cpu_seconds_of_this_process() - cpu0;
@@ -204,11 +210,13 @@ ScenarioResult run_rollout(const Options& o) {
   const double scale = o.rollout_scale > 0 ? o.rollout_scale : (o.short_mode ? 0.05 : 1.0);
   const Plan plan = make_plan(n, m, scale);
   const double ideal = ideal_seconds(plan);
+  const bool fastmcp = o.rollout_server == "fastmcp";
+  const ToolServer server = fastmcp ? ToolServer{"fastmcp", fastmcp_argv(o)} : ToolServer{"fixture", {o.fixture_bin}};
   ScenarioResult r{Table(
       "rollout",
       fmt::format("rollout: {} trajectories × {} calls (search {:g} ms, scrape {:g} ms, python "
-                  "{:g} ms), ideal makespan {:.2f} s",
-                  n, m, 1000 * scale, 3000 * scale, 500 * scale, ideal),
+                  "{:g} ms) on the {} server, ideal makespan {:.2f} s",
+                  n, m, 1000 * scale, 3000 * scale, 500 * scale, server.name, ideal),
       {{"tool layer"},
        {"client"},
        {"server processes"},
@@ -245,7 +253,7 @@ ScenarioResult run_rollout(const Options& o) {
   };
 
   std::cerr << fmt::format("rollout: {} × {} calls, spawn per call (C++)\n", n, m);
-  add_row("spawn per call", "C++ (this bench)", spawn_per_call_rollout(o, plan));
+  add_row("spawn per call", "C++ (this bench)", spawn_per_call_rollout(server, plan));
 
   const bool python = ::access(o.python_bin.c_str(), X_OK) == 0;
   if (!python) {
@@ -256,18 +264,18 @@ ScenarioResult run_rollout(const Options& o) {
   }
   if (python) {
     std::cerr << "rollout: spawn per call (Python SDK)\n";
-    Outcome spawn = python_rollout(o, plan, "spawn", "");
+    Outcome spawn = python_rollout(o, server, plan, "spawn", "");
     spawn.server_processes = n * m;
     add_row("spawn per call", "Python SDK", spawn);
     std::cerr << "rollout: persistent stdio session per trajectory (Python SDK)\n";
-    Outcome stdio = python_rollout(o, plan, "stdio", "");
+    Outcome stdio = python_rollout(o, server, plan, "stdio", "");
     stdio.server_processes = n;
     add_row("stdio session per trajectory", "Python SDK", stdio);
   }
 
   GatewayProcess gw;
   std::cerr << "rollout: starting the gateway\n";
-  const std::string err = gw.start(o.toolbridge_bin, gateway_config(o, false), 30s);
+  const std::string err = gw.start(o.toolbridge_bin, gateway_config(o, false, fastmcp), 60s);
   if (!err.empty()) {
     r.ok = false;
     r.problems.push_back("gateway could not start: " + err);
@@ -276,7 +284,7 @@ ScenarioResult run_rollout(const Options& o) {
       std::cerr << "rollout: toolbridge (Python SDK)\n";
       const ProcSample g0 = gw.sample();
       Outcome py =
-          python_rollout(o, plan, "http", fmt::format("http://{}:{}/mcp", gw.host(), gw.port()));
+          python_rollout(o, server, plan, "http", fmt::format("http://{}:{}/mcp", gw.host(), gw.port()));
       const ProcSample g1 = gw.sample();
       if (g0.ok && g1.ok) py.gateway_cpu_s = (g1.cpu_us - g0.cpu_us) / 1e6;
       py.server_processes = 1;
@@ -284,7 +292,7 @@ ScenarioResult run_rollout(const Options& o) {
     }
     std::cerr << "rollout: toolbridge (C++)\n";
     const ProcSample g0 = gw.sample();
-    Outcome cpp = gateway_rollout_cpp(gw, plan);
+    Outcome cpp = gateway_rollout_cpp(gw, server, plan);
     const ProcSample g1 = gw.sample();
     if (g0.ok && g1.ok) cpp.gateway_cpu_s = (g1.cpu_us - g0.cpu_us) / 1e6;
     cpp.server_processes = 1;
@@ -292,7 +300,7 @@ ScenarioResult run_rollout(const Options& o) {
     report_gateway_end(r, gw);
   }
   r.table.add_note(
-      fmt::format("Each trajectory makes its {} calls one after another (fixture `sleep`, the "
+      fmt::format("Each trajectory makes its {} calls one after another ({} `sleep`, the "
                   "planned time each); all {} run "
                   "at once. ideal = the longest trajectory's tool time ({:.3f} s); overhead = "
                   "makespan − ideal, % of makespan. "
@@ -302,7 +310,7 @@ ScenarioResult run_rollout(const Options& o) {
                   "Makespan includes opening the "
                   "sessions (and spawning their servers) but not starting the gateway, which "
                   "serves warm across runs.",
-                  m, n, ideal));
+                  m, server.name, n, ideal));
   return r;
 }
 

@@ -26,6 +26,7 @@ struct Options {
   std::size_t rollout_trajectories = 0;        // 0: the mode's default
   std::size_t rollout_calls = 0;
   double rollout_scale = 0;                    // tool times × this; 0: the mode's default
+  std::string rollout_server = "fixture";      // whose `sleep` tool: "fixture" or "fastmcp"
   Floor floor;
 };
 
