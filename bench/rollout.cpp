@@ -130,8 +130,9 @@ Outcome python_rollout(const Options& o, const ToolServer& server, const Plan& p
                         {"tool", mode == "http" ? server.name + "__sleep" : "sleep"},
                         {"command", command},
                         {"plan", trajectories}};
-  const auto timeout =
-      std::chrono::milliseconds(static_cast<long>(ideal_seconds(plan) * 1000 * 5)) + 120s;
+  // Generous: a spawn of a Python server can take seconds per call on two busy cores.
+  const auto timeout = std::chrono::milliseconds(static_cast<long>(ideal_seconds(plan) * 1000 * 5)) + 120s +
+                       20s * static_cast<long>(plan.empty() ? 0 : plan.front().size());
   HelperResult res = run_helper({o.python_bin, o.bench_python_dir + "/rollout_driver.py"},
                                 bj::serialize(spec), timeout);
   if (!res.error.empty()) {
