@@ -8,10 +8,12 @@
 #include <boost/json/serialize.hpp>
 #include <filesystem>
 #include <fmt/format.h>
+#include <chrono>
 #include <fstream>
 #include <iostream>
 
 #include "floor.h"
+#include "helper_process.h"
 #include "report.h"
 #include "scenarios.h"
 
@@ -27,8 +29,9 @@ std::string exe_dir() {
   return ec ? std::string(".") : p.parent_path().string();
 }
 
-std::string default_everything(const std::string& dir) {
-  const std::string rel = "node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+// A file of the repository: beside the build directory the bench lives in, else under the
+// current directory.
+std::string repo_file(const std::string& dir, const std::string& rel) {
   for (const auto& base : {fs::path(dir).parent_path(), fs::current_path()}) {
     const fs::path p = base / rel;
     if (fs::exists(p)) return p.string();
@@ -63,8 +66,13 @@ int main(int argc, char** argv) {
   Options options;
   options.toolbridge_bin = dir + "/toolbridge";
   options.fixture_bin = dir + "/toolbridge-fixture";
-  options.everything_js = default_everything(dir);
+  options.everything_js = repo_file(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+  options.python_bin = repo_file(dir, ".venv/bin/python");
+  options.bench_python_dir = repo_file(dir, "bench/python");
+  options.node_modules = repo_file(dir, "node_modules");
+  options.peers_venv = repo_file(dir, ".venv-bench");
   std::string json_path;
+  std::string png_path;
   int floor_samples = 0;
 
   CLI::App app{"toolbridge-bench: the gateway measured against what agents use today, on this machine"};
@@ -72,13 +80,28 @@ int main(int argc, char** argv) {
   app.fallthrough();
   app.add_flag("--short", options.short_mode, "a few seconds per scenario (CI)");
   app.add_option("--json", json_path, "also write the rows as JSON to FILE");
+  app.add_option("--png", png_path, "also draw the results to FILE (needs matplotlib in .venv-bench)");
   app.add_option("--toolbridge", options.toolbridge_bin, "toolbridge binary")->capture_default_str();
   app.add_option("--fixture", options.fixture_bin, "toolbridge-fixture binary")->capture_default_str();
   app.add_option("--node", options.node_bin, "node executable for server-everything")->capture_default_str();
   app.add_option("--everything", options.everything_js, "server-everything's dist/index.js")->capture_default_str();
   app.add_option("--window", options.window_seconds, "seconds measured per row (default: 1 short, 5 full)");
-  app.add_option("--concurrency", options.concurrency, "overhead: concurrency levels (default 1 8 64 256)")
+  app.add_option("--concurrency", options.concurrency, "overhead, peers: concurrency levels (default 1 8 64 256)")
       ->delimiter(',');
+  app.add_option("--rate", options.rate,
+                 "overhead, peers: open loop at this many calls/s (latency from each call's scheduled time)");
+  app.add_option("--python", options.python_bin, "Python with the official MCP SDK (rollout, FastMCP server)")
+      ->capture_default_str();
+  app.add_option("--node-modules", options.node_modules, "node_modules with supergateway and mcp-proxy")
+      ->capture_default_str();
+  app.add_option("--peers-venv", options.peers_venv, "virtualenv with mcp-proxy from PyPI and matplotlib (--png)")->capture_default_str();
+  app.add_option("--trajectories", options.rollout_trajectories, "rollout: concurrent trajectories (default 64, short 8)");
+  app.add_option("--calls", options.rollout_calls, "rollout: calls per trajectory (default 10, short 5)");
+  app.add_option("--scale", options.rollout_scale, "rollout: tool times multiplied by this (default 1, short 0.05)");
+  app.add_option("--server", options.rollout_server,
+                 "rollout: the server with the sleep tool, fixture (C++) or fastmcp (Python, bench/python)")
+      ->check(CLI::IsMember({"fixture", "fastmcp"}))
+      ->capture_default_str();
   app.add_option("--floor-samples", floor_samples, "round trips per floor measurement (median reported)");
   struct Scenario {
     const char* name;
@@ -90,6 +113,8 @@ int main(int argc, char** argv) {
       {"payload", "1 KB .. 10 MB results through the gateway: throughput and CPU per MB", run_payload},
       {"spawn-per-call", "spawn + initialize + call + exit per call vs the gateway", run_spawn_per_call},
       {"startup", "K slow-initialising servers: one by one vs parallel start, with and without a cap", run_startup},
+      {"rollout", "N trajectories x M calls (search/scrape/python latencies): makespan vs the ideal", run_rollout},
+      {"peers", "echo through toolbridge vs supergateway and mcp-proxy (npm, PyPI)", run_peers},
       {"sessions", "first call of a new per_session session, with and without warm spares", run_sessions},
   };
   std::vector<CLI::App*> commands;
@@ -162,6 +187,18 @@ int main(int argc, char** argv) {
       std::cerr << "toolbridge-bench: cannot write " << json_path << "\n";
       return 1;
     }
+  }
+  if (!png_path.empty()) {
+    // The plotter reads the same document --json writes; a plotting failure is reported, and
+    // fails the run, but never loses the tables above.
+    const std::string plot_python = options.peers_venv + "/bin/python";
+    HelperResult plot = run_helper({plot_python, options.bench_python_dir + "/plot.py", "/dev/stdin", png_path},
+                                   bj::serialize(doc), std::chrono::seconds(120));
+    if (!plot.error.empty()) {
+      std::cerr << "toolbridge-bench: --png failed: " << plot.error << "\n" << plot.stderr_tail << "\n";
+      return 1;
+    }
+    std::cerr << "toolbridge-bench: wrote " << png_path << "\n";
   }
   return ok ? 0 : 1;
 }

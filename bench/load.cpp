@@ -41,7 +41,8 @@ struct Run {
   explicit Run(asio::any_io_executor ex) : all_ready(ex), go(ex), all_measured(ex), may_close(ex), all_closed(ex) {}
   Event all_ready, go, all_measured, may_close, all_closed;
   std::size_t ready = 0, measured = 0, closed = 0, workers = 0;
-  Clock::time_point deadline;
+  Clock::time_point start, deadline;
+  double rate = 0;
   std::uint64_t started = 0;
   std::uint64_t max_calls = 0;
   LoadResult result;
@@ -70,11 +71,25 @@ asio::awaitable<void> worker(Target& target, Run& run, std::size_t index, std::s
   if (++run.ready == run.workers) run.all_ready.set();
   co_await run.go.wait();
 
+  asio::steady_timer pacer(co_await asio::this_coro::executor);
   while (opened) {
-    if (Clock::now() >= run.deadline) break;
     if (run.max_calls != 0 && run.started >= run.max_calls) break;
-    ++run.started;
-    const auto t0 = Clock::now();
+    auto t0 = Clock::now();
+    if (run.rate > 0) {
+      const auto due = run.start + std::chrono::duration_cast<Clock::duration>(
+                                       std::chrono::duration<double>(static_cast<double>(run.started) / run.rate));
+      if (due >= run.deadline) break;
+      ++run.started;
+      if (due > t0) {
+        pacer.expires_at(due);
+        boost::system::error_code ec;
+        co_await pacer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      }
+      t0 = due;  // late or not, the call was due then
+    } else {
+      if (t0 >= run.deadline) break;
+      ++run.started;
+    }
     std::string e = co_await target.call(index);
     const auto t1 = Clock::now();
     ++run.result.calls;
@@ -99,6 +114,7 @@ asio::awaitable<LoadResult> run_closed_loop(Target& target, LoadPlan plan, std::
   Run run(ex);
   run.workers = std::max<std::size_t>(1, plan.concurrency);
   run.max_calls = plan.max_calls;
+  run.rate = plan.rate;
   run.result.latency.reserve(plan.max_calls ? plan.max_calls : 100'000);
   for (std::size_t i = 0; i < run.workers; ++i) {
     asio::co_spawn(ex, worker(target, run, i, plan.warmup_calls), asio::detached);
@@ -106,6 +122,7 @@ asio::awaitable<LoadResult> run_closed_loop(Target& target, LoadPlan plan, std::
   co_await run.all_ready.wait();
   if (on_window_open) on_window_open();
   const auto start = Clock::now();
+  run.start = start;
   run.deadline = start + plan.duration;
   run.go.set();
   co_await run.all_measured.wait();

@@ -1,7 +1,8 @@
 #pragma once
-// Closed-loop load: `concurrency` workers, each with its own target connection (an MCP session
-// over HTTP, or a share of one stdio pipe), each issuing its next call as soon as the previous
-// one answers. Setup and warm-up happen before the measured window opens for everyone at once.
+// Load: `concurrency` workers, each with its own target connection (an MCP session over HTTP, or
+// a share of one stdio pipe). Closed loop: each issues its next call as soon as the previous one
+// answers; fixed rate: calls are due on a schedule (see LoadPlan::rate). Setup and warm-up happen
+// before the measured window opens for everyone at once.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
@@ -82,6 +83,10 @@ struct LoadPlan {
   std::size_t warmup_calls = 5;                    // per worker, before the window opens
   std::chrono::milliseconds duration{1000};        // measured window (closed loop until then)
   std::uint64_t max_calls = 0;                     // stop earlier after this many calls (0: no cap)
+  // 0: closed loop. Otherwise open loop: call k is due at window start + k / rate, taken by the
+  // next free worker, and its latency counts from when it was due, so a stall shows up in the
+  // latency of every call it delayed (no coordinated omission).
+  double rate = 0;
 };
 
 struct LoadResult {

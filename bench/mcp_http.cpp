@@ -157,10 +157,8 @@ asio::awaitable<HttpResult> McpHttpSession::exchange(http::verb verb, std::strin
   req.set(http::field::host, host_header_);
   req.set(http::field::accept, "application/json, text/event-stream");
   if (!body.empty()) req.set(http::field::content_type, "application/json");
-  if (!session_.empty()) {
-    req.set("Mcp-Session-Id", session_);
-    req.set("MCP-Protocol-Version", protocol_version_);
-  }
+  if (!session_.empty()) req.set("Mcp-Session-Id", session_);
+  if (!protocol_version_.empty()) req.set("MCP-Protocol-Version", protocol_version_);
   req.body() = std::move(body);
   req.prepare_payload();
   boost::system::error_code ec;
@@ -195,8 +193,8 @@ asio::awaitable<std::string> McpHttpSession::open() {
   bj::value result = bj::parse(env.result.in(message), ec);
   const bj::value* version = !ec && result.is_object() ? result.as_object().if_contains("protocolVersion") : nullptr;
   protocol_version_ = version && version->is_string() ? std::string(version->as_string()) : kProtocolVersion;
+  // A stateless server (supergateway without --stateful) sends no session id; that is allowed.
   session_ = res.session_id;
-  if (session_.empty()) co_return std::string("initialize: no Mcp-Session-Id in the response");
   HttpResult ack = co_await exchange(http::verb::post, json::make_notification("notifications/initialized", {}));
   if (!ack.error.empty()) co_return "notifications/initialized: " + ack.error;
   if (ack.status != 202 && ack.status != 200) co_return "notifications/initialized: HTTP " + std::to_string(ack.status);

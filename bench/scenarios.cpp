@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "gateway_process.h"
+#include "scenario_support.h"
 #include "json/envelope.h"
 #include "load.h"
 #include "spawn_call.h"
@@ -23,109 +24,14 @@ namespace asio = boost::asio;
 namespace bj = boost::json;
 using namespace std::chrono_literals;
 
-namespace {
-
-// CPU and memory of the processes on a measured path: the gateway (absent for direct stdio
-// rows), the server behind it, and this bench itself.
-struct PathSample {
-  std::optional<ProcSample> gateway;
-  ProcSample server;
-  ProcSample bench;
-};
-
-PathSample sample_path(const GatewayProcess* gw, pid_t server) {
-  PathSample p;
-  if (gw) p.gateway = gw->sample();
-  p.server = sample_process(server);
-  p.bench = sample_process(::getpid());
-  return p;
-}
-
-// Runs `task` on `io` until it completes (other coroutines, such as a stdio reader, may stay
-// pending). Rethrows what the task threw.
-template <class T>
-T run_until_done(asio::io_context& io, asio::awaitable<T> task) {
-  std::optional<T> out;
-  std::exception_ptr failure;
-  bool done = false;
-  asio::co_spawn(io, std::move(task), [&](std::exception_ptr e, T value) {
-    failure = e;
-    if (!e) out = std::move(value);
-    done = true;
-  });
-  while (!done) {
-    if (io.run_one() == 0) break;
-  }
-  io.restart();
-  if (failure) std::rethrow_exception(failure);
-  if (!done) throw std::runtime_error("internal: the event loop ran out of work before the task completed");
-  return std::move(*out);
-}
-
-// Drains whatever is left (readers seeing EOF after a child exited), bounded in time.
-void drain(asio::io_context& io) {
-  io.run_for(2s);
-  io.restart();
-}
-
-std::chrono::milliseconds window(const Options& o, double short_s, double full_s) {
-  const double s = o.window_seconds > 0 ? o.window_seconds : (o.short_mode ? short_s : full_s);
-  return std::chrono::milliseconds(static_cast<long>(s * 1000));
-}
-
-std::string yaml_string(const std::string& s) { return json::quote(s); }  // JSON strings are YAML
-
-std::string gateway_config(const Options& o, bool with_everything) {
-  std::string y =
-      "gateway:\n"
-      "  listen: 127.0.0.1:0\n"
-      "servers:\n"
-      "  fixture:\n"
-      "    command: " + yaml_string(o.fixture_bin) + "\n";
-  if (with_everything) {
-    y += "  everything:\n"
-         "    command: " + yaml_string(o.node_bin) + "\n"
-         "    args: [" + yaml_string(o.everything_js) + ", \"stdio\"]\n";
-  }
-  return y;
-}
-
-// The pid of a server instance, from the gateway's /healthz.
-pid_t server_pid(const GatewayProcess& gw, const std::string& server) {
-  HttpResult res = http_get(gw.host(), gw.port(), "/healthz", 5s);
-  boost::system::error_code ec;
-  bj::value v = bj::parse(res.body, ec);
-  if (ec || !v.is_object()) return -1;
-  const auto* servers = v.as_object().if_contains("servers");
-  const auto* s = servers && servers->is_object() ? servers->as_object().if_contains(server) : nullptr;
-  const auto* pid = s && s->is_object() ? s->as_object().if_contains("pid") : nullptr;
-  return pid && pid->is_number() ? static_cast<pid_t>(pid->to_number<std::int64_t>()) : -1;
-}
-
-bj::value number_or_null(double v, bool available) { return available ? bj::value(v) : bj::value(nullptr); }
-
-void report_errors(ScenarioResult& r, const std::string& what, const LoadResult& res) {
-  if (res.errors == 0) return;
-  r.ok = false;
-  r.problems.push_back(fmt::format("{}: {} error(s); first: {}", what, res.errors, res.first_error));
-}
-
-void report_gateway_end(ScenarioResult& r, GatewayProcess& gw) {
-  for (const auto& w : gw.warnings()) r.problems.push_back("gateway log: " + w);
-  const std::string how = gw.stop();
-  if (how != "exited with code 0") {
-    r.ok = false;
-    r.problems.push_back("gateway stop: " + how + "\n" + gw.stderr_tail());
-  }
-}
-
-}  // namespace
-
 // ---------------------------------------------------------------------------------------------
 // overhead: echo through the gateway vs a direct stdio session, closed loop at each concurrency.
 
 ScenarioResult run_overhead(const Options& o) {
-  ScenarioResult r{Table("overhead", "overhead: fixture echo through the gateway vs a direct stdio session",
+  const std::string title = o.rate > 0 ? fmt::format("overhead: fixture echo through the gateway vs a direct stdio "
+                                                     "session, fixed rate {:g} calls/s (open loop)", o.rate)
+                                       : std::string("overhead: fixture echo through the gateway vs a direct stdio session");
+  ScenarioResult r{Table("overhead", title,
                          {{"mode"},
                           {"conc"},
                           {"calls"},
@@ -195,7 +101,7 @@ ScenarioResult run_overhead(const Options& o) {
         PathSample before, after;
         LoadResult res = run_until_done(
             io, run_closed_loop(
-                    target, {c, warmup, win, 0}, [&] { before = sample_path(&gw, fixture); },
+                    target, {c, warmup, win, 0, o.rate}, [&] { before = sample_path(&gw, fixture); },
                     [&] { after = sample_path(&gw, fixture); }));
         add_row("gateway", c, res, gw_floor, gw_floor_1cpu, before, after);
         report_errors(r, fmt::format("gateway c={}", c), res);
@@ -224,7 +130,7 @@ ScenarioResult run_overhead(const Options& o) {
         PathSample before, after;
         LoadResult res = run_until_done(
             io, run_closed_loop(
-                    target, {c, warmup, win, 0}, [&] { before = sample_path(nullptr, session.pid()); },
+                    target, {c, warmup, win, 0, o.rate}, [&] { before = sample_path(nullptr, session.pid()); },
                     [&] { after = sample_path(nullptr, session.pid()); }));
         add_row("direct", c, res, direct_floor, direct_floor_1cpu, before, after);
         report_errors(r, fmt::format("direct c={}", c), res);
@@ -238,6 +144,12 @@ ScenarioResult run_overhead(const Options& o) {
                                "direct rows against one pipe round trip across CPUs ({:.1f} µs); p50/floor 1CPU: "
                                "the same with both ends on one CPU ({:.1f} µs, {:.1f} µs).",
                                gw_floor, direct_floor, gw_floor_1cpu, direct_floor_1cpu));
+  if (o.rate > 0) {
+    r.table.add_note(fmt::format("Open loop: call k is due at {:g}·k µs into the window and goes to the next free "
+                                 "worker; latency counts from when it was due, so queueing behind a slow call is "
+                                 "included (no coordinated omission). calls/s below the rate means it was not kept.",
+                                 1e6 / o.rate));
+  }
   r.table.add_note(fmt::format("{} s measured per row after {} warm-up calls per worker; one MCP session and "
                                "keep-alive connection per worker; CPU from /proc/PID/stat (10 ms ticks).",
                                std::chrono::duration<double>(win).count(), warmup));
@@ -342,6 +254,15 @@ ScenarioResult run_spawn_per_call(const Options& o) {
     int spawns;
   };
   std::vector<Server> servers{{"fixture", {o.fixture_bin}, "echo", R"({"text":"hello"})", o.short_mode ? 5 : 50}};
+  const bool fastmcp = ::access(o.python_bin.c_str(), X_OK) == 0 &&
+                       std::filesystem::exists(o.bench_python_dir + "/fastmcp_server.py");
+  if (fastmcp) {
+    servers.push_back({"fastmcp", fastmcp_argv(o), "echo", R"({"text":"hello"})", o.short_mode ? 3 : 20});
+  } else {
+    r.ok = false;
+    r.problems.push_back("no Python at '" + o.python_bin + "' or no fastmcp_server.py in '" + o.bench_python_dir +
+                         "' (--python); the FastMCP rows are missing");
+  }
   const bool everything = !o.everything_js.empty() && std::filesystem::exists(o.everything_js);
   if (everything) {
     servers.push_back({"everything", {o.node_bin, o.everything_js, "stdio"}, "echo", R"({"message":"hello"})",
@@ -390,7 +311,7 @@ ScenarioResult run_spawn_per_call(const Options& o) {
 
   GatewayProcess gw;
   std::cerr << "spawn-per-call: starting the gateway\n";
-  const std::string err = gw.start(o.toolbridge_bin, gateway_config(o, everything), 60s);
+  const std::string err = gw.start(o.toolbridge_bin, gateway_config(o, everything, fastmcp), 60s);
   if (!err.empty()) {
     r.ok = false;
     r.problems.push_back("gateway could not start: " + err);
@@ -418,7 +339,8 @@ ScenarioResult run_spawn_per_call(const Options& o) {
   if (err.empty()) report_gateway_end(r, gw);
   r.table.add_note(
       "spawn per call: spawn, initialize, notifications/initialized, tools/call, close stdin, wait for the exit "
-      "(sequential, one unmeasured spawn first). gateway: the same tools/call through a warm gateway, either "
+      "(sequential, one unmeasured spawn first). fastmcp: bench/python/fastmcp_server.py, the official Python "
+      "SDK's FastMCP (named MCPServer in mcp 2.x). gateway: the same tools/call through a warm gateway, either "
       "opening a new MCP session (TCP connect, initialize, call, DELETE) per call or on one kept session. "
       "spawn/this: spawn-per-call mean divided by the row's mean.");
   return r;

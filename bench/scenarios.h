@@ -18,6 +18,15 @@ struct Options {
   std::string everything_js;                   // server-everything's dist/index.js
   double window_seconds = 0;                   // measured window per row; 0: the mode's default
   std::vector<std::size_t> concurrency;        // overhead levels; empty: the mode's default
+  double rate = 0;                             // overhead: fixed rate (calls/s, open loop); 0: closed loop
+  std::string python_bin;                      // the .venv Python with the official MCP SDK
+  std::string bench_python_dir;                // bench/python: the rollout driver, FastMCP server, plotter
+  std::string node_modules;                    // the repository's node_modules (supergateway, mcp-proxy)
+  std::string peers_venv;                      // .venv-bench: mcp-proxy from PyPI (its own mcp pin)
+  std::size_t rollout_trajectories = 0;        // 0: the mode's default
+  std::size_t rollout_calls = 0;
+  double rollout_scale = 0;                    // tool times × this; 0: the mode's default
+  std::string rollout_server = "fixture";      // whose `sleep` tool: "fixture" or "fastmcp"
   Floor floor;
 };
 
@@ -31,6 +40,8 @@ ScenarioResult run_overhead(const Options& options);
 ScenarioResult run_spawn_per_call(const Options& options);
 ScenarioResult run_payload(const Options& options);
 ScenarioResult run_startup(const Options& options);
+ScenarioResult run_rollout(const Options& options);
+ScenarioResult run_peers(const Options& options);
 ScenarioResult run_sessions(const Options& options);
 
 }  // namespace toolbridge::bench
