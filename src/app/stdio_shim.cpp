@@ -312,7 +312,8 @@ class Shim {
     while (!parser.is_done()) {
       parser.get().body().data = chunk.data();
       parser.get().body().size = chunk.size();
-      co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+      // read_some, not read: an SSE event must be relayed when it arrives, not when a buffer fills.
+      co_await http::async_read_some(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
       if (ec == http::error::need_buffer) ec = {};
       if (ec) break;  // the gateway closed the stream; what arrived has been relayed
       const std::string_view got(chunk.data(), chunk.size() - parser.get().body().size);

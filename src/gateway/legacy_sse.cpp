@@ -19,6 +19,7 @@ using transport::Exchange;
 namespace {
 
 constexpr auto kKeepalive = std::chrono::seconds(15);
+constexpr auto kHangupPoll = std::chrono::seconds(1);
 
 std::string header(const transport::Request& req, std::string_view name) {
   auto it = req.find(name);
@@ -76,14 +77,19 @@ asio::awaitable<void> LegacySse::open_stream(Exchange& ex) {
     std::string first = "event: endpoint\ndata: /messages?sessionId=" + session->id() + "\n\n";
     ok = co_await ex.write_chunk(std::move(first));
   }
+  auto last_write = std::chrono::steady_clock::now();
   while (ok && !channel->closed && !hooks_.stopping()) {
     if (channel->queue.empty()) {
-      channel->wake.expires_after(kKeepalive);
+      // The stream is the session, so a client that hung up is noticed within a second.
+      channel->wake.expires_after(kHangupPoll);
       boost::system::error_code ec;
       co_await channel->wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       if (!ec && channel->queue.empty()) {
         ok = !ex.peer_closed();
-        if (ok) ok = co_await ex.write_chunk(": keepalive\n\n");
+        if (ok && std::chrono::steady_clock::now() - last_write >= kKeepalive) {
+          ok = co_await ex.write_chunk(": keepalive\n\n");
+          last_write = std::chrono::steady_clock::now();
+        }
         continue;
       }
     }
@@ -94,6 +100,7 @@ asio::awaitable<void> LegacySse::open_stream(Exchange& ex) {
       chunk += "\n\n";
     }
     if (!chunk.empty()) ok = co_await ex.write_chunk(std::move(chunk));
+    last_write = std::chrono::steady_clock::now();
     session->last_seen = Session::Clock::now();
   }
   if (ok) co_await ex.end_stream();
