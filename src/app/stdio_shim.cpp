@@ -26,6 +26,7 @@
 #include "json/envelope.h"
 #include "transport/http_client.h"
 #include "transport/line_framer.h"
+#include "transport/sse_reader.h"
 
 namespace toolbridge::app {
 
@@ -39,44 +40,6 @@ using tcp = asio::ip::tcp;
 
 constexpr std::size_t kMaxLine = 64u << 20;
 constexpr std::string_view kSeparator = "__";
-
-// Collects `data:` lines of Server-Sent Events; calls back with each complete event's data.
-class SseReader {
- public:
-  template <class OnEvent>
-  void feed(std::string_view bytes, OnEvent&& on_event) {
-    pending_.append(bytes);
-    std::size_t start = 0;
-    for (;;) {
-      const std::size_t nl = pending_.find('\n', start);
-      if (nl == std::string::npos) break;
-      std::string_view line(pending_.data() + start, nl - start);
-      start = nl + 1;
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      if (line.empty()) {
-        if (has_data_ && (event_.empty() || event_ == "message")) on_event(std::move(data_));
-        data_.clear();
-        event_.clear();
-        has_data_ = false;
-      } else if (line.starts_with("data:")) {
-        std::string_view v = line.substr(5);
-        if (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-        if (has_data_) data_ += '\n';
-        data_ += v;
-        has_data_ = true;
-      } else if (line.starts_with("event:")) {
-        std::string_view v = line.substr(6);
-        if (!v.empty() && v.front() == ' ') v.remove_prefix(1);
-        event_ = std::string(v);
-      }  // id:, retry: and comments need no action here
-    }
-    pending_.erase(0, start);
-  }
-
- private:
-  std::string pending_, data_, event_;
-  bool has_data_ = false;
-};
 
 class Shim {
  public:
@@ -307,7 +270,7 @@ class Shim {
     reply.content_type = std::string(head[http::field::content_type]);
     reply.session_id = std::string(head["Mcp-Session-Id"]);
     const bool sse = reply.content_type.find("text/event-stream") != std::string::npos;
-    SseReader events;
+    transport::SseReader events;
     std::vector<char> chunk(64 * 1024);
     while (!parser.is_done()) {
       parser.get().body().data = chunk.data();

@@ -114,3 +114,17 @@ def test_endpoint_event_and_errors(gw):
         assert evil.status_code == 403
         rebound = client.get("/sse", headers={"Accept": "text/event-stream", "Host": "evil.example:80"})
         assert rebound.status_code == 403
+
+
+def test_sigterm_with_an_open_legacy_stream(gateway_factory):
+    """A gateway with a legacy session open still stops cleanly (exit 0, no process left)."""
+    gw = gateway_factory({"fixture": fixture_server()}, ready=["fixture"])
+    with httpx.Client(base_url=gw.base_url, timeout=10) as client:
+        with client.stream("GET", "/sse") as resp:
+            lines = resp.iter_lines()
+            assert next(lines) == "event: endpoint"
+            endpoint = next(lines)[len("data: "):]
+            slow = client.post(endpoint, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                               "params": {"name": "fixture__sleep", "arguments": {"ms": 300}}})
+            assert slow.status_code == 202
+            gw.close()  # SIGTERM; asserts exit 0 and no leftover process
