@@ -66,8 +66,8 @@ class Shim {
     std::vector<char> buf(64 * 1024);
     for (;;) {
       boost::system::error_code ec;
-      const std::size_t n =
-          co_await in_.async_read_some(asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
+      const std::size_t n = co_await in_.async_read_some(
+          asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
       if (ec) break;
       const bool ok = framer_.feed(std::string_view(buf.data(), n), [this](std::string_view line) {
         asio::co_spawn(io_, forward(std::string(line)), asio::detached);
@@ -130,19 +130,21 @@ class Shim {
   }
 
   // An error response for request `id` that failed at the HTTP level.
-  std::string failure(const std::string& id, const Reply& reply, const std::string& transport_error) {
+  std::string failure(const std::string& id, const Reply& reply,
+                      const std::string& transport_error) {
     if (!transport_error.empty()) {
       return json::make_error(id, json::kUpstreamUnavailable,
-                              "toolbridge stdio: cannot reach the gateway at http://" + url_.host + ":" +
-                                  url_.port + url_.target + ": " + transport_error);
+                              "toolbridge stdio: cannot reach the gateway at http://" + url_.host +
+                                  ":" + url_.port + url_.target + ": " + transport_error);
     }
     // The gateway explains HTTP errors with a JSON-RPC error body: keep its code and message.
     const json::Envelope e = json::parse_envelope(reply.body);
     if (e.kind == json::Kind::kResponse && !e.error.empty()) {
       return json::with_id(reply.body, e.id, id);
     }
-    return json::make_error(id, json::kInternalError,
-                            "toolbridge stdio: the gateway answered HTTP " + std::to_string(reply.status));
+    return json::make_error(
+        id, json::kInternalError,
+        "toolbridge stdio: the gateway answered HTTP " + std::to_string(reply.status));
   }
 
   // One message from the gateway (a response, notification or server request) to stdout.
@@ -178,8 +180,11 @@ class Shim {
     return bj::serialize(v);
   }
 
-  std::string rename_incoming(const std::string& message, const json::Envelope& env, const std::string& method) {
-    const char* key = method == "tools/list" ? "tools" : method == "prompts/list" ? "prompts" : nullptr;
+  std::string rename_incoming(const std::string& message, const json::Envelope& env,
+                              const std::string& method) {
+    const char* key = method == "tools/list"     ? "tools"
+                      : method == "prompts/list" ? "prompts"
+                                                 : nullptr;
     if (!key) return message;
     boost::system::error_code ec;
     bj::value result = bj::parse(env.result.in(message), ec);
@@ -224,16 +229,18 @@ class Shim {
     Reply reply;
     std::string error;
     const std::string empty;
-    co_await exchange(http::verb::get, empty, reply, error, [this](std::string event) { relay(std::move(event)); });
+    co_await exchange(http::verb::get, empty, reply, error,
+                      [this](std::string event) { relay(std::move(event)); });
   }
 
   // One HTTP exchange on a fresh connection. SSE events go to `on_event` as they arrive; any
   // other body is returned whole. False (with `error`) on a transport failure.
-  asio::awaitable<bool> exchange(http::verb verb, const std::string& body, Reply& reply, std::string& error,
-                                 std::function<void(std::string)> on_event) {
+  asio::awaitable<bool> exchange(http::verb verb, const std::string& body, Reply& reply,
+                                 std::string& error, std::function<void(std::string)> on_event) {
     tcp::resolver resolver(io_);
     boost::system::error_code ec;
-    auto endpoints = co_await resolver.async_resolve(url_.host, url_.port, asio::redirect_error(asio::use_awaitable, ec));
+    auto endpoints = co_await resolver.async_resolve(url_.host, url_.port,
+                                                     asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       error = "resolving " + url_.host + ": " + ec.message();
       co_return false;
@@ -247,7 +254,8 @@ class Shim {
     stream.socket().set_option(tcp::no_delay(true), ec);
     http::request<http::string_body> req{verb, url_.target, 11};
     req.set(http::field::host, url_.host + ":" + url_.port);
-    req.set(http::field::accept, verb == http::verb::get ? "text/event-stream" : "application/json, text/event-stream");
+    req.set(http::field::accept,
+            verb == http::verb::get ? "text/event-stream" : "application/json, text/event-stream");
     if (verb == http::verb::post) req.set(http::field::content_type, "application/json");
     if (!session_id_.empty()) req.set("Mcp-Session-Id", session_id_);
     req.body() = body;
@@ -260,7 +268,8 @@ class Shim {
     beast::flat_buffer buffer;
     http::response_parser<http::buffer_body> parser;
     parser.body_limit(boost::none);
-    co_await http::async_read_header(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+    co_await http::async_read_header(stream, buffer, parser,
+                                     asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       error = "reading the gateway's answer: " + ec.message();
       co_return false;
@@ -276,7 +285,8 @@ class Shim {
       parser.get().body().data = chunk.data();
       parser.get().body().size = chunk.size();
       // read_some, not read: an SSE event must be relayed when it arrives, not when a buffer fills.
-      co_await http::async_read_some(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+      co_await http::async_read_some(stream, buffer, parser,
+                                     asio::redirect_error(asio::use_awaitable, ec));
       if (ec == http::error::need_buffer) ec = {};
       if (ec) break;  // the gateway closed the stream; what arrived has been relayed
       const std::string_view got(chunk.data(), chunk.size() - parser.get().body().size);
@@ -305,7 +315,8 @@ class Shim {
               out_queue_.pop_front();
             }
             boost::system::error_code ec;
-            co_await asio::async_write(out_, asio::buffer(batch), asio::redirect_error(asio::use_awaitable, ec));
+            co_await asio::async_write(out_, asio::buffer(batch),
+                                       asio::redirect_error(asio::use_awaitable, ec));
             if (ec) io_.stop();  // the client is gone
           }
           writing_ = false;

@@ -26,7 +26,9 @@ std::string header(const transport::Request& req, std::string_view name) {
   return it == req.end() ? std::string() : std::string(it->value());
 }
 
-std::string error_body(std::string_view message) { return json::make_error({}, json::kInvalidRequest, message); }
+std::string error_body(std::string_view message) {
+  return json::make_error({}, json::kInvalidRequest, message);
+}
 
 // The sessionId query parameter of a /messages target, empty if absent or malformed.
 std::string session_param(std::string_view target) {
@@ -53,10 +55,11 @@ asio::awaitable<void> LegacySse::handle(Exchange& ex, std::string_view path) {
     co_return;
   }
   const transport::Headers allow{{"Allow", path == "/sse" ? "GET" : "POST"}};
-  co_await ex.reply(http::status::method_not_allowed, "application/json",
-                    error_body(path == "/sse" ? "GET /sse opens the legacy HTTP+SSE stream"
-                                              : "POST /messages?sessionId=ID carries one JSON-RPC message"),
-                    allow);
+  co_await ex.reply(
+      http::status::method_not_allowed, "application/json",
+      error_body(path == "/sse" ? "GET /sse opens the legacy HTTP+SSE stream"
+                                : "POST /messages?sessionId=ID carries one JSON-RPC message"),
+      allow);
 }
 
 asio::awaitable<void> LegacySse::open_stream(Exchange& ex) {
@@ -64,7 +67,8 @@ asio::awaitable<void> LegacySse::open_stream(Exchange& ex) {
   auto session = hooks_.create_session(refused);
   if (!session) {
     const transport::Headers retry_after{{"Retry-After", "5"}};
-    co_await ex.reply(http::status::service_unavailable, "application/json", error_body(refused), retry_after);
+    co_await ex.reply(http::status::service_unavailable, "application/json", error_body(refused),
+                      retry_after);
     co_return;
   }
   // Legacy clients speak the oldest version we know until initialize says otherwise.
@@ -118,10 +122,12 @@ asio::awaitable<void> LegacySse::post_message(Exchange& ex) {
   const std::string id = session_param(target);
   auto session = id.empty() ? nullptr : hooks_.find_session(id);
   if (!session || !session->get_stream || session->get_stream->closed) {
-    co_await ex.reply(id.empty() ? http::status::bad_request : http::status::not_found, "application/json",
-                      error_body(id.empty() ? "POST /messages needs ?sessionId= from the endpoint event of GET /sse"
-                                            : "Session not found: its SSE stream is closed; open GET /sse again"),
-                      {});
+    co_await ex.reply(
+        id.empty() ? http::status::bad_request : http::status::not_found, "application/json",
+        error_body(id.empty()
+                       ? "POST /messages needs ?sessionId= from the endpoint event of GET /sse"
+                       : "Session not found: its SSE stream is closed; open GET /sse again"),
+        {});
     co_return;
   }
   const std::string content_type = header(req, "Content-Type");
@@ -132,15 +138,18 @@ asio::awaitable<void> LegacySse::post_message(Exchange& ex) {
   }
   const std::string& body = req.body();
   if (json::is_batch(body)) {
-    co_await ex.reply(http::status::bad_request, "application/json",
-                      error_body("JSON-RPC batches are not supported on /messages; send one message per POST"), {});
+    co_await ex.reply(
+        http::status::bad_request, "application/json",
+        error_body("JSON-RPC batches are not supported on /messages; send one message per POST"),
+        {});
     co_return;
   }
   const json::Envelope env = json::parse_envelope(body);
   if (env.kind == json::Kind::kInvalid) {
     const bool parse = env.problem.starts_with("not JSON");
-    co_await ex.reply(http::status::bad_request, "application/json",
-                      json::make_error({}, parse ? json::kParseError : json::kInvalidRequest, env.problem), {});
+    co_await ex.reply(
+        http::status::bad_request, "application/json",
+        json::make_error({}, parse ? json::kParseError : json::kInvalidRequest, env.problem), {});
     co_return;
   }
   session->last_seen = Session::Clock::now();
@@ -148,11 +157,13 @@ asio::awaitable<void> LegacySse::post_message(Exchange& ex) {
   // the stream cannot answer inline (can_stream = false sends notifications to the session).
   auto stream = std::make_shared<PostStream>(io_, session, false);
   hooks_.dispatch(session, stream, body);
-  if (env.kind == json::Kind::kRequest) asio::co_spawn(io_, deliver(session, stream), asio::detached);
+  if (env.kind == json::Kind::kRequest)
+    asio::co_spawn(io_, deliver(session, stream), asio::detached);
   co_await ex.reply(http::status::accepted, "text/plain", std::string("Accepted"), {});
 }
 
-asio::awaitable<void> LegacySse::deliver(std::shared_ptr<Session> session, std::shared_ptr<PostStream> stream) {
+asio::awaitable<void> LegacySse::deliver(std::shared_ptr<Session> session,
+                                         std::shared_ptr<PostStream> stream) {
   std::size_t sent = 0;
   for (;;) {
     for (; sent < stream->responses.size(); ++sent) {

@@ -24,7 +24,8 @@ struct LegacyHooks {
   // Ends the session as DELETE /mcp would: its calls are cancelled upstream, then it is forgotten.
   std::function<void(const std::shared_ptr<Session>&, const std::string& why)> end_session;
   // Handles one JSON-RPC message of the session, as a POST to /mcp would.
-  std::function<void(const std::shared_ptr<Session>&, const std::shared_ptr<PostStream>&, std::string_view)>
+  std::function<void(const std::shared_ptr<Session>&, const std::shared_ptr<PostStream>&,
+                     std::string_view)>
       dispatch;
   std::function<bool()> stopping;
 };
@@ -40,7 +41,8 @@ class LegacySse {
   boost::asio::awaitable<void> open_stream(transport::Exchange& ex);
   boost::asio::awaitable<void> post_message(transport::Exchange& ex);
   // Waits for the answers owed to one POST and puts them on the session's stream.
-  boost::asio::awaitable<void> deliver(std::shared_ptr<Session> session, std::shared_ptr<PostStream> stream);
+  boost::asio::awaitable<void> deliver(std::shared_ptr<Session> session,
+                                       std::shared_ptr<PostStream> stream);
 
   boost::asio::io_context& io_;
   LegacyHooks hooks_;

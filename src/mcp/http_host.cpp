@@ -68,11 +68,14 @@ std::string sse_event(std::string_view message) {
   return out;
 }
 
-std::string error_body(int code, std::string_view message) { return json::make_error({}, code, message); }
+std::string error_body(int code, std::string_view message) {
+  return json::make_error({}, code, message);
+}
 
 }  // namespace
 
-HttpHost::HttpHost(asio::io_context& io, transport::HttpServerOptions options, ServerFactory factory)
+HttpHost::HttpHost(asio::io_context& io, transport::HttpServerOptions options,
+                   ServerFactory factory)
     : io_(io),
       factory_(std::move(factory)),
       http_(io, options, [this](Exchange& ex) { return handle(ex); }),
@@ -80,7 +83,9 @@ HttpHost::HttpHost(asio::io_context& io, transport::HttpServerOptions options, S
 
 HttpHost::~HttpHost() = default;
 
-std::string HttpHost::listen() { return http_.listen(); }
+std::string HttpHost::listen() {
+  return http_.listen();
+}
 
 std::shared_ptr<HttpHost::Session> HttpHost::new_session() {
   auto s = std::make_shared<Session>();
@@ -97,7 +102,8 @@ std::shared_ptr<HttpHost::Session> HttpHost::new_session() {
       }
     }
     // Not tied to an open POST: the GET stream, if the client keeps one (else it is dropped).
-    if (raw->get_stream && !raw->get_stream->closed) raw->get_stream->push(std::move(message), false);
+    if (raw->get_stream && !raw->get_stream->closed)
+      raw->get_stream->push(std::move(message), false);
   });
   sessions_.emplace(s->id, s);
   return s;
@@ -108,7 +114,8 @@ asio::awaitable<void> HttpHost::handle(Exchange& ex) {
   const std::string_view target(req.target().data(), req.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
   if (path != "/mcp") {
-    co_await ex.reply(http::status::not_found, "text/plain", std::string("not found; MCP is served at /mcp\n"), {});
+    co_await ex.reply(http::status::not_found, "text/plain",
+                      std::string("not found; MCP is served at /mcp\n"), {});
     co_return;
   }
   // DNS rebinding: on loopback, Host and Origin must both name this machine.
@@ -116,10 +123,11 @@ asio::awaitable<void> HttpHost::handle(Exchange& ex) {
   const std::string origin = header(req, "Origin");
   if (loopback_ && ((!host.empty() && !transport::is_loopback_host(host)) ||
                     (!origin.empty() && !transport::is_loopback_origin(origin)))) {
-    co_await ex.reply(http::status::forbidden, "application/json",
-                      error_body(json::kInvalidRequest, "Forbidden: Host '" + host + "' / Origin '" + origin +
-                                                            "' is not a loopback name"),
-                      {});
+    co_await ex.reply(
+        http::status::forbidden, "application/json",
+        error_body(json::kInvalidRequest, "Forbidden: Host '" + host + "' / Origin '" + origin +
+                                              "' is not a loopback name"),
+        {});
     co_return;
   }
   if (req.method() == http::verb::post) {
@@ -135,10 +143,11 @@ asio::awaitable<void> HttpHost::handle(Exchange& ex) {
     co_return;
   }
   if (it == sessions_.end()) {
-    co_await ex.reply(sid.empty() ? http::status::bad_request : http::status::not_found, "application/json",
-                      error_body(json::kInvalidRequest, sid.empty() ? "Mcp-Session-Id header is required"
-                                                                    : "Session not found"),
-                      {});
+    co_await ex.reply(
+        sid.empty() ? http::status::bad_request : http::status::not_found, "application/json",
+        error_body(json::kInvalidRequest,
+                   sid.empty() ? "Mcp-Session-Id header is required" : "Session not found"),
+        {});
     co_return;
   }
   auto session = it->second;
@@ -167,13 +176,16 @@ asio::awaitable<void> HttpHost::handle_post(Exchange& ex) {
   if (env.kind == json::Kind::kInvalid) {
     const bool parse = env.problem.starts_with("not JSON");
     co_await ex.reply(http::status::bad_request, "application/json",
-                      error_body(parse ? json::kParseError : json::kInvalidRequest, env.problem), {});
+                      error_body(parse ? json::kParseError : json::kInvalidRequest, env.problem),
+                      {});
     co_return;
   }
   const std::string version = header(req, "MCP-Protocol-Version");
   if (!version.empty() && !parse_version(version)) {
-    co_await ex.reply(http::status::bad_request, "application/json",
-                      error_body(json::kInvalidRequest, "Unsupported MCP-Protocol-Version '" + version + "'"), {});
+    co_await ex.reply(
+        http::status::bad_request, "application/json",
+        error_body(json::kInvalidRequest, "Unsupported MCP-Protocol-Version '" + version + "'"),
+        {});
     co_return;
   }
   std::shared_ptr<Session> session;
@@ -185,11 +197,12 @@ asio::awaitable<void> HttpHost::handle_post(Exchange& ex) {
     const std::string sid = header(req, "Mcp-Session-Id");
     auto it = sessions_.find(sid);
     if (it == sessions_.end()) {
-      co_await ex.reply(sid.empty() ? http::status::bad_request : http::status::not_found, "application/json",
-                        error_body(json::kInvalidRequest, sid.empty()
-                                                              ? "Mcp-Session-Id header is required (initialize first)"
-                                                              : "Session not found"),
-                        {});
+      co_await ex.reply(
+          sid.empty() ? http::status::bad_request : http::status::not_found, "application/json",
+          error_body(json::kInvalidRequest,
+                     sid.empty() ? "Mcp-Session-Id header is required (initialize first)"
+                                 : "Session not found"),
+          {});
       co_return;
     }
     session = it->second;
@@ -201,8 +214,10 @@ asio::awaitable<void> HttpHost::handle_post(Exchange& ex) {
   }
   const std::string id(env.id.in(body));
   if (session->by_request.contains(id)) {
-    co_await ex.reply(http::status::bad_request, "application/json",
-                      json::make_error(id, json::kInvalidRequest, "a request with this id is in progress"), headers);
+    co_await ex.reply(
+        http::status::bad_request, "application/json",
+        json::make_error(id, json::kInvalidRequest, "a request with this id is in progress"),
+        headers);
     co_return;
   }
   auto stream = std::make_shared<Stream>(io_);
@@ -212,15 +227,16 @@ asio::awaitable<void> HttpHost::handle_post(Exchange& ex) {
   co_await stream_answer(ex, stream, accepts_sse, headers);
 }
 
-asio::awaitable<void> HttpHost::stream_answer(Exchange& ex, std::shared_ptr<Stream> stream, bool accepts_sse,
-                                              const Headers& headers) {
+asio::awaitable<void> HttpHost::stream_answer(Exchange& ex, std::shared_ptr<Stream> stream,
+                                              bool accepts_sse, const Headers& headers) {
   // Plain JSON when the response comes before anything else; SSE as soon as a notification or a
   // server request has to go out first.
   bool streaming = false;
   for (;;) {
     if (!streaming && (!accepts_sse || (stream->done && stream->queue.size() == 1))) {
       if (stream->done) {
-        co_await ex.reply(http::status::ok, "application/json", std::move(stream->queue.back()), headers);
+        co_await ex.reply(http::status::ok, "application/json", std::move(stream->queue.back()),
+                          headers);
         break;
       }
       stream->queue.clear();  // a client without SSE gets only the response
@@ -252,7 +268,8 @@ asio::awaitable<void> HttpHost::stream_answer(Exchange& ex, std::shared_ptr<Stre
 asio::awaitable<void> HttpHost::handle_get(Exchange& ex, std::shared_ptr<Session> session) {
   if (header(ex.request(), "Accept").find("text/event-stream") == std::string::npos) {
     co_await ex.reply(http::status::not_acceptable, "application/json",
-                      error_body(json::kInvalidRequest, "GET /mcp needs Accept: text/event-stream"), {});
+                      error_body(json::kInvalidRequest, "GET /mcp needs Accept: text/event-stream"),
+                      {});
     co_return;
   }
   if (session->get_stream) {

@@ -20,7 +20,8 @@ using ServerFactory = std::function<std::unique_ptr<Server>()>;
 
 class HttpHost {
  public:
-  HttpHost(boost::asio::io_context& io, transport::HttpServerOptions options, ServerFactory factory);
+  HttpHost(boost::asio::io_context& io, transport::HttpServerOptions options,
+           ServerFactory factory);
   ~HttpHost();
   // Binds; returns an error message, empty on success.
   std::string listen();
@@ -31,9 +32,11 @@ class HttpHost {
   struct Session;
   boost::asio::awaitable<void> handle(transport::Exchange& ex);
   boost::asio::awaitable<void> handle_post(transport::Exchange& ex);
-  boost::asio::awaitable<void> handle_get(transport::Exchange& ex, std::shared_ptr<Session> session);
-  boost::asio::awaitable<void> stream_answer(transport::Exchange& ex, std::shared_ptr<Stream> stream,
-                                             bool accepts_sse, const transport::Headers& headers);
+  boost::asio::awaitable<void> handle_get(transport::Exchange& ex,
+                                          std::shared_ptr<Session> session);
+  boost::asio::awaitable<void> stream_answer(transport::Exchange& ex,
+                                             std::shared_ptr<Stream> stream, bool accepts_sse,
+                                             const transport::Headers& headers);
   std::shared_ptr<Session> new_session();
 
   boost::asio::io_context& io_;

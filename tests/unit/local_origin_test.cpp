@@ -6,15 +6,17 @@ namespace toolbridge::transport {
 namespace {
 
 TEST(LocalOrigin, LoopbackHosts) {
-  for (const char* h : {"localhost", "LOCALHOST:8848", "127.0.0.1", "127.0.0.1:0", "[::1]", "[::1]:65535"}) {
+  for (const char* h :
+       {"localhost", "LOCALHOST:8848", "127.0.0.1", "127.0.0.1:0", "[::1]", "[::1]:65535"}) {
     EXPECT_TRUE(is_loopback_host(h)) << h;
   }
 }
 
 TEST(LocalOrigin, RebindingHostsAreRejected) {
   // A page at evil.example whose name resolves to 127.0.0.1 still sends its own name.
-  for (const char* h : {"evil.example.com", "evil.example.com:8848", "localhost.evil.com", "127.0.0.1.nip.io",
-                        "localhost:80x", "localhost:", "[::1]x", "", "127.0.0.2"}) {
+  for (const char* h :
+       {"evil.example.com", "evil.example.com:8848", "localhost.evil.com", "127.0.0.1.nip.io",
+        "localhost:80x", "localhost:", "[::1]x", "", "127.0.0.2"}) {
     EXPECT_FALSE(is_loopback_host(h)) << h;
   }
 }
@@ -30,8 +32,10 @@ TEST(LocalOrigin, Origins) {
 }
 
 TEST(LocalOrigin, ListenAddresses) {
-  for (const char* a : {"127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost"}) EXPECT_TRUE(is_loopback_address(a)) << a;
-  for (const char* a : {"0.0.0.0", "::", "10.0.0.1", "192.168.1.1"}) EXPECT_FALSE(is_loopback_address(a)) << a;
+  for (const char* a : {"127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost"})
+    EXPECT_TRUE(is_loopback_address(a)) << a;
+  for (const char* a : {"0.0.0.0", "::", "10.0.0.1", "192.168.1.1"})
+    EXPECT_FALSE(is_loopback_address(a)) << a;
 }
 
 }  // namespace

@@ -25,7 +25,9 @@ std::vector<std::string> parse(const std::vector<std::string_view>& pieces) {
   return out;
 }
 
-TEST(SseReader, WholeStream) { EXPECT_EQ(parse({kStream}), kEvents); }
+TEST(SseReader, WholeStream) {
+  EXPECT_EQ(parse({kStream}), kEvents);
+}
 
 TEST(SseReader, SplitAtEveryByteBoundary) {
   for (std::size_t i = 0; i <= kStream.size(); ++i) {
@@ -36,7 +38,8 @@ TEST(SseReader, SplitAtEveryByteBoundary) {
 
 TEST(SseReader, OneByteAtATime) {
   std::vector<std::string_view> bytes;
-  for (std::size_t i = 0; i < kStream.size(); ++i) bytes.push_back(std::string_view(kStream).substr(i, 1));
+  for (std::size_t i = 0; i < kStream.size(); ++i)
+    bytes.push_back(std::string_view(kStream).substr(i, 1));
   EXPECT_EQ(parse(bytes), kEvents);
 }
 
