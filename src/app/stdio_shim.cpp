@@ -134,8 +134,8 @@ class Shim {
                       const std::string& transport_error) {
     if (!transport_error.empty()) {
       return json::make_error(id, json::kUpstreamUnavailable,
-                              "toolbridge stdio: cannot reach the gateway at http://" + url_.host +
-                                  ":" + url_.port + url_.target + ": " + transport_error);
+                              "toolbridge stdio: cannot reach the gateway at http://" +
+                                  transport::host_header(url_) + url_.target + ": " + transport_error);
     }
     // The gateway explains HTTP errors with a JSON-RPC error body: keep its code and message.
     const json::Envelope e = json::parse_envelope(reply.body);
@@ -253,7 +253,7 @@ class Shim {
     }
     stream.socket().set_option(tcp::no_delay(true), ec);
     http::request<http::string_body> req{verb, url_.target, 11};
-    req.set(http::field::host, url_.host + ":" + url_.port);
+    req.set(http::field::host, transport::host_header(url_));
     req.set(http::field::accept,
             verb == http::verb::get ? "text/event-stream" : "application/json, text/event-stream");
     if (verb == http::verb::post) req.set(http::field::content_type, "application/json");
