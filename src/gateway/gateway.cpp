@@ -340,7 +340,7 @@ asio::awaitable<void> Gateway::handle_http(Exchange& ex) {
     co_return;
   }
   co_await ex.reply(http::status::not_found, "text/plain",
-                    std::string("not found; MCP is served at /mcp (legacy HTTP+SSE at /sse), health at /healthz, metrics at /metrics\n"), {});
+                    std::string("not found; MCP is served at /mcp, health at /healthz, metrics at /metrics\n"), {});
 }
 
 asio::awaitable<void> Gateway::handle_post(Exchange& ex) {
