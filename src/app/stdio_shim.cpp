@@ -50,7 +50,8 @@ class Shim {
         in_(io, ::dup(STDIN_FILENO)),
         out_(io, ::dup(STDOUT_FILENO)),
         framer_(kMaxLine),
-        session_ready_(io, asio::steady_timer::time_point::max()) {}
+        session_ready_(io, asio::steady_timer::time_point::max()),
+        renewed_(io, asio::steady_timer::time_point::max()) {}
 
   void start() { asio::co_spawn(io_, read_stdin(), asio::detached); }
 
@@ -101,14 +102,30 @@ class Shim {
       boost::system::error_code ec;
       co_await session_ready_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
+    if (renewing_) {
+      boost::system::error_code ec;
+      co_await renewed_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
     if (env.kind == json::Kind::kRequest) {
       pending_[id] = env.method;
       if (!server_.empty()) message = rename_outgoing(message, env);
     }
+    if (is_initialize) init_message_ = message;
     Reply reply;
     std::string error;
-    const bool sent = co_await exchange(http::verb::post, message, reply, error,
-                                        [this](std::string event) { relay(std::move(event)); });
+    const std::string used_session = session_id_;
+    bool sent = co_await exchange(http::verb::post, message, reply, error,
+                                  [this](std::string event) { relay(std::move(event)); });
+    if (sent && reply.status == 404 && !is_initialize && !used_session.empty()) {
+      // The gateway restarted (or dropped the session): open a new session the way the client
+      // opened this one, then send the message once more.
+      const bool renewed = co_await renew_session(used_session);
+      if (renewed) {
+        reply = Reply{};
+        sent = co_await exchange(http::verb::post, message, reply, error,
+                                 [this](std::string event) { relay(std::move(event)); });
+      }
+    }
     if (is_initialize) {
       init_done_ = true;
       session_ready_.cancel();
@@ -127,6 +144,36 @@ class Shim {
       co_return;
     }
     if (!reply.body.empty()) relay(std::move(reply.body));
+  }
+
+  // Replays the client's initialize (and initialized) for a new session; one renewal at a time,
+  // the others wait for it. True if a session other than `stale` is in use afterwards.
+  asio::awaitable<bool> renew_session(std::string stale) {
+    if (session_id_ != stale) co_return !session_id_.empty();
+    if (renewing_) {
+      boost::system::error_code ec;
+      co_await renewed_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      co_return !session_id_.empty() && session_id_ != stale;
+    }
+    renewing_ = true;
+    session_id_.clear();
+    Reply init;
+    std::string error;
+    const bool sent = co_await exchange(http::verb::post, init_message_, init, error, nullptr);
+    if (sent && init.status == 200 && !init.session_id.empty()) {
+      session_id_ = init.session_id;
+      Reply ack;
+      const std::string initialized = json::make_notification("notifications/initialized", {});
+      co_await exchange(http::verb::post, initialized, ack, error, nullptr);
+      asio::co_spawn(io_, listen_get(), asio::detached);
+      std::cerr << "toolbridge stdio: the gateway no longer knew the session; continuing on a new one\n";
+    } else {
+      std::cerr << "toolbridge stdio: could not open a new session: "
+                << (sent ? "HTTP " + std::to_string(init.status) : error) << "\n";
+    }
+    renewing_ = false;
+    renewed_.cancel();
+    co_return !session_id_.empty();
   }
 
   // An error response for request `id` that failed at the HTTP level.
@@ -335,6 +382,9 @@ class Shim {
   std::string session_id_;
   bool init_done_ = false;  // initialize answered (or failed): later messages may go
   asio::steady_timer session_ready_;
+  std::string init_message_;  // replayed when the gateway has lost the session
+  bool renewing_ = false;
+  asio::steady_timer renewed_;  // cancelled when a renewal ends
   std::map<std::string, std::string> pending_;  // request id (raw JSON) -> method
   // --server: the server's own names -> the gateway's, from the last listing.
   std::map<std::string, std::string> tool_names_, prompt_names_;

@@ -99,3 +99,54 @@ def test_unreachable_gateway_is_an_error_not_a_hang(gw):
     with pytest.raises(Exception) as info:
         run(main)
     assert "cannot reach the gateway" in repr(info.value) + str(getattr(info.value, "exceptions", "")), info.value
+
+
+def test_session_survives_a_gateway_restart(tmp_path):
+    """A long-lived stdio client outlives a gateway restart: the shim opens a new session."""
+    import socket
+    import subprocess
+    import time
+
+    import httpx
+
+    from tb_support import write_config
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = write_config(tmp_path, {"fixture": fixture_server()})
+    base = f"http://127.0.0.1:{port}"
+
+    def start_gateway() -> subprocess.Popen:
+        proc = subprocess.Popen([str(toolbridge_bin()), "serve", "--config", str(config), "--listen",
+                                 f"127.0.0.1:{port}"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        assert proc.stdout.readline().decode().startswith("listening on"), "gateway did not start"
+        deadline = time.monotonic() + 30
+        while httpx.get(base + "/healthz").json()["status"] != "ok":
+            assert time.monotonic() < deadline, "fixture not ready"
+            time.sleep(0.05)
+        return proc
+
+    def stop(proc: subprocess.Popen) -> None:
+        proc.terminate()
+        assert proc.wait(15) == 0
+
+    gateways = [start_gateway()]
+
+    async def main():
+        async with shim_session(["--url", base + "/mcp"]) as s:
+            first = only_text(await s.call_tool("fixture__echo", {"text": "before"}))
+            stop(gateways[0])
+            gateways.append(start_gateway())
+            second = only_text(await s.call_tool("fixture__echo", {"text": "after"}))
+            tools = {t.name for t in (await s.list_tools()).tools}
+            return first, second, tools
+
+    try:
+        first, second, tools = run(main)
+    finally:
+        for g in gateways:
+            if g.poll() is None:
+                stop(g)
+    assert (first, second) == ("before", "after")
+    assert "fixture__echo" in tools
