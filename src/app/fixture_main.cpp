@@ -1,6 +1,8 @@
-// toolbridge-fixture: a stdio MCP server with tools that exercise every path of the gateway
-// (concurrency, large results, crashes, hangs, progress, logging, sampling, elicitation).
+// toolbridge-fixture: an MCP server (stdio, or Streamable HTTP with --http) with tools that
+// exercise every path of the gateway (concurrency, large results, crashes, hangs, progress,
+// logging, sampling, elicitation), and with --conformance what the official suite expects.
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <boost/asio/redirect_error.hpp>
@@ -9,6 +11,8 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "app/fixture_conformance.h"
+#include "mcp/http_host.h"
 #include "mcp/server.h"
 
 namespace asio = boost::asio;
@@ -49,8 +53,9 @@ std::string text(const bj::object& args, const char* key, std::string fallback =
 
 void usage() {
   std::cerr << "usage: toolbridge-fixture [--init-delay-ms N] [--page-size N] [--name NAME]"
-               " [--journal FILE]\n"
-               "A stdio MCP server for tests and benchmarks.\n";
+               " [--journal FILE] [--conformance] [--http HOST:PORT]\n"
+               "An MCP server for tests and benchmarks: stdio, or Streamable HTTP at /mcp with --http\n"
+               "(port 0 picks a free port; prints 'listening on http://HOST:PORT').\n";
 }
 
 }  // namespace
@@ -58,6 +63,8 @@ void usage() {
 int main(int argc, char** argv) {
   toolbridge::mcp::ServerOptions options;
   std::string journal_path;
+  std::string http_listen;
+  bool conformance = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const bool has_value = i + 1 < argc;
@@ -67,6 +74,10 @@ int main(int argc, char** argv) {
       options.page_size = static_cast<std::size_t>(std::atoi(argv[++i]));
     } else if (arg == "--journal" && has_value) {
       journal_path = argv[++i];
+    } else if (arg == "--http" && has_value) {
+      http_listen = argv[++i];
+    } else if (arg == "--conformance") {
+      conformance = true;
     } else if (arg == "--name" && has_value) {
       options.name = argv[++i];
     } else if (arg == "--help" || arg == "-h") {
@@ -80,8 +91,9 @@ int main(int argc, char** argv) {
   }
 
   asio::io_context io;
-  toolbridge::mcp::Server server(io, options);
-  long counter = 0;
+  long counter = 0;  // shared by every session of an HTTP fixture: one "instance"
+  // Registers the fixture's surface on one server (one per session when serving HTTP).
+  auto populate = [&](toolbridge::mcp::Server& server) {
 
   server.add_tool({"echo", "Returns its text argument.", schema({{"text", "string"}}, {"text"}),
                    [](bj::object args, ToolContext&) -> asio::awaitable<bj::object> {
@@ -219,8 +231,35 @@ int main(int argc, char** argv) {
                                             {"content", bj::object{{"type", "text"},
                                                                    {"text", "Hello, " + text(args, "name", "world") + "!"}}}}}}};
                      }});
+    if (conformance) toolbridge::fixture::add_conformance_surface(server, io);
+  };
 
-  server.run_stdio();
+  if (http_listen.empty()) {
+    toolbridge::mcp::Server server(io, options);
+    populate(server);
+    server.run_stdio();
+    io.run();
+    return 0;
+  }
+  const auto colon = http_listen.rfind(':');
+  if (colon == std::string::npos) {
+    std::cerr << "toolbridge-fixture: --http wants HOST:PORT, got '" << http_listen << "'\n";
+    return 2;
+  }
+  ::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+  toolbridge::transport::HttpServerOptions http;
+  http.host = http_listen.substr(0, colon);
+  http.port = static_cast<unsigned short>(std::atoi(http_listen.c_str() + colon + 1));
+  toolbridge::mcp::HttpHost host(io, http, [&]() {
+    auto server = std::make_unique<toolbridge::mcp::Server>(io, options);
+    populate(*server);
+    return server;
+  });
+  if (std::string err = host.listen(); !err.empty()) {
+    std::cerr << "toolbridge-fixture: " << err << "\n";
+    return 1;
+  }
+  std::cout << "listening on http://" << http.host << ":" << host.port() << std::endl;
   io.run();
   return 0;
 }

@@ -153,10 +153,17 @@ int main(int argc, char** argv) {
   call_cmd->add_option("-u,--url", url, "gateway MCP endpoint (env TOOLBRIDGE_URL)");
   call_cmd->add_flag("--raw", raw, "print the raw tools/call result");
 
+  std::string only_server;
+  auto* stdio_cmd = app.add_subcommand(
+      "stdio", "Serve MCP on stdin/stdout, forwarding to a running gateway (for clients that launch a command)");
+  stdio_cmd->add_option("-u,--url", url, "gateway MCP endpoint (env TOOLBRIDGE_URL)");
+  stdio_cmd->add_option("-s,--server", only_server, "expose only this server's tools and prompts, unprefixed");
+
   CLI11_PARSE(app, argc, argv);
   if (*serve_cmd) return serve(config_path, listen, log_level);
   if (*check_cmd) return check_config(check_path);
   if (*tools_cmd) return app::run_tools(url, json_output);
   if (*call_cmd) return app::run_call(url, name, kv, json_args, raw);
+  if (*stdio_cmd) return app::run_stdio_shim(url, only_server);
   return 2;
 }

@@ -115,6 +115,17 @@ bool matches_template(std::string_view tmpl, std::string_view uri) {
   return false;
 }
 
+namespace {
+// Which server a listed tool or prompt comes from, under which name, whatever the naming mode:
+// `toolbridge stdio --server NAME` and other clients can select one server's entries by it.
+void tag_origin(bj::object& def, const std::string& server, const std::string& original) {
+  bj::value& meta = def["_meta"];
+  if (!meta.is_object()) meta = bj::object{};
+  meta.as_object()["toolbridge/server"] = server;
+  meta.as_object()["toolbridge/name"] = original;
+}
+}  // namespace
+
 void Catalog::rebuild(const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
                       config::ToolNaming naming, std::string_view separator) {
   tools_.clear();
@@ -157,6 +168,7 @@ void Catalog::rebuild(const std::vector<std::shared_ptr<upstream::Upstream>>& up
     tools_[tool_names[i]] = Entry{tool_names[i], tool_pairs[i].first, tool_pairs[i].second};
     bj::object def = *tool_defs[i];
     def["name"] = tool_names[i];
+    tag_origin(def, tool_pairs[i].first, tool_pairs[i].second);
     tools.push_back(std::move(def));
   }
   const auto prompt_names = expose_names(prompt_pairs, naming, separator);
@@ -165,6 +177,7 @@ void Catalog::rebuild(const std::vector<std::shared_ptr<upstream::Upstream>>& up
     prompts_[prompt_names[i]] = Entry{prompt_names[i], prompt_pairs[i].first, prompt_pairs[i].second};
     bj::object def = *prompt_defs[i];
     def["name"] = prompt_names[i];
+    tag_origin(def, prompt_pairs[i].first, prompt_pairs[i].second);
     prompts.push_back(std::move(def));
   }
   tools_json_ = bj::serialize(bj::object{{"tools", std::move(tools)}});

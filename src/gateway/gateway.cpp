@@ -10,6 +10,7 @@
 #include <boost/beast/http.hpp>
 
 #include "json/envelope.h"
+#include "transport/local_origin.h"
 
 namespace toolbridge::gateway {
 
@@ -113,6 +114,24 @@ Gateway::Gateway(asio::io_context& io, config::Config config)
     upstreams_.push_back(std::move(up));
   }
   register_metrics();
+  legacy_ = std::make_unique<LegacySse>(
+      io_, LegacyHooks{
+               [this](std::string& refused) -> std::shared_ptr<Session> {
+                 if (stopping_) refused = "the gateway is shutting down";
+                 if (sessions_.size() >= config_.gateway.max_sessions) {
+                   refused = "too many sessions (gateway.max_sessions = " +
+                             std::to_string(config_.gateway.max_sessions) + "); retry later";
+                 }
+                 return refused.empty() ? create_session() : nullptr;
+               },
+               [this](std::string_view id) -> std::shared_ptr<Session> {
+                 auto it = sessions_.find(std::string(id));
+                 return it == sessions_.end() ? nullptr : it->second;
+               },
+               [this](const std::shared_ptr<Session>& s, const std::string& why) { end_session(s, why); },
+               [this](const std::shared_ptr<Session>& s, const std::shared_ptr<PostStream>& stream,
+                      std::string_view message) { dispatch(s, stream, message); },
+               [this] { return stopping_; }});
 }
 
 Gateway::~Gateway() = default;
@@ -343,7 +362,8 @@ asio::awaitable<void> Gateway::handle_http(Exchange& ex) {
   const auto& req = ex.request();
   const std::string_view target(req.target().data(), req.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
-  if (path == "/mcp") {
+  const bool legacy = path == "/sse" || path == "/messages";
+  if (path == "/mcp" || legacy) {
     if (!origin_allowed(header(req, "Origin"))) {
       co_await ex.reply(http::status::forbidden, "application/json",
                         json::make_error({}, json::kInvalidRequest,
@@ -352,6 +372,24 @@ asio::awaitable<void> Gateway::handle_http(Exchange& ex) {
                         {});
       co_return;
     }
+    // DNS rebinding sends the attacker's name as Host: a loopback listener answers only to
+    // loopback names and the allowed origins' hosts.
+    const std::string host = header(req, "Host");
+    if (transport::is_loopback_address(config_.gateway.host) && !host.empty() &&
+        !transport::is_loopback_host(host) && !origin_allowed("http://" + host) &&
+        !origin_allowed("https://" + host)) {
+      co_await ex.reply(http::status::forbidden, "application/json",
+                        json::make_error({}, json::kInvalidRequest,
+                                         "Forbidden: Host '" + host + "' is not a loopback name (gateway.allowed_origins)"),
+                        {});
+      co_return;
+    }
+  }
+  if (legacy) {
+    co_await legacy_->handle(ex, path);
+    co_return;
+  }
+  if (path == "/mcp") {
     switch (req.method()) {
       case http::verb::post:
         co_await handle_post(ex);
@@ -498,18 +536,15 @@ asio::awaitable<void> Gateway::handle_post(Exchange& ex) {
       co_return;
     }
     session = it->second;
+    // The spec rejects only invalid or unsupported versions; the session keeps the negotiated one.
     const std::string version = header(req, "MCP-Protocol-Version");
-    if (!version.empty()) {
-      auto v = mcp::parse_version(version);
-      if (!v || *v != session->version) {
-        co_await ex.reply(http::status::bad_request, "application/json",
-                          json::make_error({}, json::kInvalidRequest,
-                                     "Bad Request: MCP-Protocol-Version '" + version +
-                                         "' does not match the negotiated version " +
-                                         std::string(mcp::to_string(session->version))),
-                          {});
-        co_return;
-      }
+    if (!version.empty() && !mcp::parse_version(version)) {
+      co_await ex.reply(http::status::bad_request, "application/json",
+                        json::make_error({}, json::kInvalidRequest,
+                                   "Bad Request: unsupported MCP-Protocol-Version '" + version +
+                                       "' (negotiated: " + std::string(mcp::to_string(session->version)) + ")"),
+                        {});
+      co_return;
     }
     if (batch && !mcp::allows_batches(session->version)) {
       co_await ex.reply(http::status::bad_request, "application/json",
@@ -663,19 +698,23 @@ asio::awaitable<void> Gateway::handle_delete(Exchange& ex) {
                       {});
     co_return;
   }
-  auto session = it->second;
-  sessions_.erase(it);
+  end_session(it->second, "the agent ended its session");
+  co_await ex.reply(http::status::ok, "application/json", std::string("{}"), {});
+}
+
+void Gateway::end_session(const std::shared_ptr<Session>& session, const std::string& why) {
+  auto keep = session;  // the map may hold the last reference
+  if (auto it = sessions_.find(keep->id()); it != sessions_.end() && it->second == keep) sessions_.erase(it);
   // Calls still running for this session are cancelled upstream; nobody will read them.
-  for (auto& [caller_id, f] : session->in_flight) {
+  for (auto& [caller_id, f] : keep->in_flight) {
     auto inst = f.instance.lock();
     auto call = f.call.lock();
-    if (inst && call) inst->cancel(call, caller_id, "the agent ended its session");
+    if (inst && call) inst->cancel(call, caller_id, why);
   }
-  session->in_flight.clear();
-  release_session(session->id());
-  if (session->get_stream) session->get_stream->close();
-  session->fail_all_outbound("the agent ended its session");
-  co_await ex.reply(http::status::ok, "application/json", std::string("{}"), {});
+  keep->in_flight.clear();
+  release_session(keep->id());
+  if (keep->get_stream) keep->get_stream->close();
+  keep->fail_all_outbound(why);
 }
 
 void Gateway::dispatch(const std::shared_ptr<Session>& session,

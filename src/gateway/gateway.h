@@ -11,6 +11,7 @@
 
 #include "config/config.h"
 #include "gateway/catalog.h"
+#include "gateway/legacy_sse.h"
 #include "gateway/session.h"
 #include "telemetry/metrics.h"
 #include "transport/http_server.h"
@@ -55,6 +56,8 @@ class Gateway {
 
   bool origin_allowed(std::string_view origin) const;
   std::shared_ptr<Session> create_session();
+  // Cancels the session's calls upstream, closes its stream, forgets it (DELETE, legacy SSE close).
+  void end_session(const std::shared_ptr<Session>& session, const std::string& why);
   void rebuild_catalog();
   void broadcast(const std::string& message);
   void expire_sessions();
@@ -70,6 +73,7 @@ class Gateway {
   Catalog catalog_;
   transport::HttpServer http_;
   std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
+  std::unique_ptr<LegacySse> legacy_;  // GET /sse + POST /messages (2024-11-05 transport)
   boost::asio::steady_timer sweep_;
   std::string session_dir_root_;  // per_session servers' ${session.dir} directories go here
   bool stopping_ = false;

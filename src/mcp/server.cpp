@@ -30,16 +30,22 @@ struct Waiter {
 }  // namespace
 
 struct Server::Impl {
-  explicit Impl(asio::io_context& io, std::size_t max_line)
+  std::int64_t next_id = 1;
+  std::map<std::int64_t, std::shared_ptr<Waiter>> waiting;
+};
+
+namespace {
+// stdin/stdout of the process, with writes coalesced.
+struct StdioPort {
+  StdioPort(asio::io_context& io, std::size_t max_line)
       : in(io, ::dup(STDIN_FILENO)), out(io, ::dup(STDOUT_FILENO)), framer(max_line) {}
   asio::posix::stream_descriptor in;
   asio::posix::stream_descriptor out;
   transport::LineFramer framer;
   std::deque<std::string> queue;
   bool writing = false;
-  std::int64_t next_id = 1;
-  std::map<std::int64_t, std::shared_ptr<Waiter>> waiting;
 };
+}  // namespace
 
 void ToolContext::progress(double progress, std::optional<double> total,
                            const std::string& message) {
@@ -47,23 +53,23 @@ void ToolContext::progress(double progress, std::optional<double> total,
   bj::object p{{"progressToken", *progress_token_}, {"progress", progress}};
   if (total) p["total"] = *total;
   if (!message.empty()) p["message"] = message;
-  server_.send(json::make_notification("notifications/progress", bj::serialize(p)));
+  server_.send(json::make_notification("notifications/progress", bj::serialize(p)), request_id_);
 }
 
 void ToolContext::log(const std::string& level, const bj::value& data, const std::string& logger) {
   if (!server_.should_log(level)) return;
   bj::object p{{"level", level}, {"data", data}};
   if (!logger.empty()) p["logger"] = logger;
-  server_.send(json::make_notification("notifications/message", bj::serialize(p)));
+  server_.send(json::make_notification("notifications/message", bj::serialize(p)), request_id_);
 }
 
 asio::awaitable<bj::value> ToolContext::ask_client(const std::string& method, bj::object params) {
-  bj::value answer = co_await server_.request(method, std::move(params));
+  bj::value answer = co_await server_.request(method, std::move(params), request_id_);
   co_return answer;
 }
 
 const ClientCapabilities& ToolContext::client() const { return server_.client(); }
-void ToolContext::send_raw(std::string line) { server_.send(std::move(line)); }
+void ToolContext::send_raw(std::string line) { server_.send(std::move(line), request_id_); }
 Version ToolContext::version() const { return server_.version(); }
 
 bj::object tool_error(const std::string& message) {
@@ -77,7 +83,7 @@ bj::object tool_text(const std::string& text) {
 }
 
 Server::Server(asio::io_context& io, ServerOptions options)
-    : io_(io), options_(std::move(options)), impl_(std::make_unique<Impl>(io, options_.max_line_bytes)) {}
+    : io_(io), options_(std::move(options)), impl_(std::make_unique<Impl>()) {}
 
 Server::~Server() = default;
 
@@ -89,39 +95,16 @@ bool Server::should_log(const std::string& level) const {
   return log_level_rank(level) >= min_log_rank_;
 }
 
-void Server::send(std::string message) {
-  message.push_back('\n');
-  impl_->queue.push_back(std::move(message));
-  if (impl_->writing) return;
-  impl_->writing = true;
-  asio::co_spawn(
-      io_,
-      [this]() -> asio::awaitable<void> {
-        // Coalesce everything queued meanwhile into one write: one wake-up of the reader.
-        while (!impl_->queue.empty()) {
-          std::string batch;
-          while (!impl_->queue.empty()) {
-            batch += impl_->queue.front();
-            impl_->queue.pop_front();
-          }
-          boost::system::error_code ec;
-          co_await asio::async_write(impl_->out, asio::buffer(batch),
-                                     asio::redirect_error(asio::use_awaitable, ec));
-          if (ec) {
-            impl_->queue.clear();
-            io_.stop();
-          }
-        }
-        impl_->writing = false;
-      },
-      asio::detached);
+void Server::send(std::string message, const std::string& related, bool final) {
+  if (outbox_) outbox_(std::move(message), related, final);
 }
 
-asio::awaitable<bj::value> Server::request(const std::string& method, bj::object params) {
+asio::awaitable<bj::value> Server::request(const std::string& method, bj::object params,
+                                           const std::string& related) {
   const std::int64_t id = impl_->next_id++;
   auto waiter = std::make_shared<Waiter>(io_.get_executor());
   impl_->waiting[id] = waiter;
-  send(json::make_request(std::to_string(id), method, bj::serialize(params)));
+  send(json::make_request(std::to_string(id), method, bj::serialize(params)), related);
   boost::system::error_code ec;
   co_await waiter->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   impl_->waiting.erase(id);
@@ -130,17 +113,45 @@ asio::awaitable<bj::value> Server::request(const std::string& method, bj::object
 }
 
 void Server::run_stdio() {
+  auto port = std::make_shared<StdioPort>(io_, options_.max_line_bytes);
+  outbox_ = [this, port](std::string message, const std::string&, bool) {
+    message.push_back('\n');
+    port->queue.push_back(std::move(message));
+    if (port->writing) return;
+    port->writing = true;
+    asio::co_spawn(
+        io_,
+        [this, port]() -> asio::awaitable<void> {
+          // Coalesce everything queued meanwhile into one write: one wake-up of the reader.
+          while (!port->queue.empty()) {
+            std::string batch;
+            while (!port->queue.empty()) {
+              batch += port->queue.front();
+              port->queue.pop_front();
+            }
+            boost::system::error_code ec;
+            co_await asio::async_write(port->out, asio::buffer(batch),
+                                       asio::redirect_error(asio::use_awaitable, ec));
+            if (ec) {
+              port->queue.clear();
+              io_.stop();
+            }
+          }
+          port->writing = false;
+        },
+        asio::detached);
+  };
   asio::co_spawn(
       io_,
-      [this]() -> asio::awaitable<void> {
+      [this, port]() -> asio::awaitable<void> {
         std::vector<char> buf(64 * 1024);
         for (;;) {
           boost::system::error_code ec;
-          const std::size_t n = co_await impl_->in.async_read_some(
+          const std::size_t n = co_await port->in.async_read_some(
               asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
           if (ec) break;
-          if (!impl_->framer.feed(std::string_view(buf.data(), n),
-                                  [this](std::string_view line) { on_line(line); })) {
+          if (!port->framer.feed(std::string_view(buf.data(), n),
+                                 [this](std::string_view line) { receive(line); })) {
             break;
           }
         }
@@ -149,7 +160,7 @@ void Server::run_stdio() {
       asio::detached);
 }
 
-void Server::on_line(std::string_view line) {
+void Server::receive(std::string_view line) {
   const json::Envelope env = json::parse_envelope(line);
   if (env.kind == json::Kind::kInvalid) {
     send(json::make_error({}, env.problem.rfind("not JSON", 0) == 0 ? json::kParseError
@@ -186,9 +197,10 @@ asio::awaitable<void> Server::handle_request(bj::value id, std::string method, b
   if (result.is_object() && result.as_object().contains("__error")) {
     const auto& e = result.as_object().at("__error").as_object();
     send(json::make_error(id_text, static_cast<int>(e.at("code").as_int64()),
-                          std::string(e.at("message").as_string())));
+                          std::string(e.at("message").as_string())),
+         id_text, true);
   } else {
-    send(json::make_result(id_text, bj::serialize(result)));
+    send(json::make_result(id_text, bj::serialize(result)), id_text, true);
   }
 }
 
@@ -242,7 +254,7 @@ std::optional<std::map<std::string, std::string>> match_template(const std::stri
 }  // namespace
 
 asio::awaitable<bj::value> Server::dispatch(const std::string& method, bj::object& params,
-                                            bj::value& /*id*/) {
+                                            bj::value& id) {
   if (method == "initialize") {
     if (options_.init_delay_ms > 0) {
       asio::steady_timer t(io_, std::chrono::milliseconds(options_.init_delay_ms));
@@ -259,6 +271,7 @@ asio::awaitable<bj::value> Server::dispatch(const std::string& method, bj::objec
       client_.elicitation = c.contains("elicitation");
       client_.roots = c.contains("roots");
     }
+    initialized_ = true;
     co_return bj::object{
         {"protocolVersion", to_string(version_)},
         {"capabilities", bj::object{{"tools", bj::object{{"listChanged", true}}},
@@ -289,7 +302,7 @@ asio::awaitable<bj::value> Server::dispatch(const std::string& method, bj::objec
       if (auto* meta = params.if_contains("_meta"); meta && meta->is_object()) {
         if (auto* tok = meta->as_object().if_contains("progressToken")) token = *tok;
       }
-      ToolContext ctx(*this, token);
+      ToolContext ctx(*this, token, bj::serialize(id));
       bj::object result = co_await t.handler(std::move(args), ctx);
       co_return result;
     }
@@ -302,6 +315,7 @@ asio::awaitable<bj::value> Server::dispatch(const std::string& method, bj::objec
       if (r.is_template != templates) continue;
       bj::object o{{templates ? "uriTemplate" : "uri", r.uri}, {"name", r.name}};
       if (!r.mime_type.empty()) o["mimeType"] = r.mime_type;
+      if (!r.description.empty()) o["description"] = r.description;
       items.push_back(std::move(o));
     }
     co_return page(std::move(items), templates ? "resourceTemplates" : "resources", params,

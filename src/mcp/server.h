@@ -1,6 +1,8 @@
 #pragma once
-// Server side of MCP over stdio, on one Asio thread: requests run concurrently as coroutines,
-// tools can report progress, log, and ask the client (sampling, elicitation) while they run.
+// Server side of MCP on one Asio thread: requests run concurrently as coroutines, tools can
+// report progress, log, and ask the client (sampling, elicitation) while they run. The transport
+// is pluggable: run_stdio() serves stdin/stdout; an HTTP host (mcp/http_host.h) feeds messages
+// with receive() and routes what the server sends through an Outbox.
 // `toolbridge-fixture` is built on it.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -22,8 +24,11 @@ class Server;
 // What a running tool can do besides returning its result.
 class ToolContext {
  public:
-  ToolContext(Server& server, std::optional<boost::json::value> progress_token)
-      : server_(server), progress_token_(std::move(progress_token)) {}
+  // `request_id`: raw JSON id of the tools/call being served; messages the tool sends are
+  // related to it (Streamable HTTP sends them on that request's stream).
+  ToolContext(Server& server, std::optional<boost::json::value> progress_token,
+              std::string request_id = {})
+      : server_(server), progress_token_(std::move(progress_token)), request_id_(std::move(request_id)) {}
   bool has_progress_token() const { return progress_token_.has_value(); }
   void progress(double progress, std::optional<double> total, const std::string& message = {});
   void log(const std::string& level, const boost::json::value& data, const std::string& logger = {});
@@ -39,6 +44,7 @@ class ToolContext {
  private:
   Server& server_;
   std::optional<boost::json::value> progress_token_;
+  std::string request_id_;
 };
 
 using ToolHandler = std::function<boost::asio::awaitable<boost::json::object>(
@@ -60,6 +66,7 @@ struct ResourceDef {
   std::string mime_type;
   bool is_template = false;
   ResourceHandler read;      // returns {"contents": [...]}
+  std::string description;   // optional
 };
 
 struct PromptDef {
@@ -77,6 +84,10 @@ struct ServerOptions {
   std::size_t max_line_bytes = 64u << 20;
 };
 
+// Where a server's outgoing messages go. `related` is the raw JSON id of the client request the
+// message belongs to (empty: none); `final` marks that request's own response.
+using Outbox = std::function<void(std::string message, const std::string& related, bool final)>;
+
 class Server {
  public:
   Server(boost::asio::io_context& io, ServerOptions options);
@@ -88,11 +99,17 @@ class Server {
 
   // Serves stdin/stdout until stdin closes.
   void run_stdio();
+  // For other transports: where outgoing messages go, and one incoming message.
+  void set_outbox(Outbox outbox) { outbox_ = std::move(outbox); }
+  void receive(std::string_view message);
+  // True once an initialize request has been handled.
+  bool initialized() const { return initialized_; }
 
   // Internals used by ToolContext.
-  void send(std::string message);
+  void send(std::string message, const std::string& related = {}, bool final = false);
   boost::asio::awaitable<boost::json::value> request(const std::string& method,
-                                                     boost::json::object params);
+                                                     boost::json::object params,
+                                                     const std::string& related = {});
   const ClientCapabilities& client() const { return client_; }
   Version version() const { return version_; }
   bool should_log(const std::string& level) const;
@@ -104,8 +121,6 @@ class Server {
   boost::asio::awaitable<boost::json::value> dispatch(const std::string& method,
                                                       boost::json::object& params,
                                                       boost::json::value& id);
-  void on_line(std::string_view line);
-
   boost::asio::io_context& io_;
   ServerOptions options_;
   std::unique_ptr<Impl> impl_;
@@ -115,6 +130,8 @@ class Server {
   ClientCapabilities client_;
   Version version_ = kLatestVersion;
   int min_log_rank_ = 0;
+  bool initialized_ = false;
+  Outbox outbox_;
 };
 
 // Error result of a tool (isError: true) with one text block.

@@ -31,6 +31,11 @@ std::optional<Url> parse_url(const std::string& text, std::string& error) {
   return u;
 }
 
+std::string host_header(const Url& url) {
+  const bool ipv6 = url.host.find(':') != std::string::npos;
+  return (ipv6 ? "[" + url.host + "]" : url.host) + ":" + url.port;
+}
+
 std::string HttpResponse::header(std::string_view name) const {
   for (const auto& [k, v] : headers) {
     if (beast::iequals(k, name)) return v;
@@ -64,7 +69,7 @@ bool HttpClient::request(http::verb verb, const std::string& body, const Headers
       impl_->connected = true;
     }
     http::request<http::string_body> req{verb, url_.target, 11};
-    req.set(http::field::host, url_.host + ":" + url_.port);
+    req.set(http::field::host, host_header(url_));
     req.set(http::field::user_agent, "toolbridge-cli");
     for (const auto& [k, v] : headers) req.set(k, v);
     if (!body.empty()) {

@@ -15,6 +15,8 @@ struct Url {
   std::string target;  // path and query
 };
 std::optional<Url> parse_url(const std::string& text, std::string& error);
+// The Host header value for `url` (IPv6 addresses in brackets, as the gateway's checks expect).
+std::string host_header(const Url& url);
 
 struct HttpResponse {
   int status = 0;

