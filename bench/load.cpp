@@ -71,7 +71,8 @@ asio::awaitable<void> worker(Target& target, Run& run, std::size_t index, std::s
   if (++run.ready == run.workers) run.all_ready.set();
   co_await run.go.wait();
 
-  asio::steady_timer pacer(co_await asio::this_coro::executor);
+  auto ex = co_await asio::this_coro::executor;
+  asio::steady_timer pacer(ex);
   while (opened) {
     if (run.max_calls != 0 && run.started >= run.max_calls) break;
     auto t0 = Clock::now();
