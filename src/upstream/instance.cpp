@@ -618,6 +618,12 @@ asio::awaitable<void> Instance::stop() {
   fail_pending(json::kUpstreamUnavailable, "server '" + server_.name + "' is shutting down");
   if (remote_) {
     remote_->close();
+    // Let the aborted reads and writes finish their coroutines (bounded by stop_grace).
+    boost::system::error_code ec;
+    for (auto waited = 0ms; remote_->running() > 0 && waited < server_.stop_grace; waited += 5ms) {
+      asio::steady_timer tick(io_, 5ms);
+      co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
     state_ = State::kExited;
     co_return;
   }

@@ -183,6 +183,7 @@ void Remote::answer_error(const Outgoing& m, const std::string& message) {
 
 asio::awaitable<void> Remote::send_loop() {
   auto self = shared_from_this();
+  Running running(*this);
   while (!queue_.empty() && !closed_) {
     if (mode_ == Mode::kLegacy && legacy_post_.target.empty()) {
       // The stream has not named its endpoint yet; close() or the endpoint wakes us.
@@ -328,6 +329,7 @@ void Remote::release(const std::shared_ptr<Conn>& c, bool reusable) {
 
 asio::awaitable<void> Remote::read_response(std::shared_ptr<Conn> c, Outgoing m) {
   auto self = shared_from_this();
+  Running running(*this);
   Parser p;
   p.body_limit((std::numeric_limits<std::uint64_t>::max)());
   error_code ec = co_await do_read_header(*c, p);
@@ -451,6 +453,7 @@ asio::awaitable<void> Remote::read_response(std::shared_ptr<Conn> c, Outgoing m)
 asio::awaitable<void> Remote::get_stream(std::string last_event_id, long retry_ms,
                                          std::string awaiting) {
   auto self = shared_from_this();
+  Running running(*this);
   const bool resuming = !awaiting.empty();
   // A resumption waits `retry` first; the standalone stream reconnects after it ends.
   for (int attempt = 0; !closed_; ++attempt) {
@@ -547,6 +550,7 @@ asio::awaitable<void> Remote::get_stream(std::string last_event_id, long retry_m
 
 asio::awaitable<void> Remote::legacy_stream() {
   auto self = shared_from_this();
+  Running running(*this);
   std::string error;
   auto c = co_await connect(error);
   if (closed_) co_return;

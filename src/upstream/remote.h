@@ -38,6 +38,9 @@ class Remote : public std::enable_shared_from_this<Remote> {
   void set_protocol_version(std::string version);
   // Closes every connection; no handler is called afterwards.
   void close();
+  // Coroutines still running (they end soon after close()); stop() waits for 0 so none is left
+  // for the io_context's destructor to tear down.
+  std::size_t running() const { return running_; }
   // "streamable_http" or "sse" once known.
   std::string transport_name() const;
 
@@ -86,6 +89,12 @@ class Remote : public std::enable_shared_from_this<Remote> {
   bool closed_ = false;
   bool failed_ = false;
   std::size_t active_ = 0;     // connections busy with a POST
+  std::size_t running_ = 0;
+  struct Running {
+    explicit Running(Remote& r) : r(r) { ++r.running_; }
+    ~Running() { --r.running_; }
+    Remote& r;
+  };
   std::vector<std::shared_ptr<Conn>> idle_;
   std::vector<std::weak_ptr<Conn>> live_;
   boost::asio::steady_timer slot_free_;      // cancelled when a connection is released
