@@ -164,6 +164,8 @@ asio::awaitable<std::string> Instance::initialize() {
               std::to_string(server_.startup_timeout.count()) + " ms (startup_timeout)";
   }
   if (failure.empty() && state_ != State::kStarting) failure = exit_reason_;
+  // An unreachable remote server: its transport's reason alone says it best.
+  if (remote_ && !exit_reason_.empty() && !timed_out) failure = exit_reason_;
   if (!failure.empty()) {
     if (!exit_reason_.empty() && failure != exit_reason_) failure += "; " + exit_reason_;
     co_await stop();

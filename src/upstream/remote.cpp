@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/co_spawn.hpp>
@@ -50,6 +53,12 @@ struct Remote::Conn {
   beast::flat_buffer buffer;
   beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
   bool is_open() { return lowest().socket().is_open(); }
+  // An idle keep-alive connection the server has closed reads as end of file right away.
+  bool closed_by_peer() {
+    char byte;
+    const ssize_t n = ::recv(lowest().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+  }
   void close() {
     error_code ec;
     lowest().socket().close(ec);
@@ -228,6 +237,7 @@ asio::awaitable<void> Remote::send_loop() {
       break;
     }
     if (m.call_id && handlers_.on_sent) handlers_.on_sent(m.call_id);
+    m.reused = reused;
     asio::co_spawn(
         io_,
         [self, c, m = std::move(m), reused]() mutable {
@@ -242,11 +252,12 @@ asio::awaitable<std::shared_ptr<Remote::Conn>> Remote::acquire(std::string& erro
   while (!idle_.empty()) {
     auto c = std::move(idle_.back());
     idle_.pop_back();
-    if (c->is_open()) {
+    if (c->is_open() && !c->closed_by_peer()) {
       ++active_;
       reused = true;
       co_return c;
     }
+    c->close();
   }
   while (active_ >= server_.max_connections && !closed_) {
     // Every connection is busy (answers streaming): wait for one to be released.
@@ -256,11 +267,12 @@ asio::awaitable<std::shared_ptr<Remote::Conn>> Remote::acquire(std::string& erro
     if (!idle_.empty()) {
       auto c = std::move(idle_.back());
       idle_.pop_back();
-      if (c->is_open()) {
+      if (c->is_open() && !c->closed_by_peer()) {
         ++active_;
         reused = true;
         co_return c;
       }
+      c->close();
     }
   }
   if (closed_) co_return nullptr;
@@ -336,6 +348,16 @@ asio::awaitable<void> Remote::read_response(std::shared_ptr<Conn> c, Outgoing m)
   if (closed_) co_return;
   if (ec) {
     release(c, false);
+    if (m.reused && !m.retried && ec == http::error::end_of_stream) {
+      // Closed by the server as it went idle, before it read our request: send it again.
+      m.retried = true;
+      queue_.push_front(std::move(m));
+      if (!sending_) {
+        sending_ = true;
+        asio::co_spawn(io_, [self]() { return self->send_loop(); }, asio::detached);
+      }
+      co_return;
+    }
     fail("the connection to " + where() + " broke before it answered (" + ec.message() + ")");
     co_return;
   }

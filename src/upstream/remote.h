@@ -53,6 +53,7 @@ class Remote : public std::enable_shared_from_this<Remote> {
     std::string id;            // raw JSON id when it is a request, else empty
     bool initialize = false;
     bool retried = false;      // already resent once after a stale keep-alive connection
+    bool reused = false;       // went out on a connection that had served a request before
   };
   struct Target {
     std::string host, port, target;

@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+import anyio
 import httpx
 import mcp.types as types
 import pytest
@@ -211,7 +212,9 @@ def test_configured_headers_reach_the_server_and_http_errors_are_reported(gatewa
 def test_remote_dying_is_reported_and_restarted(gateway_factory, remotes):
     port = free_port()
     fx = remotes([str(fixture_bin()), "--http", f"127.0.0.1:{port}"])
-    gw = gateway_factory({"remote": {"url": fx.url, "restart_backoff": {"initial": "100ms", "max": "500ms"}}})
+    # max_retries 0: a call that never reached the server is not re-sent; its error says why.
+    gw = gateway_factory({"remote": {"url": fx.url, "max_retries": 0,
+                                     "restart_backoff": {"initial": "100ms", "max": "500ms"}}})
     gw.wait_ready(["remote"])
     fx.close()
 
@@ -221,6 +224,8 @@ def test_remote_dying_is_reported_and_restarted(gateway_factory, remotes):
 
     result = run(call)
     assert result.is_error, result
+    text = only_text(result)
+    assert "Connection refused" in text or "is starting" in text or "unavailable" in text, text
     health = gw.wait_health(lambda h: "refused" in (h["servers"]["remote"].get("last_error") or "") or
                             "broke" in (h["servers"]["remote"].get("last_error") or ""), 20,
                             "a connection error")
@@ -297,3 +302,22 @@ def test_https_with_a_private_ca(gateway_factory, remotes, tmp_path):
         assert only_text(a) == "tls" and only_text(b) == "tls2"
     finally:
         listener.close()
+
+
+def test_idle_keep_alive_connections_closed_by_the_server(gateway_factory, remotes):
+    # Node's HTTP server closes a keep-alive connection after 5 s idle: the next call must open
+    # a new one rather than fail on the dead one.
+    ev = everything_http(remotes, "streamableHttp")
+    gw = gateway_factory({"ev": {"url": ev.url}})
+    gw.wait_ready(["ev"])
+
+    async def main():
+        async with sdk_session(gw.mcp_url) as s:
+            first = await s.call_tool("ev__echo", {"message": "one"})
+            await anyio.sleep(5.6)
+            second = await s.call_tool("ev__echo", {"message": "two"})
+            return first, second
+
+    first, second = run(main)
+    assert "one" in only_text(first) and "two" in only_text(second), (first, second)
+    assert gw.health()["servers"]["ev"].get("restarts", 0) == 0, gw.health()["servers"]["ev"]
