@@ -619,6 +619,7 @@ asio::awaitable<void> Instance::stop() {
   state_ = State::kStopping;
   fail_pending(json::kUpstreamUnavailable, "server '" + server_.name + "' is shutting down");
   if (remote_) {
+    co_await remote_->end_session(server_.stop_grace);
     remote_->close();
     // Let the aborted reads and writes finish their coroutines (bounded by stop_grace).
     boost::system::error_code ec;

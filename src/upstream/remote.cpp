@@ -153,6 +153,36 @@ void Remote::set_protocol_version(std::string version) {
   }
 }
 
+asio::awaitable<void> Remote::end_session(std::chrono::milliseconds limit) {
+  if (mode_ != Mode::kStreamable || session_id_.empty() || closed_ || failed_) co_return;
+  auto self = shared_from_this();
+  Running running(*this);
+  std::shared_ptr<Conn> c;
+  while (!idle_.empty() && !c) {
+    c = std::move(idle_.back());
+    idle_.pop_back();
+    if (!c->is_open() || c->closed_by_peer()) c.reset();
+  }
+  if (!c) {
+    std::string error;
+    c = co_await connect(error);
+    if (!c) co_return;
+  }
+  http::request<http::string_body> req{http::verb::delete_, base_.target, 11};
+  req.set(http::field::host, host_header(base_.host, base_.port, tls_));
+  req.set(http::field::user_agent, "toolbridge");
+  req.set("Mcp-Session-Id", session_id_);
+  if (!protocol_version_.empty()) req.set("MCP-Protocol-Version", protocol_version_);
+  for (const auto& [k, v] : server_.headers) req.set(k, v);
+  req.prepare_payload();
+  c->lowest().expires_after(limit);
+  error_code ec = co_await do_write(*c, req);
+  Parser p;
+  if (!ec) ec = co_await do_read_header(*c, p);
+  if (!ec) spdlog::debug("[{}] DELETE of the session: HTTP {}", server_.name, p.get().result_int());
+  c->close();
+}
+
 void Remote::close() {
   closed_ = true;
   queue_.clear();

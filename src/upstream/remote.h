@@ -36,6 +36,9 @@ class Remote : public std::enable_shared_from_this<Remote> {
   // Called once initialize is answered: later requests carry MCP-Protocol-Version, and the
   // optional GET stream for server-initiated messages is opened.
   void set_protocol_version(std::string version);
+  // Streamable HTTP: tells the server the session is over (DELETE with Mcp-Session-Id), bounded
+  // by `limit`; errors are ignored (the server expires sessions on its own too).
+  boost::asio::awaitable<void> end_session(std::chrono::milliseconds limit);
   // Closes every connection; no handler is called afterwards.
   void close();
   // Coroutines still running (they end soon after close()); stop() waits for 0 so none is left

@@ -321,3 +321,20 @@ def test_idle_keep_alive_connections_closed_by_the_server(gateway_factory, remot
     first, second = run(main)
     assert "one" in only_text(first) and "two" in only_text(second), (first, second)
     assert gw.health()["servers"]["ev"].get("restarts", 0) == 0, gw.health()["servers"]["ev"]
+
+
+def test_per_session_remote_gives_each_session_its_own_mcp_session(gateway_factory, remotes):
+    fx = fixture_http(remotes)
+    gw = gateway_factory({"remote": {"url": fx.url, "policy": "per_session", "spares": 1}})
+    gw.wait_ready(["remote"])
+
+    async def main():
+        async with sdk_session(gw.mcp_url) as a, sdk_session(gw.mcp_url) as b:
+            ra = await a.call_tool("remote__echo", {"text": "a"})
+            rb = await b.call_tool("remote__echo", {"text": "b"})
+            return only_text(ra), only_text(rb), gw.health()["servers"]["remote"]
+
+    ra, rb, health = run(main)
+    assert (ra, rb) == ("a", "b")
+    assert health["sessions_bound"] == 2, health
+    assert health["pids"] == [], health  # a remote instance has no process of ours
