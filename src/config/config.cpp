@@ -1,5 +1,7 @@
 #include "config/config.h"
 
+#include <boost/url/parse.hpp>
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -292,7 +294,7 @@ constexpr std::array<std::string_view, 11> kGatewayKeys{
     "log_level",    "shutdown_grace",   "session_dir_root",
 };
 
-constexpr std::array<std::string_view, 31> kServerKeys{
+constexpr std::array<std::string_view, 39> kServerKeys{
     "command",         "args",           "env",          "inherit_env",
     "cwd",             "enabled",        "startup_timeout", "call_timeout",
     "tool_timeouts",   "restart_backoff", "stop_grace",  "ping_timeout",
@@ -301,6 +303,8 @@ constexpr std::array<std::string_view, 31> kServerKeys{
     "max_instances",   "spares",         "target_in_flight", "checkout_timeout",
     "max_calls",       "max_age",        "max_rss_mb",   "rss_check_interval",
     "idle_ttl",        "rebind_on_exit", "keep_session_dir",
+    "url",             "transport",      "type",         "headers",
+    "tls_verify",      "ca_file",        "max_connections", "connect_timeout",
 };
 constexpr std::array<std::string_view, 3> kPolicies{"shared", "pool", "per_session"};
 // Keys that only mean something for some policies, checked after the whole entry is read.
@@ -309,16 +313,23 @@ constexpr std::array<std::string_view, 2> kPerSessionOnlyKeys{"rebind_on_exit", 
 constexpr std::array<std::string_view, 3> kNotSharedKeys{"max_instances", "spares",
                                                          "checkout_timeout"};
 // Keys other MCP clients write into the same entries, which we interpret rather than ignore.
-constexpr std::array<std::string_view, 6> kForeignServerKeys{"disabled", "timeout",   "type",
-                                                             "url",      "serverUrl", "httpUrl"};
+constexpr std::array<std::string_view, 4> kForeignServerKeys{"disabled", "timeout", "serverUrl",
+                                                             "httpUrl"};
+// Keys that belong to one kind of server only (stdio command vs remote url).
+constexpr std::array<std::string_view, 5> kStdioOnlyKeys{"args", "env", "inherit_env", "cwd",
+                                                         "max_rss_mb"};
+constexpr std::array<std::string_view, 6> kRemoteOnlyKeys{"transport",      "headers",
+                                                          "tls_verify",     "ca_file",
+                                                          "max_connections", "connect_timeout"};
+constexpr std::array<std::string_view, 3> kTransports{"auto", "streamable_http", "sse"};
+// `type` as other clients write it: "http" and "streamable-http" are Streamable HTTP.
+constexpr std::array<std::string_view, 6> kTypes{"stdio", "http", "streamable-http",
+                                                 "streamable_http", "streamableHttp", "sse"};
 
 constexpr std::array<std::string_view, 2> kBackoffKeys{"initial", "max"};
 constexpr std::array<std::string_view, 2> kToolNamings{"prefixed", "unprefixed_when_unique"};
 constexpr std::array<std::string_view, 5> kLogLevels{"trace", "debug", "info", "warn", "error"};
 
-constexpr std::string_view kRemoteUnsupported =
-    "remote servers (type \"http\"/\"sse\"/url) are not supported yet; only stdio servers (command "
-    "+ args) are";
 
 // Cline and Roo Code write "timeout" in seconds (1-3600); Gemini CLI writes milliseconds
 // (default 600000). A number no human means as seconds is taken as milliseconds.
@@ -639,6 +650,53 @@ class Reader {
     return o;
   }
 
+  std::string remote_url(const Node& n, const std::string& path) const {
+    const std::string& value = text(n, path);
+    auto parsed = boost::urls::parse_uri(value);
+    if (!parsed) fail(n.mark, path, fmt::format("'{}' is not a URL: {}", value, parsed.error().message()));
+    if (parsed->scheme() != "http" && parsed->scheme() != "https") {
+      fail(n.mark, path, fmt::format("'{}': only http:// and https:// URLs are supported", value));
+    }
+    if (parsed->host().empty()) fail(n.mark, path, fmt::format("'{}' has no host", value));
+    return value;
+  }
+
+  // Header values may name an environment variable as ${env:NAME}, so API keys stay out of the
+  // file. An unset variable is an error: a request without its key would fail less clearly.
+  std::string header_value(const Node& n, const std::string& path) const {
+    const std::string& raw = text(n, path);
+    std::string out;
+    std::size_t at = 0;
+    for (;;) {
+      const std::size_t open = raw.find("${env:", at);
+      if (open == std::string::npos) break;
+      const std::size_t close = raw.find('}', open);
+      if (close == std::string::npos) fail(n.mark, path, "'${env:' without a closing '}'");
+      const std::string name = raw.substr(open + 6, close - open - 6);
+      if (!is_env_name(name)) {
+        fail(n.mark, path, fmt::format("'{}' is not an environment variable name", name));
+      }
+      const char* env = std::getenv(name.c_str());
+      if (!env) fail(n.mark, path, fmt::format("environment variable {} is not set", name));
+      out.append(raw, at, open - at);
+      out += env;
+      at = close + 1;
+    }
+    out.append(raw, at);
+    if (out.find_first_of("\r\n") != std::string::npos) {
+      fail(n.mark, path, "a header value must not contain a line break");
+    }
+    return out;
+  }
+
+  static bool is_header_name(std::string_view name) {
+    if (name.empty() || name.size() > 256) return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+             std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+    });
+  }
+
   void read_servers(const Node& node, const std::string& path, Config& config) const {
     const std::string& separator = config.gateway.separator;
     Seen names;
@@ -673,6 +731,11 @@ class Reader {
     bool call_timeout_set = false;
     std::optional<Duration> foreign_timeout;
     bool has_command = false;
+    std::optional<Mark> url_mark;
+    std::string url_key;
+    bool type_set = false;
+    std::optional<Mark> type_mark;
+    bool type_is_stdio = false;
 
     Seen seen;
     std::map<std::string, Mark, std::less<>> marks;  // where each key was written
@@ -682,7 +745,42 @@ class Reader {
       marks.emplace(e.key, e.key_mark);
       const std::string p = join(path, e.key);
       const Node& v = e.value;
-      if (e.key == "command") {
+      if (e.key == "url" || e.key == "serverUrl" || e.key == "httpUrl") {
+        if (url_mark) {
+          fail(e.key_mark, p, fmt::format("a second URL; '{}' was given at line {}", url_key,
+                                          url_mark->line));
+        }
+        s.url = remote_url(v, p);
+        url_mark = e.key_mark;
+        url_key = e.key;
+        // Gemini CLI's httpUrl always means Streamable HTTP.
+        if (e.key == "httpUrl" && !type_set) s.transport = RemoteTransport::kStreamableHttp;
+      } else if (e.key == "transport") {
+        const std::string_view t = one_of(v, p, kTransports);
+        s.transport = t == "sse"               ? RemoteTransport::kSse
+                      : t == "streamable_http" ? RemoteTransport::kStreamableHttp
+                                               : RemoteTransport::kAuto;
+        type_set = true;
+      } else if (e.key == "headers") {
+        for (const Entry& h : entries(v, p)) {
+          if (!is_header_name(h.key)) {
+            fail(h.key_mark, p, fmt::format("'{}' is not an HTTP header name", h.key));
+          }
+          const std::string value = header_value(h.value, join(p, h.key));
+          if (!s.headers.emplace(h.key, value).second) {
+            fail(h.key_mark, p, fmt::format("duplicate header '{}'", h.key));
+          }
+        }
+      } else if (e.key == "tls_verify") {
+        s.tls_verify = boolean(v, p);
+      } else if (e.key == "ca_file") {
+        s.ca_file = text(v, p);
+        if (s.ca_file.empty()) fail(v.mark, p, "must not be empty");
+      } else if (e.key == "max_connections") {
+        s.max_connections = count(v, p);
+      } else if (e.key == "connect_timeout") {
+        s.connect_timeout = duration(v, p, /*allow_zero=*/false);
+      } else if (e.key == "command") {
         s.command = text(v, p);
         if (s.command.empty()) fail(v.mark, p, "must not be empty");
         has_command = true;
@@ -777,16 +875,44 @@ class Reader {
       } else if (e.key == "keep_session_dir") {
         s.keep_session_dir = boolean(v, p);
       } else if (e.key == "type") {
-        const std::string& type = text(v, p);
-        if (type != "stdio") fail(v.mark, p, fmt::format("'{}': {}", type, kRemoteUnsupported));
-      } else {  // url, serverUrl, httpUrl
-        fail(e.key_mark, p, kRemoteUnsupported);
+        const std::string_view type = one_of(v, p, kTypes);
+        if (type == "sse") {
+          s.transport = RemoteTransport::kSse;
+        } else if (type != "stdio") {
+          s.transport = RemoteTransport::kStreamableHttp;
+        }
+        type_set = type != "stdio";
+        type_mark = v.mark;
+        type_is_stdio = type == "stdio";
       }
     }
 
-    if (!has_command) {
+    if (has_command && url_mark) {
+      fail(*url_mark, join(path, url_key),
+           "a server has either 'command' (stdio) or 'url' (remote), not both");
+    }
+    if (!has_command && !url_mark) {
       fail(entry.key_mark, path,
-           "missing required key 'command' (the program to run, like npx or uvx)");
+           "missing required key 'command' (the program to run, like npx or uvx) or 'url' (a "
+           "remote server)");
+    }
+    if (type_mark && type_is_stdio == bool(url_mark)) {
+      fail(*type_mark, join(path, "type"),
+           url_mark ? "'stdio' contradicts 'url'; use http, streamable-http or sse"
+                    : "a remote type needs 'url'");
+    }
+    // Keys of the other kind of server are errors rather than silently ignored.
+    for (const auto& [key, mark] : marks) {
+      const bool stdio_only =
+          std::find(kStdioOnlyKeys.begin(), kStdioOnlyKeys.end(), key) != kStdioOnlyKeys.end();
+      const bool remote_only =
+          std::find(kRemoteOnlyKeys.begin(), kRemoteOnlyKeys.end(), key) != kRemoteOnlyKeys.end();
+      if (stdio_only && url_mark) {
+        fail(mark, join(path, key), "applies only to stdio servers (command); this one has a url");
+      }
+      if (remote_only && !url_mark) {
+        fail(mark, join(path, key), "applies only to remote servers (url)");
+      }
     }
     if (enabled && disabled && enabled->first == disabled->first) {
       fail(disabled->second, join(path, "disabled"), "contradicts 'enabled'; keep one of the two");

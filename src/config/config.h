@@ -28,8 +28,21 @@ enum class ToolNaming {
   kUnprefixedWhenUnique,  // "tool" when no other server has it, else "server__tool"
 };
 
+// How a remote server is spoken to. kAuto tries Streamable HTTP and falls back to the legacy
+// HTTP+SSE transport (GET stream + POST endpoint) when the first POST gets a 4xx.
+enum class RemoteTransport { kAuto, kStreamableHttp, kSse };
+
 struct Server {
   std::string name;
+  // Remote servers: an http:// or https:// URL instead of a command.
+  std::string url;
+  RemoteTransport transport = RemoteTransport::kAuto;
+  std::map<std::string, std::string> headers;  // sent with every request (API keys)
+  bool tls_verify = true;                      // https: check the certificate and host name
+  std::string ca_file;                         // https: PEM bundle trusted instead of the system's
+  std::size_t max_connections = 16;            // keep-alive connections to one remote instance
+  Duration connect_timeout{10'000};            // TCP connect + TLS handshake
+  bool remote() const { return !url.empty(); }
   // stdio servers: argv[0] is looked up on PATH when it has no slash; never run through a shell.
   std::string command;
   std::vector<std::string> args;

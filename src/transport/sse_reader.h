@@ -1,7 +1,7 @@
 #pragma once
 // Incremental Server-Sent Events parser for the client side: bytes in, in any pieces; each
 // complete `message` event's data out (multi-line data joined with '\n'). Other event types
-// (`endpoint`, custom) are skipped; `id:`, `retry:` and comments need no action here.
+// (`endpoint`, custom) are skipped by feed(); feed_events() gives them all.
 #include <string>
 #include <string_view>
 #include <utility>
@@ -12,6 +12,15 @@ class SseReader {
  public:
   template <class OnEvent>
   void feed(std::string_view bytes, OnEvent&& on_event) {
+    feed_events(bytes, [&on_event](std::string_view event, std::string data) {
+      if (event.empty() || event == "message") on_event(std::move(data));
+    });
+  }
+
+  // Every event with data, with its type ("" when the stream gave none): the legacy transport
+  // needs `endpoint`. `id:` and `retry:` are remembered for reconnecting.
+  template <class OnEvent>
+  void feed_events(std::string_view bytes, OnEvent&& on_event) {
     pending_.append(bytes);
     std::size_t start = 0;
     for (;;) {
@@ -21,7 +30,7 @@ class SseReader {
       start = nl + 1;
       if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
       if (line.empty()) {
-        if (has_data_ && (event_.empty() || event_ == "message")) on_event(std::move(data_));
+        if (has_data_) on_event(std::string_view(event_), std::move(data_));
         data_.clear();
         event_.clear();
         has_data_ = false;
@@ -31,17 +40,35 @@ class SseReader {
         has_data_ = true;
       } else if (line.starts_with("event:")) {
         event_ = std::string(field_value(line.substr(6)));
+      } else if (line.starts_with("id:")) {
+        last_id_ = std::string(field_value(line.substr(3)));
+      } else if (line.starts_with("retry:")) {
+        const std::string_view v = field_value(line.substr(6));
+        long ms = 0;
+        bool digits = !v.empty() && v.size() < 10;
+        for (char c : v) {
+          if (c < '0' || c > '9') digits = false;
+          else ms = ms * 10 + (c - '0');
+        }
+        if (digits) retry_ms_ = ms;
       }
     }
     pending_.erase(0, start);
   }
+
+  // The last `id:` seen (for Last-Event-ID), and the last `retry:` in ms (-1 if none).
+  const std::string& last_id() const { return last_id_; }
+  long retry_ms() const { return retry_ms_; }
+  // Bytes of an event not yet complete (a bound against endless events).
+  std::size_t buffered() const { return pending_.size() + data_.size(); }
 
  private:
   static std::string_view field_value(std::string_view v) {
     if (!v.empty() && v.front() == ' ') v.remove_prefix(1);
     return v;
   }
-  std::string pending_, data_, event_;
+  std::string pending_, data_, event_, last_id_;
+  long retry_ms_ = -1;
   bool has_data_ = false;
 };
 

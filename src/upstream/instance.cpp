@@ -61,6 +61,29 @@ Instance::~Instance() {
 }
 
 asio::awaitable<std::string> Instance::start() {
+  if (server_.remote()) {
+    Remote::Handlers handlers;
+    handlers.on_message = [weak = weak_from_this()](std::string_view message) {
+      if (auto self = weak.lock()) self->on_line(message);
+    };
+    handlers.on_sent = [weak = weak_from_this()](std::uint64_t call_id) {
+      auto self = weak.lock();
+      if (!self) return;
+      if (auto it = self->pending_.find(call_id); it != self->pending_.end()) it->second.sent = true;
+    };
+    handlers.on_failure = [weak = weak_from_this()](const std::string& reason) {
+      if (auto self = weak.lock()) self->fail(reason);
+    };
+    remote_ = std::make_shared<Remote>(io_, server_, std::move(handlers));
+    std::string error = remote_->open();
+    if (!error.empty()) {
+      state_ = State::kExited;
+      co_return error;
+    }
+    spdlog::debug("[{}] started remote instance {} ({})", server_.name, number_, server_.url);
+    std::string result = co_await initialize();
+    co_return result;
+  }
   process::Spec spec;
   spec.argv.push_back(server_.command);
   spec.argv.insert(spec.argv.end(), server_.args.begin(), server_.args.end());
@@ -82,6 +105,13 @@ asio::awaitable<std::string> Instance::start() {
   asio::co_spawn(io_, [self]() { return self->read_stdout(); }, asio::detached);
   asio::co_spawn(io_, [self]() { return self->read_stderr(); }, asio::detached);
   asio::co_spawn(io_, [self]() { return self->watch_exit(); }, asio::detached);
+  std::string result = co_await initialize();
+  co_return result;
+}
+
+asio::awaitable<std::string> Instance::initialize() {
+  auto self = shared_from_this();
+  std::string error;
 
   // Everything up to the first catalog is bounded by one startup timeout.
   asio::steady_timer limit(io_, server_.startup_timeout);
@@ -111,6 +141,7 @@ asio::awaitable<std::string> Instance::start() {
                 ", which toolbridge does not support";
     } else {
       version_ = *v;
+      if (remote_) remote_->set_protocol_version(std::string(mcp::to_string(version_)));
       if (const auto* c = r.if_contains("capabilities"); c && c->is_object()) {
         const auto& caps = c->as_object();
         caps_.tools = caps.contains("tools");
@@ -133,6 +164,8 @@ asio::awaitable<std::string> Instance::start() {
               std::to_string(server_.startup_timeout.count()) + " ms (startup_timeout)";
   }
   if (failure.empty() && state_ != State::kStarting) failure = exit_reason_;
+  // An unreachable remote server: its transport's reason alone says it best.
+  if (remote_ && !exit_reason_.empty() && !timed_out) failure = exit_reason_;
   if (!failure.empty()) {
     if (!exit_reason_.empty() && failure != exit_reason_) failure += "; " + exit_reason_;
     co_await stop();
@@ -323,6 +356,10 @@ void Instance::notify(std::string_view method, std::string params) {
 }
 
 void Instance::write(std::string line, std::uint64_t call_id) {
+  if (remote_) {
+    if (state_ != State::kExited && state_ != State::kStopping) remote_->send(std::move(line), call_id);
+    return;
+  }
   if (!stdin_.is_open()) return;
   line.push_back('\n');
   write_queue_.push_back(std::move(line));
@@ -431,6 +468,7 @@ void Instance::fail(const std::string& reason) {
   spdlog::warn("[{}#{}] {}", server_.name, number_, exit_reason_);
   fail_pending(json::kUpstreamFailed, exit_reason_ + "; the request may or may not have run");
   if (!child_.reaped()) child_.signal_group(SIGKILL);
+  if (remote_) remote_->close();
   boost::system::error_code ignored;
   stdin_.close(ignored);
   if (!was_stopping && on_exit) on_exit(exit_reason_);
@@ -580,6 +618,18 @@ asio::awaitable<void> Instance::stop() {
   const bool running = pidfd_.is_open() && !child_.reaped();
   state_ = State::kStopping;
   fail_pending(json::kUpstreamUnavailable, "server '" + server_.name + "' is shutting down");
+  if (remote_) {
+    co_await remote_->end_session(server_.stop_grace);
+    remote_->close();
+    // Let the aborted reads and writes finish their coroutines (bounded by stop_grace).
+    boost::system::error_code ec;
+    for (auto waited = 0ms; remote_->running() > 0 && waited < server_.stop_grace; waited += 5ms) {
+      asio::steady_timer tick(io_, 5ms);
+      co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    state_ = State::kExited;
+    co_return;
+  }
   boost::system::error_code ec;
   stdin_.close(ec);
   if (running) {

@@ -20,6 +20,7 @@
 #include "mcp/protocol.h"
 #include "process/child.h"
 #include "transport/line_framer.h"
+#include "upstream/remote.h"
 
 namespace toolbridge::upstream {
 
@@ -70,13 +71,15 @@ class Instance : public std::enable_shared_from_this<Instance> {
   // Sends a notification as-is (logging/setLevel is a request; this is for roots/list_changed).
   void notify(std::string_view method, std::string params);
 
-  // Close stdin -> SIGTERM -> SIGKILL, each step bounded by stop_grace; always reaps.
+  // Close stdin -> SIGTERM -> SIGKILL, each step bounded by stop_grace; always reaps. A remote
+  // instance closes its connections.
   boost::asio::awaitable<void> stop();
 
   State state() const { return state_; }
   std::size_t in_flight() const { return pending_.size(); }
   std::uint64_t number() const { return number_; }
-  pid_t pid() const { return child_.pid(); }
+  pid_t pid() const { return child_.pid(); }  // 0 for a remote instance
+  bool remote() const { return remote_ != nullptr; }
   mcp::Version version() const { return version_; }
   const mcp::ServerCapabilities& capabilities() const { return caps_; }
   const Catalog& catalog() const { return catalog_; }
@@ -110,6 +113,8 @@ class Instance : public std::enable_shared_from_this<Instance> {
   boost::asio::awaitable<void> read_stdout();
   boost::asio::awaitable<void> read_stderr();
   boost::asio::awaitable<void> watch_exit();
+  // initialize + notifications/initialized + first catalog, bounded by startup_timeout.
+  boost::asio::awaitable<std::string> initialize();
   void on_line(std::string_view line);
   void on_response(std::string_view line, const json::Envelope& env);
   void on_notification(std::string_view line, const json::Envelope& env);
@@ -153,6 +158,7 @@ class Instance : public std::enable_shared_from_this<Instance> {
   Catalog catalog_;
   std::uint64_t garbage_lines_ = 0;
   bool checking_ = false;
+  std::shared_ptr<Remote> remote_;     // set for a server with a url instead of a command
 };
 
 }  // namespace toolbridge::upstream

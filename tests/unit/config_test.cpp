@@ -406,21 +406,94 @@ TEST(Config, SessionVariablesNeedPerSessionAndKnownNames) {
   EXPECT_NO_THROW(yaml_config("servers:\n  s:\n    command: x\n    args: [\"${HOME}\"]\n"));
 }
 
-TEST(Config, RemoteServersAreRejected) {
-  EXPECT_EQ(json_error("{\"mcpServers\": {\"r\": {\n  \"url\": \"https://x.example/mcp\"}}}"),
-            "cfg.json:2:3: mcpServers.r.url: remote servers (type \"http\"/\"sse\"/url) are not "
-            "supported yet; only "
-            "stdio servers (command + args) are");
-  EXPECT_EQ(json_error("{\"mcpServers\": {\"r\": {\"type\": \"sse\", \"url\": \"https://x\"}}}"),
-            "cfg.json:1:31: mcpServers.r.type: 'sse': remote servers (type \"http\"/\"sse\"/url) "
-            "are not supported yet; "
-            "only stdio servers (command + args) are");
-  EXPECT_NE(json_error("{\"mcpServers\": {\"r\": {\"serverUrl\": \"https://x\"}}}")
-                .find("not supported yet"),
-            std::string::npos);
-  EXPECT_NE(yaml_error("servers:\n  r:\n    type: http\n    command: x\n")
-                .find("cfg.yaml:3:11: servers.r.type: 'http'"),
-            std::string::npos);
+TEST(Config, RemoteServersAreRead) {
+  const Config c = yaml(
+      "servers:\n  r:\n    url: https://x.example/mcp\n    transport: sse\n    headers:\n"
+      "      Authorization: Bearer k\n      X-Plain: v\n    tls_verify: false\n"
+      "    ca_file: /etc/ca.pem\n    max_connections: 3\n    connect_timeout: 2s\n"
+      "    call_timeout: 5s\n");
+  ASSERT_EQ(c.servers.size(), 1u);
+  const Server& s = c.servers[0];
+  EXPECT_TRUE(s.remote());
+  EXPECT_EQ(s.url, "https://x.example/mcp");
+  EXPECT_EQ(s.transport, RemoteTransport::kSse);
+  EXPECT_EQ(s.headers.at("Authorization"), "Bearer k");
+  EXPECT_EQ(s.headers.at("X-Plain"), "v");
+  EXPECT_FALSE(s.tls_verify);
+  EXPECT_EQ(s.ca_file, "/etc/ca.pem");
+  EXPECT_EQ(s.max_connections, 3u);
+  EXPECT_EQ(s.connect_timeout, milliseconds(2000));
+  const Server d = yaml("servers:\n  r:\n    url: http://127.0.0.1:9/mcp\n").servers[0];
+  EXPECT_EQ(d.transport, RemoteTransport::kAuto);
+  EXPECT_TRUE(d.tls_verify);
+  EXPECT_EQ(d.max_connections, 16u);
+  EXPECT_TRUE(d.command.empty());
+}
+
+TEST(Config, RemoteServersFromOtherClientsJson) {
+  const Config c = json(
+      "{\"mcpServers\": {\"a\": {\"type\": \"http\", \"url\": \"https://a/mcp\", \"headers\": "
+      "{\"X-Key\": \"1\"}}, \"b\": {\"type\": \"sse\", \"url\": \"http://b/sse\"}, \"c\": "
+      "{\"serverUrl\": \"https://c/mcp\"}, \"d\": {\"httpUrl\": \"https://d/mcp\"}, \"e\": "
+      "{\"type\": \"streamable-http\", \"url\": \"https://e/mcp\"}}}");
+  ASSERT_EQ(c.servers.size(), 5u);
+  EXPECT_EQ(c.servers[0].transport, RemoteTransport::kStreamableHttp);
+  EXPECT_EQ(c.servers[0].headers.at("X-Key"), "1");
+  EXPECT_EQ(c.servers[1].transport, RemoteTransport::kSse);
+  EXPECT_EQ(c.servers[2].url, "https://c/mcp");
+  EXPECT_EQ(c.servers[2].transport, RemoteTransport::kAuto);
+  EXPECT_EQ(c.servers[3].transport, RemoteTransport::kStreamableHttp);
+  EXPECT_EQ(c.servers[4].transport, RemoteTransport::kStreamableHttp);
+  EXPECT_EQ(json("{\"mcpServers\": {\"s\": {\"type\": \"stdio\", \"command\": \"x\"}}}")
+                .servers[0]
+                .command,
+            "x");
+}
+
+TEST(Config, HeaderValuesMayNameEnvironmentVariables) {
+  ::setenv("TB_CONFIG_TEST_KEY", "sekret", 1);
+  ::unsetenv("TB_CONFIG_TEST_UNSET");
+  EXPECT_EQ(yaml("servers:\n  r:\n    url: http://h/\n    headers:\n      Authorization: 'Bearer "
+                 "${env:TB_CONFIG_TEST_KEY}!'\n")
+                .servers[0]
+                .headers.at("Authorization"),
+            "Bearer sekret!");
+  EXPECT_EQ(yaml_error("servers:\n  r:\n    url: http://h/\n    headers:\n      A: "
+                       "${env:TB_CONFIG_TEST_UNSET}\n"),
+            "cfg.yaml:5:10: servers.r.headers.A: environment variable TB_CONFIG_TEST_UNSET is not "
+            "set");
+  EXPECT_EQ(yaml_error("servers:\n  r:\n    url: http://h/\n    headers:\n      A: ${env:X\n"),
+            "cfg.yaml:5:10: servers.r.headers.A: '${env:' without a closing '}'");
+  EXPECT_EQ(yaml_error("servers:\n  r:\n    url: http://h/\n    headers:\n      'A B': x\n"),
+            "cfg.yaml:5:7: servers.r.headers: 'A B' is not an HTTP header name");
+}
+
+TEST(Config, RemoteServerErrors) {
+  EXPECT_EQ(yaml_error("servers:\n  r:\n    url: ftp://h/x\n"),
+            "cfg.yaml:3:10: servers.r.url: 'ftp://h/x': only http:// and https:// URLs are "
+            "supported");
+  EXPECT_EQ(yaml_error("servers:\n  r:\n    url: 'not a url'\n").rfind(
+                "cfg.yaml:3:10: servers.r.url: 'not a url' is not a URL", 0),
+            0u);
+  EXPECT_EQ(yaml_error("servers:\n  r:\n    command: x\n    url: http://h/\n"),
+            "cfg.yaml:4:5: servers.r.url: a server has either 'command' (stdio) or 'url' "
+            "(remote), not both");
+  EXPECT_EQ(yaml_error("servers:\n  r:\n    url: http://h/\n    args: [a]\n"),
+            "cfg.yaml:4:5: servers.r.args: applies only to stdio servers (command); this one has "
+            "a url");
+  EXPECT_EQ(yaml_error("servers:\n  r:\n    command: x\n    headers: {A: b}\n"),
+            "cfg.yaml:4:5: servers.r.headers: applies only to remote servers (url)");
+  EXPECT_EQ(yaml_error("servers:\n  r:\n    url: http://h/\n    transport: websocket\n"),
+            "cfg.yaml:4:16: servers.r.transport: expected one of auto, streamable_http, sse, got "
+            "'websocket'");
+  EXPECT_EQ(json_error("{\"mcpServers\": {\"r\": {\"type\": \"http\", \"command\": \"x\"}}}"),
+            "cfg.json:1:31: mcpServers.r.type: a remote type needs 'url'");
+  EXPECT_EQ(json_error("{\"mcpServers\": {\"r\": {\"url\": \"http://a/\", \"serverUrl\": "
+                       "\"http://b/\"}}}"),
+            "cfg.json:1:43: mcpServers.r.serverUrl: a second URL; 'url' was given at line 1");
+  EXPECT_EQ(yaml_error("servers:\n  r:\n    url: http://h/\n    max_connections: 0\n"),
+            "cfg.yaml:4:22: servers.r.max_connections: expected a whole number of at least 1, "
+            "got '0'");
 }
 
 TEST(Config, ServerNamesAreValidated) {
@@ -465,13 +538,13 @@ TEST(Config, CommandIsRequiredAndNotEmpty) {
             "cfg.yaml:3:14: servers.a.command: must not be empty");
   EXPECT_EQ(yaml_error("servers:\n  a:\n    args: [x]\n"),
             "cfg.yaml:2:3: servers.a: missing required key 'command' (the program to run, like npx "
-            "or uvx)");
+            "or uvx) or 'url' (a remote server)");
   EXPECT_EQ(yaml_error("servers:\n  a:\n"),
             "cfg.yaml:2:3: servers.a: missing required key 'command' (the program to run, like npx "
-            "or uvx)");
+            "or uvx) or 'url' (a remote server)");
   EXPECT_EQ(json_error("{\"mcpServers\": {\"a\": {\"autoApprove\": []}}}"),
             "cfg.json:1:17: mcpServers.a: missing required key 'command' (the program to run, like "
-            "npx or uvx)");
+            "npx or uvx) or 'url' (a remote server)");
 }
 
 TEST(Config, ListenErrors) {
