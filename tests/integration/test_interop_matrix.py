@@ -1,13 +1,15 @@
-"""Interop matrix: every common MCP client, unchanged, through one gateway in front of three
-kinds of upstream (the fixture over stdio, the reference Node server `server-everything`, the
-Python `mcp-server-time`). Each client lists tools, calls one tool of each upstream, follows a
+"""Interop matrix: every common MCP client, unchanged, through one gateway in front of four
+upstreams (the fixture over stdio, the reference Node server `server-everything` over stdio and
+again as a remote Streamable HTTP server, the Python `mcp-server-time`). Each client lists tools, calls one tool of each upstream, follows a
 call's progress and gets an error result. The README's matrix is this file's table."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
+import time
 from contextlib import AsyncExitStack
 
 import pytest
@@ -17,7 +19,7 @@ from mcp.client.stdio import stdio_client
 
 from tb_sdk import _HTTP_KW, _http_client, run
 from tb_support import (NODE_MODULES, REPO, MissingDependency, everything_server, fixture_server, node_bin,
-                        time_server, toolbridge_bin)
+                        npm_entry, time_server, toolbridge_bin)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -27,13 +29,44 @@ CALLS = {  # upstream -> (tool, arguments, text the answer must contain)
     "fixture": ("fixture__echo", {"text": "interop"}, "interop"),
     "everything": ("everything__echo", {"message": "interop"}, "Echo: interop"),
     "time": ("time__get_current_time", {"timezone": "UTC"}, "UTC"),
+    # server-everything again, as a remote Streamable HTTP server the gateway reaches by URL
+    "remote": ("remote__echo", {"message": "interop"}, "Echo: interop"),
 }
 
 
 @pytest.fixture(scope="module")
-def gw(module_gateway_factory):
+def remote_everything():
+    """server-everything serving Streamable HTTP on a free port, stopped after the module."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([node_bin(), str(npm_entry("@modelcontextprotocol/server-everything")), "streamableHttp"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                            env={**os.environ, "PORT": str(port)})
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "server-everything did not listen"
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def gw(module_gateway_factory, remote_everything):
     return module_gateway_factory({"fixture": fixture_server(), "everything": everything_server(),
-                                   "time": time_server()}, name="interop", ready=["fixture", "everything", "time"])
+                                   "time": time_server(), "remote": {"url": remote_everything}},
+                                  name="interop", ready=["fixture", "everything", "time", "remote"])
 
 
 async def _with_session(session: ClientSession) -> dict:
@@ -72,7 +105,8 @@ def python_sdk(gw, transport: str) -> dict:
 
 def typescript_sdk(gw, transport: str) -> dict:
     url = gw.mcp_url if transport == "http" else gw.base_url + "/sse"
-    proc = subprocess.run([node_bin(), str(REPO / "tests" / "js" / "interop.mjs"), transport, url], cwd=REPO,
+    plan = json.dumps({upstream: [tool, args] for upstream, (tool, args, _) in CALLS.items()})
+    proc = subprocess.run([node_bin(), str(REPO / "tests" / "js" / "interop.mjs"), transport, url, plan], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, f"interop.mjs {transport} failed:\n{proc.stderr}\ngateway:\n{gw.stderr_tail()}"
     return json.loads(proc.stdout.strip().splitlines()[-1])

@@ -1,14 +1,14 @@
 // One client of the interop matrix: the official TypeScript MCP SDK over Streamable HTTP or the
 // legacy HTTP+SSE transport. Lists tools, calls one tool of each upstream, follows a call's
 // progress, and gets an error result; prints one JSON summary line.
-// Usage: node tests/js/interop.mjs http|sse URL
+// Usage: node tests/js/interop.mjs http|sse URL '{"upstream": ["tool", {arguments}], ...}'
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 
-const [mode, url] = process.argv.slice(2);
-if (!["http", "sse"].includes(mode) || !url) {
-  console.error("usage: node interop.mjs http|sse URL");
+const [mode, url, plan] = process.argv.slice(2);
+if (!["http", "sse"].includes(mode) || !url || !plan) {
+  console.error("usage: node interop.mjs http|sse URL PLAN_JSON");
   process.exit(2);
 }
 
@@ -25,11 +25,10 @@ async function main() {
     const r = await client.callTool({ name, arguments: args });
     return { isError: r.isError ?? false, text: textOf(r) };
   };
-  const calls = {
-    fixture: await call("fixture__echo", { text: "interop" }),
-    everything: await call("everything__echo", { message: "interop" }),
-    time: await call("time__get_current_time", { timezone: "UTC" }),
-  };
+  const calls = {};
+  for (const [upstream, [tool, args]] of Object.entries(JSON.parse(plan))) {
+    calls[upstream] = await call(tool, args);
+  }
   const progress = [];
   await client.callTool({ name: "fixture__progress", arguments: { steps: 3, delay_ms: 5 } }, undefined, {
     onprogress: (p) => progress.push(p.progress),
