@@ -2,10 +2,8 @@
 
 #include <fmt/format.h>
 #include <openssl/ssl.h>
-#include <sys/socket.h>
-
-#include <cerrno>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -18,6 +16,7 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/json.hpp>
 #include <boost/url.hpp>
+#include <cerrno>
 #include <limits>
 #include <optional>
 
@@ -83,7 +82,8 @@ std::string Remote::open() {
   auto parsed = boost::urls::parse_uri(server_.url);
   if (!parsed) return "invalid URL '" + server_.url + "': " + parsed.error().message();
   tls_ = parsed->scheme() == "https";
-  if (!tls_ && parsed->scheme() != "http") return "'" + server_.url + "' is not http:// or https://";
+  if (!tls_ && parsed->scheme() != "http")
+    return "'" + server_.url + "' is not http:// or https://";
   base_.host = std::string(parsed->host_address());
   if (base_.host.size() > 2 && base_.host.front() == '[') {
     base_.host = base_.host.substr(1, base_.host.size() - 2);
@@ -113,8 +113,8 @@ std::string Remote::open() {
     }
   }
   if (mode_ == Mode::kLegacy) {
-    asio::co_spawn(io_, [self = shared_from_this()]() { return self->legacy_stream(); },
-                   asio::detached);
+    asio::co_spawn(
+        io_, [self = shared_from_this()]() { return self->legacy_stream(); }, asio::detached);
   }
   return {};
 }
@@ -123,7 +123,9 @@ std::string Remote::transport_name() const {
   return mode_ == Mode::kLegacy ? "sse" : "streamable_http";
 }
 
-std::string Remote::where() const { return server_.url; }
+std::string Remote::where() const {
+  return server_.url;
+}
 
 void Remote::send(std::string message, std::uint64_t call_id) {
   if (closed_ || failed_) return;
@@ -138,7 +140,8 @@ void Remote::send(std::string message, std::uint64_t call_id) {
   queue_.push_back(std::move(m));
   if (sending_) return;
   sending_ = true;
-  asio::co_spawn(io_, [self = shared_from_this()]() { return self->send_loop(); }, asio::detached);
+  asio::co_spawn(
+      io_, [self = shared_from_this()]() { return self->send_loop(); }, asio::detached);
 }
 
 void Remote::set_protocol_version(std::string version) {
@@ -335,9 +338,9 @@ asio::awaitable<std::shared_ptr<Remote::Conn>> Remote::connect(std::string& erro
   co_await s.async_connect(results, asio::redirect_error(asio::use_awaitable, ec));
   if (closed_) co_return nullptr;
   if (ec) {
-    error = fmt::format("cannot connect to {} ({}:{}): {}", where(), base_.host, base_.port,
-                        ec == beast::error::timeout ? "no answer within connect_timeout"
-                                                    : ec.message());
+    error = fmt::format(
+        "cannot connect to {} ({}:{}): {}", where(), base_.host, base_.port,
+        ec == beast::error::timeout ? "no answer within connect_timeout" : ec.message());
     co_return nullptr;
   }
   s.socket().set_option(tcp::no_delay(true), ec);
@@ -349,9 +352,9 @@ asio::awaitable<std::shared_ptr<Remote::Conn>> Remote::connect(std::string& erro
                                      asio::redirect_error(asio::use_awaitable, ec));
     if (closed_) co_return nullptr;
     if (ec) {
-      error = fmt::format("TLS handshake with {} failed: {}{}", where(), ec.message(),
-                          server_.tls_verify ? " (tls_verify is on; ca_file names a private CA)"
-                                             : "");
+      error =
+          fmt::format("TLS handshake with {} failed: {}{}", where(), ec.message(),
+                      server_.tls_verify ? " (tls_verify is on; ca_file names a private CA)" : "");
       co_return nullptr;
     }
   }
@@ -384,7 +387,8 @@ asio::awaitable<void> Remote::read_response(std::shared_ptr<Conn> c, Outgoing m)
       queue_.push_front(std::move(m));
       if (!sending_) {
         sending_ = true;
-        asio::co_spawn(io_, [self]() { return self->send_loop(); }, asio::detached);
+        asio::co_spawn(
+            io_, [self]() { return self->send_loop(); }, asio::detached);
       }
       co_return;
     }
@@ -445,16 +449,19 @@ asio::awaitable<void> Remote::read_response(std::shared_ptr<Conn> c, Outgoing m)
     fail("it no longer knows the MCP session (HTTP 404); starting a new session");
     co_return;
   }
-  if (m.initialize && mode_ == Mode::kProbing && (status == 400 || status == 404 || status == 405)) {
+  if (m.initialize && mode_ == Mode::kProbing &&
+      (status == 400 || status == 404 || status == 405)) {
     // Not Streamable HTTP: try the legacy HTTP+SSE transport on the same URL.
     spdlog::info("[{}] {} answered HTTP {} to initialize; trying the legacy HTTP+SSE transport",
                  server_.name, where(), status);
     mode_ = Mode::kLegacy;
     queue_.push_front(std::move(m));
-    asio::co_spawn(io_, [self]() { return self->legacy_stream(); }, asio::detached);
+    asio::co_spawn(
+        io_, [self]() { return self->legacy_stream(); }, asio::detached);
     if (!sending_) {
       sending_ = true;
-      asio::co_spawn(io_, [self]() { return self->send_loop(); }, asio::detached);
+      asio::co_spawn(
+          io_, [self]() { return self->send_loop(); }, asio::detached);
     }
     co_return;
   }
@@ -513,8 +520,8 @@ asio::awaitable<void> Remote::get_stream(std::string last_event_id, long retry_m
       if (resuming && attempt >= kMaxResumes) {
         Outgoing m;
         m.id = awaiting;
-        answer_error(m, fmt::format("{} did not deliver the answer after {} reconnections",
-                                    where(), kMaxResumes));
+        answer_error(m, fmt::format("{} did not deliver the answer after {} reconnections", where(),
+                                    kMaxResumes));
         co_return;
       }
       asio::steady_timer wait(io_, std::chrono::milliseconds(retry_ms));
@@ -560,8 +567,8 @@ asio::awaitable<void> Remote::get_stream(std::string last_event_id, long retry_m
       if (resuming) {
         Outgoing m;
         m.id = awaiting;
-        answer_error(m, fmt::format("{} refused to resume the response stream (HTTP {})",
-                                    where(), status));
+        answer_error(
+            m, fmt::format("{} refused to resume the response stream (HTTP {})", where(), status));
       }
       // No standalone stream (405 is the usual answer): the server only answers POSTs.
       co_return;
@@ -630,9 +637,10 @@ asio::awaitable<void> Remote::legacy_stream() {
   const std::string content_type(p.get()[http::field::content_type]);
   if (status != 200 || !content_type.starts_with("text/event-stream")) {
     c->close();
-    fail(fmt::format("{} is neither a Streamable HTTP nor a legacy SSE endpoint (GET answered "
-                     "HTTP {}{})",
-                     where(), status, content_type.empty() ? "" : ", " + content_type));
+    fail(
+        fmt::format("{} is neither a Streamable HTTP nor a legacy SSE endpoint (GET answered "
+                    "HTTP {}{})",
+                    where(), status, content_type.empty() ? "" : ", " + content_type));
     co_return;
   }
   transport::SseReader events;
@@ -652,7 +660,8 @@ asio::awaitable<void> Remote::legacy_stream() {
                            boost::urls::url_view base(server_.url);
                            auto ref = boost::urls::parse_uri_reference(data);
                            boost::urls::url out;
-                           if (!ref.has_value() || !boost::urls::resolve(base, *ref, out).has_value() ||
+                           if (!ref.has_value() ||
+                               !boost::urls::resolve(base, *ref, out).has_value() ||
                                out.host_address() != base.host_address() ||
                                out.port() != base.port() || out.scheme() != base.scheme()) {
                              bad_endpoint = data;
@@ -673,7 +682,8 @@ asio::awaitable<void> Remote::legacy_stream() {
     }
     if (events.buffered() > server_.max_line_bytes) {
       c->close();
-      fail(fmt::format("it sent a message longer than max_line_bytes ({})", server_.max_line_bytes));
+      fail(
+          fmt::format("it sent a message longer than max_line_bytes ({})", server_.max_line_bytes));
       co_return;
     }
   }

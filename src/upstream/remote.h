@@ -22,8 +22,8 @@ class Remote : public std::enable_shared_from_this<Remote> {
  public:
   struct Handlers {
     std::function<void(std::string_view message)> on_message;  // one JSON-RPC message
-    std::function<void(std::uint64_t call_id)> on_sent;        // a forwarded call reached the server
-    std::function<void(const std::string& reason)> on_failure; // the server is unreachable
+    std::function<void(std::uint64_t call_id)> on_sent;  // a forwarded call reached the server
+    std::function<void(const std::string& reason)> on_failure;  // the server is unreachable
   };
 
   Remote(boost::asio::io_context& io, const config::Server& server, Handlers handlers);
@@ -53,10 +53,10 @@ class Remote : public std::enable_shared_from_this<Remote> {
   struct Outgoing {
     std::string body;
     std::uint64_t call_id = 0;
-    std::string id;            // raw JSON id when it is a request, else empty
+    std::string id;  // raw JSON id when it is a request, else empty
     bool initialize = false;
-    bool retried = false;      // already resent once after a stale keep-alive connection
-    bool reused = false;       // went out on a connection that had served a request before
+    bool retried = false;  // already resent once after a stale keep-alive connection
+    bool reused = false;   // went out on a connection that had served a request before
   };
   struct Target {
     std::string host, port, target;
@@ -83,8 +83,8 @@ class Remote : public std::enable_shared_from_this<Remote> {
   Handlers handlers_;
   bool tls_ = false;
   std::unique_ptr<boost::asio::ssl::context> ssl_;
-  Target base_;               // the configured URL
-  Target legacy_post_;        // legacy: the endpoint the stream named
+  Target base_;         // the configured URL
+  Target legacy_post_;  // legacy: the endpoint the stream named
   Mode mode_ = Mode::kProbing;
   std::string session_id_;
   std::string protocol_version_;
@@ -92,7 +92,7 @@ class Remote : public std::enable_shared_from_this<Remote> {
   bool sending_ = false;
   bool closed_ = false;
   bool failed_ = false;
-  std::size_t active_ = 0;     // connections busy with a POST
+  std::size_t active_ = 0;  // connections busy with a POST
   std::size_t running_ = 0;
   struct Running {
     explicit Running(Remote& r) : r(r) { ++r.running_; }
@@ -101,8 +101,8 @@ class Remote : public std::enable_shared_from_this<Remote> {
   };
   std::vector<std::shared_ptr<Conn>> idle_;
   std::vector<std::weak_ptr<Conn>> live_;
-  boost::asio::steady_timer slot_free_;      // cancelled when a connection is released
-  boost::asio::steady_timer endpoint_known_; // legacy: cancelled when `endpoint` arrives
+  boost::asio::steady_timer slot_free_;       // cancelled when a connection is released
+  boost::asio::steady_timer endpoint_known_;  // legacy: cancelled when `endpoint` arrives
 };
 
 }  // namespace toolbridge::upstream

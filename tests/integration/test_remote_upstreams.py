@@ -273,10 +273,10 @@ def test_https_with_a_private_ca(gateway_factory, remotes, tmp_path):
                 return
             try:
                 conn = ctx.wrap_socket(raw, server_side=True)
-            except (OSError, ssl.SSLError):
+                up = socket.create_connection(("127.0.0.1", upstream_port))
+            except (OSError, ssl.SSLError):  # a rejected handshake (the untrusted server)
                 raw.close()
                 continue
-            up = socket.create_connection(("127.0.0.1", upstream_port))
             threading.Thread(target=pipe, args=(conn, up), daemon=True).start()
             threading.Thread(target=pipe, args=(up, conn), daemon=True).start()
 
