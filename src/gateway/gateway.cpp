@@ -1,7 +1,6 @@
 #include "gateway/gateway.h"
 
 #include <spdlog/spdlog.h>
-#include <sys/random.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -10,6 +9,7 @@
 #include <boost/beast/http.hpp>
 
 #include "json/envelope.h"
+#include "transport/session_id.h"
 #include "transport/local_origin.h"
 
 namespace toolbridge::gateway {
@@ -29,22 +29,6 @@ constexpr auto kSweepInterval = 30s;
 constexpr std::string_view kTimeoutMeta = "toolbridge/timeout_ms";
 // params._meta key naming the trajectory a call belongs to (per_session affinity).
 constexpr std::string_view kSessionMeta = "toolbridge/session";
-
-std::string random_session_id() {
-  unsigned char bytes[16];
-  std::size_t got = 0;
-  while (got < sizeof bytes) {
-    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n > 0) got += static_cast<std::size_t>(n);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id;
-  for (unsigned char b : bytes) {
-    id += kHex[b >> 4];
-    id += kHex[b & 15];
-  }
-  return id;
-}
 
 constexpr std::string_view kSessionsPath = "/sessions/";
 
@@ -353,7 +337,7 @@ bool Gateway::origin_allowed(std::string_view origin) const {
 }
 
 std::shared_ptr<Session> Gateway::create_session() {
-  auto s = std::make_shared<Session>(io_, random_session_id());
+  auto s = std::make_shared<Session>(io_, transport::random_session_id());
   sessions_.emplace(s->id(), s);
   return s;
 }

@@ -1,6 +1,5 @@
 #include "mcp/http_host.h"
 
-#include <sys/random.h>
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -8,6 +7,7 @@
 #include <deque>
 
 #include "json/envelope.h"
+#include "transport/session_id.h"
 #include "transport/local_origin.h"
 
 namespace toolbridge::mcp {
@@ -39,22 +39,6 @@ struct HttpHost::Session {
 };
 
 namespace {
-
-std::string random_id() {
-  unsigned char bytes[16];
-  std::size_t got = 0;
-  while (got < sizeof bytes) {
-    const ssize_t n = ::getrandom(bytes + got, sizeof bytes - got, 0);
-    if (n > 0) got += static_cast<std::size_t>(n);
-  }
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string id;
-  for (unsigned char b : bytes) {
-    id += kHex[b >> 4];
-    id += kHex[b & 15];
-  }
-  return id;
-}
 
 std::string header(const transport::Request& req, std::string_view name) {
   auto it = req.find(name);
@@ -89,7 +73,7 @@ std::string HttpHost::listen() {
 
 std::shared_ptr<HttpHost::Session> HttpHost::new_session() {
   auto s = std::make_shared<Session>();
-  s->id = random_id();
+  s->id = transport::random_session_id();
   s->server = factory_();
   Session* raw = s.get();
   s->server->set_outbox([raw](std::string message, const std::string& related, bool final) {
