@@ -459,10 +459,12 @@ asio::awaitable<void> Gateway::handle_post(Exchange& ex) {
     std::string problem;
     auto parts = json::split_batch(body, problem);
     if (!parts || parts->empty()) {
-      co_await ex.reply(http::status::bad_request, "application/json",
-                        json::make_error({}, parts ? json::kInvalidRequest : json::kParseError,
-                                   parts ? "empty batch" : "Parse error: " + problem),
-                        {});
+      // Built in a named local: GCC 12 destroys both branches of a ?: of std::string temporaries
+      // inside a co_await expression (a `[]` body crashed the gateway).
+      const std::string answer =
+          parts ? json::make_error({}, json::kInvalidRequest, "Invalid Request: empty batch")
+                : json::make_error({}, json::kParseError, "Parse error: " + problem);
+      co_await ex.reply(http::status::bad_request, "application/json", answer, {});
       co_return;
     }
     messages = std::move(*parts);
@@ -471,10 +473,10 @@ asio::awaitable<void> Gateway::handle_post(Exchange& ex) {
   const json::Envelope first = json::parse_envelope(batch ? std::string_view(messages.front()) : body);
   if (!batch && first.kind == json::Kind::kInvalid) {
     const bool parse = first.problem.starts_with("not JSON");
-    co_await ex.reply(http::status::bad_request, "application/json",
-                      json::make_error({}, parse ? json::kParseError : json::kInvalidRequest,
-                                 (parse ? "Parse error: " : "Invalid Request: ") + first.problem),
-                      {});
+    const std::string message = (parse ? "Parse error: " : "Invalid Request: ") + first.problem;
+    const std::string answer =
+        json::make_error({}, parse ? json::kParseError : json::kInvalidRequest, message);
+    co_await ex.reply(http::status::bad_request, "application/json", answer, {});
     co_return;
   }
 
@@ -626,12 +628,11 @@ asio::awaitable<void> Gateway::handle_get(Exchange& ex) {
   auto it = sessions_.find(header(req, "Mcp-Session-Id"));
   if (it == sessions_.end()) {
     const bool missing = header(req, "Mcp-Session-Id").empty();
+    const std::string answer = json::make_error(
+        {}, json::kInvalidRequest,
+        missing ? "Bad Request: Mcp-Session-Id header is required" : "Session not found");
     co_await ex.reply(missing ? http::status::bad_request : http::status::not_found,
-                      "application/json",
-                      json::make_error({}, json::kInvalidRequest,
-                                 missing ? "Bad Request: Mcp-Session-Id header is required"
-                                         : "Session not found"),
-                      {});
+                      "application/json", answer, {});
     co_return;
   }
   auto session = it->second;
@@ -674,12 +675,11 @@ asio::awaitable<void> Gateway::handle_delete(Exchange& ex) {
   const std::string id = header(ex.request(), "Mcp-Session-Id");
   auto it = sessions_.find(id);
   if (it == sessions_.end()) {
+    const std::string answer = json::make_error(
+        {}, json::kInvalidRequest,
+        id.empty() ? "Bad Request: Mcp-Session-Id header is required" : "Session not found");
     co_await ex.reply(id.empty() ? http::status::bad_request : http::status::not_found,
-                      "application/json",
-                      json::make_error({}, json::kInvalidRequest,
-                                 id.empty() ? "Bad Request: Mcp-Session-Id header is required"
-                                            : "Session not found"),
-                      {});
+                      "application/json", answer, {});
     co_return;
   }
   end_session(it->second, "the agent ended its session");

@@ -55,11 +55,10 @@ asio::awaitable<void> LegacySse::handle(Exchange& ex, std::string_view path) {
     co_return;
   }
   const transport::Headers allow{{"Allow", path == "/sse" ? "GET" : "POST"}};
-  co_await ex.reply(
-      http::status::method_not_allowed, "application/json",
+  const std::string answer =
       error_body(path == "/sse" ? "GET /sse opens the legacy HTTP+SSE stream"
-                                : "POST /messages?sessionId=ID carries one JSON-RPC message"),
-      allow);
+                                : "POST /messages?sessionId=ID carries one JSON-RPC message");
+  co_await ex.reply(http::status::method_not_allowed, "application/json", answer, allow);
 }
 
 asio::awaitable<void> LegacySse::open_stream(Exchange& ex) {
@@ -122,12 +121,12 @@ asio::awaitable<void> LegacySse::post_message(Exchange& ex) {
   const std::string id = session_param(target);
   auto session = id.empty() ? nullptr : hooks_.find_session(id);
   if (!session || !session->get_stream || session->get_stream->closed) {
-    co_await ex.reply(
-        id.empty() ? http::status::bad_request : http::status::not_found, "application/json",
+    const std::string answer =
         error_body(id.empty()
                        ? "POST /messages needs ?sessionId= from the endpoint event of GET /sse"
-                       : "Session not found: its SSE stream is closed; open GET /sse again"),
-        {});
+                       : "Session not found: its SSE stream is closed; open GET /sse again");
+    co_await ex.reply(id.empty() ? http::status::bad_request : http::status::not_found,
+                      "application/json", answer, {});
     co_return;
   }
   const std::string content_type = header(req, "Content-Type");
@@ -147,9 +146,9 @@ asio::awaitable<void> LegacySse::post_message(Exchange& ex) {
   const json::Envelope env = json::parse_envelope(body);
   if (env.kind == json::Kind::kInvalid) {
     const bool parse = env.problem.starts_with("not JSON");
-    co_await ex.reply(
-        http::status::bad_request, "application/json",
-        json::make_error({}, parse ? json::kParseError : json::kInvalidRequest, env.problem), {});
+    const std::string answer =
+        json::make_error({}, parse ? json::kParseError : json::kInvalidRequest, env.problem);
+    co_await ex.reply(http::status::bad_request, "application/json", answer, {});
     co_return;
   }
   session->last_seen = Session::Clock::now();

@@ -127,11 +127,11 @@ asio::awaitable<void> HttpHost::handle(Exchange& ex) {
     co_return;
   }
   if (it == sessions_.end()) {
-    co_await ex.reply(
-        sid.empty() ? http::status::bad_request : http::status::not_found, "application/json",
-        error_body(json::kInvalidRequest,
-                   sid.empty() ? "Mcp-Session-Id header is required" : "Session not found"),
-        {});
+    const std::string answer = error_body(
+        json::kInvalidRequest,
+        sid.empty() ? "Mcp-Session-Id header is required" : "Session not found");
+    co_await ex.reply(sid.empty() ? http::status::bad_request : http::status::not_found,
+                      "application/json", answer, {});
     co_return;
   }
   auto session = it->second;
@@ -159,9 +159,9 @@ asio::awaitable<void> HttpHost::handle_post(Exchange& ex) {
   const json::Envelope env = json::parse_envelope(body);
   if (env.kind == json::Kind::kInvalid) {
     const bool parse = env.problem.starts_with("not JSON");
-    co_await ex.reply(http::status::bad_request, "application/json",
-                      error_body(parse ? json::kParseError : json::kInvalidRequest, env.problem),
-                      {});
+    const std::string answer =
+        error_body(parse ? json::kParseError : json::kInvalidRequest, env.problem);
+    co_await ex.reply(http::status::bad_request, "application/json", answer, {});
     co_return;
   }
   const std::string version = header(req, "MCP-Protocol-Version");
@@ -181,12 +181,12 @@ asio::awaitable<void> HttpHost::handle_post(Exchange& ex) {
     const std::string sid = header(req, "Mcp-Session-Id");
     auto it = sessions_.find(sid);
     if (it == sessions_.end()) {
-      co_await ex.reply(
-          sid.empty() ? http::status::bad_request : http::status::not_found, "application/json",
+      const std::string answer =
           error_body(json::kInvalidRequest,
                      sid.empty() ? "Mcp-Session-Id header is required (initialize first)"
-                                 : "Session not found"),
-          {});
+                                 : "Session not found");
+      co_await ex.reply(sid.empty() ? http::status::bad_request : http::status::not_found,
+                        "application/json", answer, {});
       co_return;
     }
     session = it->second;

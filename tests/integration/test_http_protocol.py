@@ -147,6 +147,30 @@ def test_batch_rejected_after_2025_03_26(gw, version):
         s.close()
 
 
+MALFORMED_BATCHES = {
+    "empty": (b"[]", -32600),
+    "unclosed": (b"[", -32700),
+    "truncated": (b"[1,2", -32700),
+    "truncated_object": (b'[{"jsonrpc":"2.0","id":1,"method":"ping"', -32700),
+    "nested_600": (b"[" * 600 + b"]" * 600, -32700),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED_BATCHES))
+def test_malformed_batch_is_answered_and_the_gateway_survives(gw, case):
+    # Regression: a `[]` body (no session needed) once killed the whole gateway (issue 10, point 1).
+    body, code = MALFORMED_BATCHES[case]
+    resp = httpx.post(gw.mcp_url, content=body, headers=headers_for(None, None), timeout=30)
+    assert resp.status_code == 400, f"HTTP {resp.status_code}: {resp.text[:300]}"
+    assert resp.json()["error"]["code"] == code, resp.text[:300]
+    assert gw.proc.poll() is None, f"gateway exited with {gw.proc.returncode}:\n{gw.stderr_tail()}"
+    s = RawSession(gw.mcp_url, version="2025-06-18").initialize()
+    try:
+        assert text_of(s.call_tool("fixture__echo", {"text": case}, 1)["result"]) == case
+    finally:
+        s.close()
+
+
 @pytest.mark.parametrize("name", ["fixture__no_such_tool_zz", "nosuchserver__qqq_unknown"])
 def test_unknown_tool_error_names_it(session, name):
     resp = session.post(rpc("tools/call", {"name": name, "arguments": {}}, 9))
