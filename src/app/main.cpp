@@ -15,7 +15,7 @@
 
 #include "app/commands.h"
 #include "config/config.h"
-#include "gateway/gateway.h"
+#include "frontend/server.h"
 #include "process/child.h"
 
 namespace asio = boost::asio;
@@ -74,7 +74,7 @@ int serve(const std::string& config_path, const std::string& listen, const std::
   process::GroupReaper::start();
 
   asio::io_context io(1);
-  gateway::Gateway gw(io, cfg);
+  frontend::Server gw(io, cfg);
   if (std::string err = gw.start(); !err.empty()) {
     std::cerr << "toolbridge: " << err << "\n";
     return 1;

@@ -1,52 +1,8 @@
 #include "gateway/session.h"
 
-#include <boost/json.hpp>
-
 #include "json/envelope.h"
 
 namespace toolbridge::gateway {
-
-void ForwardedCall::on_response(std::string message) {
-  std::string_view outcome = "ok";
-  std::string why;
-  const json::Envelope env = json::parse_envelope(message);
-  if (!env.error.empty()) {
-    outcome = "error";
-    boost::system::error_code ec;
-    const boost::json::value err = boost::json::parse(env.error.in(message), ec);
-    const auto* code = !ec && err.is_object() ? err.as_object().if_contains("code") : nullptr;
-    const auto* text = !ec && err.is_object() ? err.as_object().if_contains("message") : nullptr;
-    const std::int64_t c = code && code->is_int64() ? code->as_int64() : 0;
-    if (c == json::kRequestTimeout) outcome = "timeout";
-    if (c == json::kUpstreamFailed || c == json::kNotSent) outcome = "crashed";
-    if (text && text->is_string()) why = text->as_string();
-    if (retry && (c == json::kUpstreamFailed || c == json::kNotSent) && text && text->is_string() &&
-        retry(c == json::kUpstreamFailed, std::string(text->as_string()))) {
-      return;
-    }
-    if (c == json::kUpstreamUnavailable) outcome = "unavailable";
-    if (tool_call_ && outcome != "error" && text && text->is_string()) {
-      // The agent gets a tool result it can reason about rather than a transport failure.
-      boost::json::object result{
-          {"content", boost::json::array{boost::json::object{{"type", "text"}, {"text", text->as_string()}}}},
-          {"isError", true}};
-      message = json::make_result(id_, boost::json::serialize(result));
-    }
-  } else {
-    // Tool results put isError at the top level, by convention after content, so the tail (or
-    // head) of the result is checked rather than scanning a 1 MB payload again.
-    const std::string_view result = env.result.in(message);
-    const std::string_view tail = result.substr(result.size() > 256 ? result.size() - 256 : 0);
-    for (std::string_view part : {tail, result.substr(0, 256)}) {
-      const auto at = part.find("\"isError\"");
-      if (at == std::string_view::npos) continue;
-      if (part.substr(at + 9, 8).find("true") != std::string_view::npos) outcome = "tool_error";
-      break;
-    }
-  }
-  if (done_) done_(outcome, why);
-  stream_->on_response(std::move(message));
-}
 
 void PostStream::on_response(std::string message) {
   if (outstanding > 0) --outstanding;
@@ -76,15 +32,16 @@ void PostStream::on_server_request(const std::string& method, std::string params
   const auto& caps = session->caps;
   std::string missing;
   if (method == "sampling/createMessage" && !caps.sampling) missing = "sampling";
-  if (method == "elicitation/create" && (!caps.elicitation || !mcp::has_elicitation(session->version))) {
+  if (method == "elicitation/create" &&
+      (!caps.elicitation || !mcp::has_elicitation(session->version))) {
     missing = "elicitation";
   }
   if (method == "roots/list" && !caps.roots) missing = "roots";
   if (!missing.empty()) {
-    reply(true, R"({"code":-32601,"message":)" +
-                    json::quote("the agent's MCP client did not declare the " + missing +
-                                " capability") +
-                    "}");
+    reply(true,
+          R"({"code":-32601,"message":)" +
+              json::quote("the agent's MCP client did not declare the " + missing + " capability") +
+              "}");
     return;
   }
   const std::int64_t id = session->register_outbound(std::move(reply));

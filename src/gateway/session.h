@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "gateway/call.h"
 #include "mcp/protocol.h"
 #include "upstream/instance.h"
 
@@ -57,7 +58,7 @@ class Channel {
 class Session;
 
 // The answer to one POST: its requests' responses plus whatever the servers send on their
-// behalf meanwhile. It is the CallSink of every call the POST forwards.
+// behalf meanwhile. It is the Events of every call the POST runs.
 class PostStream : public upstream::CallSink, public std::enable_shared_from_this<PostStream> {
  public:
   PostStream(boost::asio::io_context& io, std::weak_ptr<Session> session, bool can_stream)
@@ -69,8 +70,8 @@ class PostStream : public upstream::CallSink, public std::enable_shared_from_thi
 
   // Responses still owed to this POST (calls in flight).
   std::size_t outstanding = 0;
-  std::vector<std::string> responses;     // collected in arrival order
-  Channel channel;                        // events (notifications, server requests) + wake-ups
+  std::vector<std::string> responses;  // collected in arrival order
+  Channel channel;                     // events (notifications, server requests) + wake-ups
   bool finished() const { return outstanding == 0; }
   bool can_stream() const { return can_stream_; }
   // Set once the HTTP exchange has ended; late messages go to the session's GET stream.
@@ -79,36 +80,6 @@ class PostStream : public upstream::CallSink, public std::enable_shared_from_thi
  private:
   std::weak_ptr<Session> session_;
   bool can_stream_;
-};
-
-// One request forwarded to a server on behalf of a POST. It turns upstream faults of a tool call
-// (deadline, crash, server down) into tool results with isError, which an agent can act on, and
-// reports the outcome once.
-class ForwardedCall : public upstream::CallSink, public std::enable_shared_from_this<ForwardedCall> {
- public:
-  // `why`: the failure message when the outcome is a fault, else empty.
-  using Done = std::function<void(std::string_view outcome, std::string_view why)>;
-  ForwardedCall(std::shared_ptr<PostStream> stream, std::string id, bool tool_call, Done done)
-      : stream_(std::move(stream)), id_(std::move(id)), tool_call_(tool_call), done_(std::move(done)) {}
-
-  // Asked before a failure is delivered: returns true if it re-sent the request (the answer
-  // will come later). `sent` is false when the failed instance never received the request.
-  std::function<bool(bool sent, const std::string& why)> retry;
-  int attempts = 0;
-  bool cancelled = false;  // the agent cancelled it; nothing more is sent or delivered
-
-  void on_response(std::string message) override;
-  void on_notification(std::string message) override { stream_->on_notification(std::move(message)); }
-  void on_server_request(const std::string& method, std::string params, Reply reply) override {
-    stream_->on_server_request(method, std::move(params), std::move(reply));
-  }
-  const std::shared_ptr<PostStream>& stream() const { return stream_; }
-
- private:
-  std::shared_ptr<PostStream> stream_;
-  std::string id_;
-  bool tool_call_;
-  Done done_;
 };
 
 class Session : public std::enable_shared_from_this<Session> {
@@ -135,8 +106,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Calls in flight, by the client's raw request id, for notifications/cancelled.
   struct InFlight {
-    std::weak_ptr<upstream::Instance> instance;
-    std::weak_ptr<ForwardedCall> call;
+    std::weak_ptr<Call> call;
+    std::weak_ptr<PostStream> stream;  // the POST that owes the answer
   };
   std::map<std::string, InFlight, std::less<>> in_flight;
 

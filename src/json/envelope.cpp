@@ -1,5 +1,6 @@
 #include "json/envelope.h"
 
+#include <algorithm>
 #include <cctype>
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -231,6 +232,65 @@ Envelope parse_envelope(std::string_view text) {
     return invalid("neither \"method\" nor \"result\"/\"error\"");
   }
   return e;
+}
+
+std::optional<std::vector<Member>> object_members(std::string_view text) {
+  Scanner s(text);
+  s.ws();
+  if (!s.eat('{')) return std::nullopt;
+  std::vector<Member> members;
+  s.ws();
+  if (!s.eat('}')) {
+    for (;;) {
+      s.ws();
+      const std::size_t key_start = s.pos();
+      if (!s.string()) return std::nullopt;
+      std::string name = unescape(text.substr(key_start, s.pos() - key_start));
+      s.ws();
+      if (!s.eat(':')) return std::nullopt;
+      s.ws();
+      const std::size_t start = s.pos();
+      if (!s.value(1)) return std::nullopt;
+      members.push_back(Member{std::move(name), Span{start, s.pos() - start}});
+      s.ws();
+      if (s.eat('}')) break;
+      if (!s.eat(',')) return std::nullopt;
+    }
+  }
+  s.ws();
+  if (!s.at_end()) return std::nullopt;
+  return members;
+}
+
+std::string rewrite_object(std::string_view text, const std::vector<Member>& members,
+                           const std::vector<std::pair<std::string_view, std::string>>& replace,
+                           const std::vector<std::string_view>& drop) {
+  std::string out;
+  out.reserve(text.size() + 32);
+  out += '{';
+  std::vector<bool> used(replace.size(), false);
+  auto add = [&](std::string_view name, std::string_view value) {
+    if (out.size() > 1) out += ',';
+    out += quote(name);
+    out += ':';
+    out += value;
+  };
+  for (const auto& m : members) {
+    if (std::find(drop.begin(), drop.end(), m.name) != drop.end()) continue;
+    std::string_view value = m.value.in(text);
+    for (std::size_t i = 0; i < replace.size(); ++i) {
+      if (replace[i].first == m.name) {
+        value = replace[i].second;
+        used[i] = true;
+      }
+    }
+    add(m.name, value);
+  }
+  for (std::size_t i = 0; i < replace.size(); ++i) {
+    if (!used[i]) add(replace[i].first, replace[i].second);
+  }
+  out += '}';
+  return out;
 }
 
 bool is_batch(std::string_view text) {

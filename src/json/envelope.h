@@ -32,6 +32,21 @@ struct Envelope {
 // `text` must stay alive while spans are used. Accepts any JSON object; classifies it.
 Envelope parse_envelope(std::string_view text);
 
+// One member of a JSON object: its unescaped name and the raw span of its value.
+struct Member {
+  std::string name;
+  Span value;
+};
+// The top-level members of the object `text`, in order, in one validating scan (values are
+// skipped, not parsed); nullopt if `text` is not exactly one JSON object.
+std::optional<std::vector<Member>> object_members(std::string_view text);
+// `text` (an object whose members are `members`) rebuilt with the values of the members named
+// in `replace` replaced by raw JSON (appended if absent) and the members named in `drop` left
+// out. Every other value is copied as it was, unparsed.
+std::string rewrite_object(std::string_view text, const std::vector<Member>& members,
+                           const std::vector<std::pair<std::string_view, std::string>>& replace,
+                           const std::vector<std::string_view>& drop);
+
 // Is `text` (after leading whitespace) a JSON array? Batches are split with split_batch.
 bool is_batch(std::string_view text);
 // Raw texts of the array's elements; nullopt with `problem` set if it is not valid JSON.

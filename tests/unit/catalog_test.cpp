@@ -1,4 +1,4 @@
-#include "gateway/catalog.h"
+#include "catalog/catalog.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace toolbridge::gateway {
+namespace toolbridge::catalog {
 namespace {
 
 using Pairs = std::vector<std::pair<std::string, std::string>>;
@@ -252,4 +252,4 @@ TEST(Catalog, TemplateVariableMayContainItsStopCharacter) {
 }
 
 }  // namespace
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::catalog

@@ -450,5 +450,45 @@ TEST(Envelope, QuoteSimpleCases) {
   EXPECT_EQ(quote("a\nb\tc"), R"("a\nb\tc")");
 }
 
+TEST(ObjectMembers, NamesAndRawValueSpansInOrder) {
+  const std::string text = R"( {"name" : "fixture__echo", "arguments":{"a":[1,{"b":"}"}]},"_meta":{"x":1} } )";
+  const auto members = object_members(text);
+  ASSERT_TRUE(members.has_value());
+  ASSERT_EQ(members->size(), 3u);
+  EXPECT_EQ((*members)[0].name, "name");
+  EXPECT_EQ((*members)[0].value.in(text), "\"fixture__echo\"");
+  EXPECT_EQ((*members)[1].value.in(text), R"({"a":[1,{"b":"}"}]})");
+  EXPECT_EQ((*members)[2].name, "_meta");
+  EXPECT_EQ(object_members("{}")->size(), 0u);
+  EXPECT_EQ((*object_members(R"({"n\u0061me":1})"))[0].name, "name");
+}
+
+TEST(ObjectMembers, AnythingButOneObjectIsRefused) {
+  for (const char* bad : {"", "[]", "1", "{", R"({"a":})", R"({"a":1,})", R"({"a":1} {})", R"({"a" 1})",
+                          "{\"a\":\"\x01\"}"}) {
+    EXPECT_FALSE(object_members(bad).has_value()) << bad;
+  }
+}
+
+TEST(ObjectMembers, EveryTruncationOfAValidObjectIsRefused) {
+  const std::string text = R"({"name":"t","arguments":{"q":"a\"b","n":[1.5e3,true,null]}})";
+  ASSERT_TRUE(object_members(text).has_value());
+  for (std::size_t n = 0; n < text.size(); ++n) {
+    EXPECT_FALSE(object_members(text.substr(0, n)).has_value()) << n;
+  }
+}
+
+TEST(RewriteObject, ReplacesDropsAndAppendsWithoutTouchingOtherValues) {
+  const std::string text = R"({"name":"srv__t","arguments":{"a" : [1, 2]},"_meta":{"toolbridge/session":"x"}})";
+  const auto members = *object_members(text);
+  EXPECT_EQ(rewrite_object(text, members, {{"name", quote("t")}}, {"_meta"}),
+            R"({"name":"t","arguments":{"a" : [1, 2]}})");
+  EXPECT_EQ(rewrite_object(text, members, {{"_meta", "{}"}, {"extra", "1"}}, {}),
+            R"({"name":"srv__t","arguments":{"a" : [1, 2]},"_meta":{},"extra":1})");
+  EXPECT_EQ(rewrite_object("{}", {}, {{"name", quote("t")}}, {}), R"({"name":"t"})");
+  const std::string dup = R"({"name":"a","name":"b"})";
+  EXPECT_EQ(rewrite_object(dup, *object_members(dup), {{"name", quote("c")}}, {}), R"({"name":"c","name":"c"})");
+}
+
 }  // namespace
 }  // namespace toolbridge::json

@@ -1,4 +1,4 @@
-#include "gateway/legacy_sse.h"
+#include "frontend/legacy_sse.h"
 
 #include <spdlog/spdlog.h>
 
@@ -8,9 +8,15 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/url/parse.hpp>
 
+#include "frontend/event_stream.h"
+#include "frontend/router.h"
+#include "gateway/methods.h"
 #include "json/envelope.h"
 
-namespace toolbridge::gateway {
+namespace toolbridge::frontend {
+
+using gateway::PostStream;
+using gateway::Session;
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
@@ -20,11 +26,6 @@ namespace {
 
 constexpr auto kKeepalive = std::chrono::seconds(15);
 constexpr auto kHangupPoll = std::chrono::seconds(1);
-
-std::string header(const transport::Request& req, std::string_view name) {
-  auto it = req.find(name);
-  return it == req.end() ? std::string() : std::string(it->value());
-}
 
 std::string error_body(std::string_view message) {
   return json::make_error({}, json::kInvalidRequest, message);
@@ -63,7 +64,7 @@ asio::awaitable<void> LegacySse::handle(Exchange& ex, std::string_view path) {
 
 asio::awaitable<void> LegacySse::open_stream(Exchange& ex) {
   std::string refused;
-  auto session = hooks_.create_session(refused);
+  auto session = gateway_.create_session(refused);
   if (!session) {
     const transport::Headers retry_after{{"Retry-After", "5"}};
     co_await ex.reply(http::status::service_unavailable, "application/json", error_body(refused),
@@ -72,7 +73,7 @@ asio::awaitable<void> LegacySse::open_stream(Exchange& ex) {
   }
   // Legacy clients speak the oldest version we know until initialize says otherwise.
   session->version = mcp::Version::k2025_03_26;
-  auto channel = std::make_shared<Channel>(io_);
+  auto channel = std::make_shared<gateway::Channel>(gateway_.io());
   session->get_stream = channel;
   spdlog::debug("legacy SSE session {} opened", session->id());
   bool ok = co_await ex.begin_stream(http::status::ok, "text/event-stream", {});
@@ -80,31 +81,11 @@ asio::awaitable<void> LegacySse::open_stream(Exchange& ex) {
     std::string first = "event: endpoint\ndata: /messages?sessionId=" + session->id() + "\n\n";
     ok = co_await ex.write_chunk(std::move(first));
   }
-  auto last_write = std::chrono::steady_clock::now();
-  while (ok && !channel->closed && !hooks_.stopping()) {
-    if (channel->queue.empty()) {
-      // The stream is the session, so a client that hung up is noticed within a second.
-      channel->wake.expires_after(kHangupPoll);
-      boost::system::error_code ec;
-      co_await channel->wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-      if (!ec && channel->queue.empty()) {
-        ok = !ex.peer_closed();
-        if (ok && std::chrono::steady_clock::now() - last_write >= kKeepalive) {
-          ok = co_await ex.write_chunk(": keepalive\n\n");
-          last_write = std::chrono::steady_clock::now();
-        }
-        continue;
-      }
-    }
-    std::string chunk;
-    while (!channel->queue.empty()) {
-      chunk += "event: message\ndata: ";
-      chunk += channel->pop();
-      chunk += "\n\n";
-    }
-    if (!chunk.empty()) ok = co_await ex.write_chunk(std::move(chunk));
-    last_write = std::chrono::steady_clock::now();
-    session->last_seen = Session::Clock::now();
+  if (ok) {
+    // The stream is the session, so a client that hung up is noticed within a second.
+    const PumpOptions options{kHangupPoll, kKeepalive, [this] { return gateway_.stopping(); },
+                              [session] { session->last_seen = Session::Clock::now(); }};
+    ok = co_await pump_events(ex, *channel, options);
   }
   if (ok) co_await ex.end_stream();
   if (channel->overflowed) {
@@ -112,19 +93,18 @@ asio::awaitable<void> LegacySse::open_stream(Exchange& ex) {
   }
   channel->closed = true;
   // On this transport the stream is the session: when it goes, so do its calls.
-  hooks_.end_session(session, "the agent closed its SSE stream");
+  gateway_.end_session(session, "the agent closed its SSE stream");
 }
 
 asio::awaitable<void> LegacySse::post_message(Exchange& ex) {
   const auto& req = ex.request();
   const std::string_view target(req.target().data(), req.target().size());
   const std::string id = session_param(target);
-  auto session = id.empty() ? nullptr : hooks_.find_session(id);
+  auto session = id.empty() ? nullptr : gateway_.find_session(id);
   if (!session || !session->get_stream || session->get_stream->closed) {
-    const std::string answer =
-        error_body(id.empty()
-                       ? "POST /messages needs ?sessionId= from the endpoint event of GET /sse"
-                       : "Session not found: its SSE stream is closed; open GET /sse again");
+    const std::string answer = error_body(
+        id.empty() ? "POST /messages needs ?sessionId= from the endpoint event of GET /sse"
+                   : "Session not found: its SSE stream is closed; open GET /sse again");
     co_await ex.reply(id.empty() ? http::status::bad_request : http::status::not_found,
                       "application/json", answer, {});
     co_return;
@@ -154,10 +134,10 @@ asio::awaitable<void> LegacySse::post_message(Exchange& ex) {
   session->last_seen = Session::Clock::now();
   // The POST only hands the message over; everything it causes goes out on the SSE stream, so
   // the stream cannot answer inline (can_stream = false sends notifications to the session).
-  auto stream = std::make_shared<PostStream>(io_, session, false);
-  hooks_.dispatch(session, stream, body);
+  auto stream = std::make_shared<PostStream>(gateway_.io(), session, false);
+  gateway_.methods().handle(session, stream, env, body);
   if (env.kind == json::Kind::kRequest)
-    asio::co_spawn(io_, deliver(session, stream), asio::detached);
+    asio::co_spawn(gateway_.io(), deliver(session, stream), asio::detached);
   co_await ex.reply(http::status::accepted, "text/plain", std::string("Accepted"), {});
 }
 
@@ -179,4 +159,4 @@ asio::awaitable<void> LegacySse::deliver(std::shared_ptr<Session> session,
   stream->detached = true;
 }
 
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::frontend

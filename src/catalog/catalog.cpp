@@ -1,4 +1,4 @@
-#include "gateway/catalog.h"
+#include "catalog/catalog.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "upstream/upstream.h"
 
-namespace toolbridge::gateway {
+namespace toolbridge::catalog {
 
 namespace bj = boost::json;
 
@@ -36,7 +36,8 @@ std::string sanitize(std::string s) {
   return s;
 }
 
-std::string hashed(const std::string& sanitized, const std::string& server, const std::string& name) {
+std::string hashed(const std::string& sanitized, const std::string& server,
+                   const std::string& name) {
   return sanitized.substr(0, kCutTo) + fmt::format("_{:08x}", fnv1a(server + "/" + name));
 }
 
@@ -46,7 +47,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   for (std::size_t i = 1; i <= a.size(); ++i) {
     cur[0] = i;
     for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t sub = prev[j - 1] + (std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1);
+      const std::size_t sub =
+          prev[j - 1] + (std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1);
       cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
     }
     std::swap(prev, cur);
@@ -56,7 +58,8 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 }  // namespace
 
 bool is_valid_tool_name(std::string_view name) {
-  return !name.empty() && name.size() <= kMaxName && std::all_of(name.begin(), name.end(), valid_char);
+  return !name.empty() && name.size() <= kMaxName &&
+         std::all_of(name.begin(), name.end(), valid_char);
 }
 
 std::vector<std::string> expose_names(const std::vector<std::pair<std::string, std::string>>& pairs,
@@ -84,7 +87,8 @@ std::vector<std::string> expose_names(const std::vector<std::pair<std::string, s
       if (out[i].size() <= kMaxName && count[out[i]] == 1) continue;
       ++salt[i];
       const std::string& base = chosen[i];
-      const std::string name = salt[i] == 0 ? pairs[i].second : pairs[i].second + "#" + std::to_string(salt[i]);
+      const std::string name =
+          salt[i] == 0 ? pairs[i].second : pairs[i].second + "#" + std::to_string(salt[i]);
       out[i] = hashed(base, pairs[i].first, name);
       changed = true;
     }
@@ -157,7 +161,9 @@ void Catalog::rebuild(const std::vector<std::shared_ptr<upstream::Upstream>>& up
       }
     }
     for (const auto& r : cat.resource_templates) {
-      if (!r.is_object() || !r.as_object().contains("uriTemplate") || !r.at("uriTemplate").is_string()) continue;
+      if (!r.is_object() || !r.as_object().contains("uriTemplate") ||
+          !r.at("uriTemplate").is_string())
+        continue;
       templates_.emplace_back(std::string(r.at("uriTemplate").as_string()), up->name());
       templates.push_back(r);
     }
@@ -174,7 +180,8 @@ void Catalog::rebuild(const std::vector<std::shared_ptr<upstream::Upstream>>& up
   const auto prompt_names = expose_names(prompt_pairs, naming, separator);
   bj::array prompts;
   for (std::size_t i = 0; i < prompt_pairs.size(); ++i) {
-    prompts_[prompt_names[i]] = Entry{prompt_names[i], prompt_pairs[i].first, prompt_pairs[i].second};
+    prompts_[prompt_names[i]] =
+        Entry{prompt_names[i], prompt_pairs[i].first, prompt_pairs[i].second};
     bj::object def = *prompt_defs[i];
     def["name"] = prompt_names[i];
     tag_origin(def, prompt_pairs[i].first, prompt_pairs[i].second);
@@ -209,7 +216,8 @@ std::vector<std::string> Catalog::suggest_tools(std::string_view name, std::size
   for (const auto& [exposed, entry] : tools_) {
     std::size_t d = std::min(edit_distance(name, exposed), edit_distance(name, entry.original));
     // A bare tool name ("python") inside the exposed one ("sandbox__run_python") is a near miss.
-    if (exposed.find(name) != std::string::npos && name.size() >= 3) d = std::min<std::size_t>(d, 2);
+    if (exposed.find(name) != std::string::npos && name.size() >= 3)
+      d = std::min<std::size_t>(d, 2);
     if (d <= std::max<std::size_t>(2, name.size() / 3)) scored.emplace_back(d, exposed);
   }
   std::sort(scored.begin(), scored.end());
@@ -218,4 +226,4 @@ std::vector<std::string> Catalog::suggest_tools(std::string_view name, std::size
   return out;
 }
 
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::catalog

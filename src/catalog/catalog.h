@@ -14,7 +14,7 @@ namespace toolbridge::upstream {
 class Upstream;
 }
 
-namespace toolbridge::gateway {
+namespace toolbridge::catalog {
 
 // Valid tool names for LLM function calling: ^[a-zA-Z0-9_-]{1,64}$.
 bool is_valid_tool_name(std::string_view name);
@@ -54,8 +54,8 @@ class Catalog {
  private:
   std::map<std::string, Entry, std::less<>> tools_;
   std::map<std::string, Entry, std::less<>> prompts_;
-  std::map<std::string, std::string, std::less<>> resources_;              // uri -> server
-  std::vector<std::pair<std::string, std::string>> templates_;             // template -> server
+  std::map<std::string, std::string, std::less<>> resources_;   // uri -> server
+  std::vector<std::pair<std::string, std::string>> templates_;  // template -> server
   std::string tools_json_ = R"({"tools":[]})";
   std::string prompts_json_ = R"({"prompts":[]})";
   std::string resources_json_ = R"({"resources":[]})";
@@ -65,4 +65,4 @@ class Catalog {
 // Matches an RFC 6570 level-1 template ("file:///{path}") against a URI.
 bool matches_template(std::string_view tmpl, std::string_view uri);
 
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::catalog

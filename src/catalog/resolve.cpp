@@ -1,0 +1,143 @@
+#include "catalog/resolve.h"
+
+#include <boost/json.hpp>
+
+#include "upstream/upstream.h"
+
+namespace toolbridge::catalog {
+
+namespace bj = boost::json;
+using gateway::Fault;
+using gateway::Result;
+
+namespace {
+
+// params with `name` as the server knows it and _meta as the front end left it.
+std::string upstream_params(const gateway::Call& call, std::string_view key,
+                            const std::string* value) {
+  std::vector<std::pair<std::string_view, std::string>> replace;
+  std::vector<std::string_view> drop;
+  if (value) replace.emplace_back(key, json::quote(*value));
+  if (call.meta) {
+    if (call.meta->empty())
+      drop.emplace_back("_meta");
+    else
+      replace.emplace_back("_meta", *call.meta);
+  }
+  if (replace.empty() && drop.empty()) return call.params;
+  return json::rewrite_object(call.params, call.members, replace, drop);
+}
+
+}  // namespace
+
+ResolveStage::ResolveStage(const Catalog& catalog,
+                           const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
+                           const bool& stopping)
+    : catalog_(catalog), stopping_(stopping) {
+  for (const auto& up : upstreams) upstreams_.emplace(up->name(), up);
+}
+
+boost::asio::awaitable<Result> ResolveStage::handle(gateway::Call& call, gateway::Next next) {
+  if (auto answer = resolve(call)) co_return std::move(*answer);
+  co_return co_await next(call);
+}
+
+std::optional<Result> ResolveStage::resolve(gateway::Call& call) const {
+  if (stopping_) {
+    return Result::failure(Fault::kShuttingDown,
+                           "the gateway is shutting down; no new calls are accepted");
+  }
+  if (call.method == "completion/complete") return resolve_completion(call);
+  return resolve_named(call);
+}
+
+bool ResolveStage::route_to(gateway::Call& call, const std::string& server, std::string label,
+                            std::string display_name, std::string tool) const {
+  auto it = upstreams_.find(server);
+  if (it == upstreams_.end()) return false;
+  call.route = gateway::Route{it->second, server, std::move(tool), std::move(label),
+                              std::move(display_name)};
+  return true;
+}
+
+std::optional<Result> ResolveStage::resolve_named(gateway::Call& call) const {
+  const bool tool = call.method == "tools/call";
+  if (tool || call.method == "prompts/get") {
+    const std::string name = call.string_member("name");
+    const Entry* entry = tool ? catalog_.tool(name) : catalog_.prompt(name);
+    if (!entry) {
+      return Result::failure(Fault::kInvalidParams,
+                             tool ? unknown_tool_message(name) : "Unknown prompt: '" + name + "'");
+    }
+    if (!route_to(call, entry->server, entry->exposed, entry->exposed,
+                  tool ? entry->original : "")) {
+      return Result::failure(Fault::kUnavailable, "unknown server " + entry->server);
+    }
+    call.upstream_params = upstream_params(call, "name", &entry->original);
+    return std::nullopt;
+  }
+  // resources/read, resources/subscribe, resources/unsubscribe: routed by URI.
+  const std::string uri = call.string_member("uri");
+  const std::string* server = catalog_.resource_server(uri);
+  if (!server) {
+    return Result::failure(Fault::kNotFound, "Resource not found: '" + uri +
+                                                 "' matches no server's resources or templates");
+  }
+  if (!route_to(call, *server, call.method, *server + " " + call.method, "")) {
+    return Result::failure(Fault::kUnavailable, "unknown server " + *server);
+  }
+  call.upstream_params = upstream_params(call, "uri", nullptr);
+  return std::nullopt;
+}
+
+std::optional<Result> ResolveStage::resolve_completion(gateway::Call& call) const {
+  // The reference is small: it is parsed, renamed and put back; the rest stays raw.
+  boost::system::error_code ec;
+  bj::value ref = bj::parse(call.member("ref"), ec);
+  if (!ec && ref.is_object()) {
+    auto& r = ref.as_object();
+    const auto* type = r.if_contains("type");
+    const std::string t = type && type->is_string() ? std::string(type->as_string()) : "";
+    const auto* name = r.if_contains("name");
+    const auto* uri = r.if_contains("uri");
+    const std::string* server = nullptr;
+    if (t == "ref/prompt" && name && name->is_string()) {
+      if (const Entry* e = catalog_.prompt(name->as_string())) {
+        r["name"] = e->original;
+        server = &e->server;
+      }
+    } else if (t == "ref/resource" && uri && uri->is_string()) {
+      server = catalog_.resource_server(uri->as_string());
+    }
+    if (server && route_to(call, *server, call.method, *server + " " + call.method, "")) {
+      std::vector<std::pair<std::string_view, std::string>> replace{{"ref", bj::serialize(ref)}};
+      std::vector<std::string_view> drop;
+      if (call.meta) {
+        if (call.meta->empty())
+          drop.emplace_back("_meta");
+        else
+          replace.emplace_back("_meta", *call.meta);
+      }
+      call.upstream_params = json::rewrite_object(call.params, call.members, replace, drop);
+      return std::nullopt;
+    }
+  }
+  // Nobody completes this reference: an empty completion, as the spec allows.
+  Result empty;
+  empty.response =
+      json::make_result(call.id, R"({"completion":{"values":[],"total":0,"hasMore":false}})");
+  return empty;
+}
+
+std::string ResolveStage::unknown_tool_message(const std::string& name) const {
+  std::string msg = "Unknown tool: '" + name + "'";
+  const auto close = catalog_.suggest_tools(name);
+  if (!close.empty()) {
+    msg += "; did you mean ";
+    for (std::size_t i = 0; i < close.size(); ++i) msg += (i ? ", '" : "'") + close[i] + "'";
+  }
+  msg += ". tools/list shows the " + std::to_string(catalog_.tool_count()) + " available tools.";
+  return msg;
+}
+
+}  // namespace toolbridge::catalog

@@ -1,0 +1,39 @@
+#pragma once
+// The resolve stage: which tool (prompt, resource) is this, and which server serves it. It turns
+// the exposed name into the server's own (spliced into the raw params; the arguments are never
+// parsed), refuses what the catalog does not have with a message an agent can act on, and
+// refuses new calls while the gateway stops.
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "catalog/catalog.h"
+#include "gateway/stage.h"
+
+namespace toolbridge::catalog {
+
+class ResolveStage final : public gateway::Stage {
+ public:
+  ResolveStage(const Catalog& catalog,
+               const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
+               const bool& stopping);
+  std::string_view name() const override { return "resolve"; }
+  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
+
+  // The route of `call` with its upstream params, or a Result that answers it (an unknown name,
+  // a completion nobody serves). Separate from handle() so it can be tested without a chain.
+  std::optional<gateway::Result> resolve(gateway::Call& call) const;
+
+ private:
+  bool route_to(gateway::Call& call, const std::string& server, std::string label,
+                std::string display_name, std::string tool) const;
+  std::optional<gateway::Result> resolve_named(gateway::Call& call) const;
+  std::optional<gateway::Result> resolve_completion(gateway::Call& call) const;
+  std::string unknown_tool_message(const std::string& name) const;
+
+  const Catalog& catalog_;
+  std::unordered_map<std::string, std::shared_ptr<upstream::Upstream>> upstreams_;
+  const bool& stopping_;
+};
+
+}  // namespace toolbridge::catalog

@@ -1,0 +1,26 @@
+#pragma once
+// The operator's endpoints: GET /healthz (servers, instances, breakers), GET /metrics
+// (Prometheus text), DELETE /sessions/NAME (release a trajectory without an MCP session), and
+// the 404 that names what is served.
+#include <boost/asio/awaitable.hpp>
+#include <string_view>
+
+#include "gateway/gateway.h"
+#include "transport/http_server.h"
+
+namespace toolbridge::frontend {
+
+class Admin {
+ public:
+  explicit Admin(gateway::Gateway& gateway) : gateway_(gateway) {}
+
+  boost::asio::awaitable<void> health(transport::Exchange& ex);
+  boost::asio::awaitable<void> metrics(transport::Exchange& ex);
+  boost::asio::awaitable<void> release(transport::Exchange& ex, std::string_view path);
+  boost::asio::awaitable<void> not_found(transport::Exchange& ex);
+
+ private:
+  gateway::Gateway& gateway_;
+};
+
+}  // namespace toolbridge::frontend

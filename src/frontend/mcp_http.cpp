@@ -1,0 +1,283 @@
+#include "frontend/mcp_http.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http.hpp>
+
+#include "frontend/event_stream.h"
+#include "frontend/router.h"
+#include "gateway/methods.h"
+#include "mcp/protocol.h"
+
+namespace toolbridge::frontend {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using gateway::Session;
+using transport::Exchange;
+using transport::Headers;
+
+namespace {
+
+constexpr auto kSseKeepalive = std::chrono::seconds(15);
+
+// The Accept and Content-Type rules of a POST; empty if they hold, else the 406/415 message.
+std::pair<http::status, std::string> check_media_types(const transport::Request& req,
+                                                       bool& accepts_sse) {
+  const std::string accept = header(req, "Accept");
+  accepts_sse = accept.find("text/event-stream") != std::string::npos;
+  const bool accepts_json = accept.empty() ||
+                            accept.find("application/json") != std::string::npos ||
+                            accept.find("*/*") != std::string::npos;
+  if (!accepts_sse && !accepts_json) {
+    return {http::status::not_acceptable,
+            "Not Acceptable: Accept must include application/json and/or text/event-stream"};
+  }
+  const std::string content_type = header(req, "Content-Type");
+  if (!content_type.empty() && content_type.find("application/json") == std::string::npos) {
+    return {http::status::unsupported_media_type,
+            "Unsupported Media Type: Content-Type must be application/json"};
+  }
+  return {http::status::ok, {}};
+}
+
+}  // namespace
+
+McpHttp::Messages McpHttp::read_messages(const std::string& body) {
+  Messages m;
+  m.batch = json::is_batch(body);
+  if (m.batch) {
+    std::string problem;
+    auto parts = json::split_batch(body, problem);
+    if (!parts) {
+      m.error = json::make_error({}, json::kParseError, "Parse error: " + problem);
+      return m;
+    }
+    if (parts->empty()) {
+      m.error = json::make_error({}, json::kInvalidRequest, "Invalid Request: empty batch");
+      return m;
+    }
+    m.texts = std::move(*parts);
+    for (const auto& t : m.texts) m.envelopes.push_back(json::parse_envelope(t));
+    return m;
+  }
+  m.envelopes.push_back(json::parse_envelope(body));
+  const json::Envelope& first = m.envelopes.front();
+  if (first.kind == json::Kind::kInvalid) {
+    const bool parse = first.problem.starts_with("not JSON");
+    const std::string message = (parse ? "Parse error: " : "Invalid Request: ") + first.problem;
+    m.error = json::make_error({}, parse ? json::kParseError : json::kInvalidRequest, message);
+  }
+  return m;
+}
+
+McpHttp::SessionOrError McpHttp::session_for(const transport::Request& req, const Messages& m,
+                                             std::string_view body) {
+  SessionOrError out;
+  const json::Envelope& first = m.envelopes.front();
+  if (!m.batch && first.kind == json::Kind::kRequest && first.method == "initialize") {
+    std::string refused;
+    out.session = gateway_.create_session(refused);
+    if (!out.session) {
+      out.status = http::status::service_unavailable;
+      const int code = gateway_.stopping() ? json::kUpstreamUnavailable : json::kOverloaded;
+      out.error = json::make_error(first.id.in(body), code, refused);
+      if (!gateway_.stopping()) out.headers.emplace_back("Retry-After", "5");
+      return out;
+    }
+    out.headers.emplace_back("Mcp-Session-Id", out.session->id());
+    return out;
+  }
+  const std::string session_id = header(req, "Mcp-Session-Id");
+  out.status = http::status::bad_request;
+  if (session_id.empty()) {
+    out.error =
+        json::make_error({}, json::kInvalidRequest,
+                         "Bad Request: Mcp-Session-Id header is required (send initialize first)");
+    return out;
+  }
+  out.session = gateway_.find_session(session_id);
+  if (!out.session) {
+    out.status = http::status::not_found;
+    out.error =
+        json::make_error({}, json::kInvalidRequest,
+                         "Session not found: it expired or was deleted; initialize a new session");
+    return out;
+  }
+  // The spec rejects only invalid or unsupported versions; the session keeps the negotiated one.
+  const std::string version = header(req, "MCP-Protocol-Version");
+  const std::string negotiated(mcp::to_string(out.session->version));
+  if (!version.empty() && !mcp::parse_version(version)) {
+    out.error = json::make_error({}, json::kInvalidRequest,
+                                 "Bad Request: unsupported MCP-Protocol-Version '" + version +
+                                     "' (negotiated: " + negotiated + ")");
+    return out;
+  }
+  if (m.batch && !mcp::allows_batches(out.session->version)) {
+    out.error =
+        json::make_error({}, json::kInvalidRequest,
+                         "JSON-RPC batches are not allowed in protocol version " + negotiated);
+    return out;
+  }
+  out.status = http::status::ok;
+  return out;
+}
+
+asio::awaitable<void> McpHttp::post(Exchange& ex) {
+  const auto& req = ex.request();
+  bool accepts_sse = false;
+  const auto [media_status, media_error] = check_media_types(req, accepts_sse);
+  if (!media_error.empty()) {
+    const std::string body = json::make_error({}, json::kInvalidRequest, media_error);
+    co_await ex.reply(media_status, "application/json", body, {});
+    co_return;
+  }
+  const std::string& body = req.body();
+  const Messages messages = read_messages(body);
+  if (!messages.error.empty()) {
+    co_await ex.reply(http::status::bad_request, "application/json", messages.error, {});
+    co_return;
+  }
+  SessionOrError found = session_for(req, messages, body);
+  if (!found.error.empty()) {
+    co_await ex.reply(found.status, "application/json", found.error, found.headers);
+    co_return;
+  }
+  const auto& session = found.session;
+  session->last_seen = Session::Clock::now();
+  auto stream = std::make_shared<gateway::PostStream>(gateway_.io(), session, accepts_sse);
+  bool any_request = false;
+  for (std::size_t i = 0; i < messages.envelopes.size(); ++i) {
+    const json::Envelope& env = messages.envelopes[i];
+    if (env.kind == json::Kind::kRequest || env.kind == json::Kind::kInvalid) any_request = true;
+    const std::string_view text =
+        messages.batch ? std::string_view(messages.texts[i]) : std::string_view(body);
+    gateway_.methods().handle(session, stream, env, text);
+  }
+  if (!any_request) {
+    stream->detached = true;
+    co_await ex.reply(http::status::accepted, "", std::string(), found.headers);
+    co_return;
+  }
+  co_await answer(ex, stream, messages.batch, found.headers);
+}
+
+asio::awaitable<void> McpHttp::answer(Exchange& ex, std::shared_ptr<gateway::PostStream> stream,
+                                      bool batch, const Headers& headers) {
+  // JSON if every response is ready before anything else needs sending; otherwise the answer
+  // turns into an SSE stream the moment a notification or server request has to go out.
+  bool streaming = false;
+  std::size_t sent = 0;
+  for (;;) {
+    const bool quiet = stream->channel.queue.empty();
+    if (!streaming && quiet && stream->finished()) {
+      if (stream->responses.empty()) {
+        // Every request of this POST was cancelled by the agent: nothing is owed (MCP sends no
+        // response to a cancelled request).
+        co_await ex.reply(http::status::accepted, "", std::string(), headers);
+        co_return;
+      }
+      std::string body;
+      if (batch) {
+        body = "[";
+        for (std::size_t i = 0; i < stream->responses.size(); ++i) {
+          if (i) body += ',';
+          body += stream->responses[i];
+        }
+        body += ']';
+      } else {
+        body = std::move(stream->responses.front());
+      }
+      co_await ex.reply(http::status::ok, "application/json", std::move(body), headers);
+      co_return;
+    }
+    if (!streaming && !quiet && stream->can_stream()) {
+      const bool began = co_await ex.begin_stream(http::status::ok, "text/event-stream", headers);
+      if (!began) break;
+      streaming = true;
+    }
+    if (streaming) {
+      std::string chunk;
+      drain_events(stream->channel, chunk);
+      for (; sent < stream->responses.size(); ++sent) chunk += sse_event(stream->responses[sent]);
+      if (!chunk.empty()) {
+        const bool written = co_await ex.write_chunk(std::move(chunk));
+        if (!written) break;
+      }
+      if (stream->finished() && sent == stream->responses.size()) {
+        co_await ex.end_stream();
+        co_return;
+      }
+    }
+    stream->channel.wake.expires_at(asio::steady_timer::time_point::max());
+    if (stream->channel.queue.empty() &&
+        !(stream->finished() || (streaming && sent < stream->responses.size()))) {
+      boost::system::error_code ec;
+      co_await stream->channel.wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+  }
+  stream->detached = true;
+}
+
+asio::awaitable<void> McpHttp::get(Exchange& ex) {
+  const auto& req = ex.request();
+  if (header(req, "Accept").find("text/event-stream") == std::string::npos) {
+    const std::string body = json::make_error(
+        {}, json::kInvalidRequest,
+        "Not Acceptable: GET /mcp opens an SSE stream; Accept must include text/event-stream");
+    co_await ex.reply(http::status::not_acceptable, "application/json", body, {});
+    co_return;
+  }
+  const std::string id = header(req, "Mcp-Session-Id");
+  auto session = gateway_.find_session(id);
+  if (!session) {
+    const bool missing = id.empty();
+    const std::string body = json::make_error(
+        {}, json::kInvalidRequest,
+        missing ? "Bad Request: Mcp-Session-Id header is required" : "Session not found");
+    const auto status = missing ? http::status::bad_request : http::status::not_found;
+    co_await ex.reply(status, "application/json", body, {});
+    co_return;
+  }
+  // A reconnecting client replaces its previous stream.
+  if (session->get_stream) session->get_stream->close();
+  auto channel = std::make_shared<gateway::Channel>(gateway_.io());
+  session->get_stream = channel;
+  if (co_await ex.begin_stream(http::status::ok, "text/event-stream", {})) {
+    // An SSE comment first, so the client sees the stream open at once.
+    std::string opened = ": stream open\n\n";
+    bool ok = co_await ex.write_chunk(std::move(opened));
+    if (ok) {
+      const PumpOptions options{kSseKeepalive, kSseKeepalive,
+                                [this] { return gateway_.stopping(); },
+                                [session] { session->last_seen = Session::Clock::now(); }};
+      ok = co_await pump_events(ex, *channel, options);
+    }
+    if (ok) co_await ex.end_stream();
+  }
+  if (channel->overflowed) {
+    spdlog::warn("session {}: GET stream closed, the client read too slowly ({} bytes queued)",
+                 session->id(), gateway::Channel::kMaxQueuedBytes);
+  }
+  channel->closed = true;
+  if (session->get_stream == channel) session->get_stream.reset();
+}
+
+asio::awaitable<void> McpHttp::del(Exchange& ex) {
+  const std::string id = header(ex.request(), "Mcp-Session-Id");
+  auto session = gateway_.find_session(id);
+  if (!session) {
+    const std::string body = json::make_error(
+        {}, json::kInvalidRequest,
+        id.empty() ? "Bad Request: Mcp-Session-Id header is required" : "Session not found");
+    const auto status = id.empty() ? http::status::bad_request : http::status::not_found;
+    co_await ex.reply(status, "application/json", body, {});
+    co_return;
+  }
+  gateway_.end_session(session, "the agent ended its session");
+  co_await ex.reply(http::status::ok, "application/json", std::string("{}"), {});
+}
+
+}  // namespace toolbridge::frontend

@@ -1,0 +1,49 @@
+#pragma once
+// MCP Streamable HTTP (2025-03-26, 2025-06-18, 2025-11-25) on /mcp: POST carries JSON-RPC
+// messages (answered as JSON, or as an SSE stream once something else must go out first), GET
+// opens the session's stream for messages not tied to a POST, DELETE ends the session.
+#include <boost/asio/awaitable.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gateway/gateway.h"
+#include "json/envelope.h"
+#include "transport/http_server.h"
+
+namespace toolbridge::frontend {
+
+class McpHttp {
+ public:
+  explicit McpHttp(gateway::Gateway& gateway) : gateway_(gateway) {}
+
+  boost::asio::awaitable<void> post(transport::Exchange& ex);
+  boost::asio::awaitable<void> get(transport::Exchange& ex);
+  boost::asio::awaitable<void> del(transport::Exchange& ex);
+
+ private:
+  // The messages of a POST body, each parsed once.
+  struct Messages {
+    bool batch = false;
+    std::vector<std::string> texts;  // batch elements (a single message stays in the body)
+    std::vector<json::Envelope> envelopes;
+    std::string error;  // the JSON-RPC error to answer with 400 instead
+  };
+  static Messages read_messages(const std::string& body);
+  // The session a POST belongs to (a new one for initialize), or an error to answer.
+  struct SessionOrError {
+    std::shared_ptr<gateway::Session> session;
+    transport::Headers headers;
+    boost::beast::http::status status = boost::beast::http::status::ok;
+    std::string error;
+  };
+  SessionOrError session_for(const transport::Request& req, const Messages& m,
+                             std::string_view body);
+  boost::asio::awaitable<void> answer(transport::Exchange& ex,
+                                      std::shared_ptr<gateway::PostStream> stream, bool batch,
+                                      const transport::Headers& headers);
+
+  gateway::Gateway& gateway_;
+};
+
+}  // namespace toolbridge::frontend

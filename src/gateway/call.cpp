@@ -1,0 +1,101 @@
+#include "gateway/call.h"
+
+#include <boost/json.hpp>
+
+namespace toolbridge::gateway {
+
+std::string_view to_string(Fault f) {
+  switch (f) {
+    case Fault::kNone:
+      return "none";
+    case Fault::kToolError:
+      return "tool_error";
+    case Fault::kServerError:
+      return "server_error";
+    case Fault::kInvalidParams:
+      return "invalid_params";
+    case Fault::kNotFound:
+      return "not_found";
+    case Fault::kUnavailable:
+      return "unavailable";
+    case Fault::kOverloaded:
+      return "overloaded";
+    case Fault::kTimeout:
+      return "timeout";
+    case Fault::kCrashed:
+      return "crashed";
+    case Fault::kNotSent:
+      return "not_sent";
+    case Fault::kCancelled:
+      return "cancelled";
+    case Fault::kShuttingDown:
+      return "shutting_down";
+  }
+  return "unknown";
+}
+
+std::string_view outcome_label(Fault f) {
+  switch (f) {
+    case Fault::kNone:
+      return "ok";
+    case Fault::kToolError:
+      return "tool_error";
+    case Fault::kTimeout:
+      return "timeout";
+    case Fault::kCrashed:
+    case Fault::kNotSent:
+      return "crashed";
+    case Fault::kUnavailable:
+      return "unavailable";
+    case Fault::kCancelled:
+      return "cancelled";
+    default:
+      return "error";
+  }
+}
+
+int error_code(Fault f) {
+  switch (f) {
+    case Fault::kInvalidParams:
+      return json::kInvalidParams;
+    case Fault::kNotFound:
+      return -32002;  // MCP: resource not found
+    case Fault::kUnavailable:
+    case Fault::kShuttingDown:
+      return json::kUpstreamUnavailable;
+    case Fault::kOverloaded:
+      return json::kOverloaded;
+    case Fault::kTimeout:
+      return json::kRequestTimeout;
+    case Fault::kCrashed:
+      return json::kUpstreamFailed;
+    case Fault::kNotSent:
+      return json::kNotSent;
+    default:
+      return json::kInternalError;
+  }
+}
+
+std::string_view Call::member(std::string_view name) const {
+  for (const auto& m : members) {
+    if (m.name == name) return m.value.in(params);
+  }
+  return {};
+}
+
+std::string Call::string_member(std::string_view name) const {
+  const std::string_view raw = member(name);
+  if (raw.size() < 2 || raw.front() != '"') return {};
+  if (raw.find('\\') == std::string_view::npos) return std::string(raw.substr(1, raw.size() - 2));
+  boost::system::error_code ec;
+  const boost::json::value v = boost::json::parse(raw, ec);
+  return ec || !v.is_string() ? std::string() : std::string(v.get_string());
+}
+
+void Call::cancel(const std::string& reason) {
+  if (cancelled_) return;
+  cancelled_ = true;
+  if (auto abandon = std::move(abandon_)) abandon(reason);
+}
+
+}  // namespace toolbridge::gateway

@@ -1,0 +1,115 @@
+#pragma once
+// One call through the pipeline: what a front end parsed once (method, raw params, the caller's
+// id, the trajectory), what the stages decided (route, deadline), and the Result that comes
+// back. Front ends build Calls; stages read and refine them; nothing re-parses the request.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "json/envelope.h"
+#include "upstream/instance.h"
+
+namespace toolbridge::upstream {
+class Upstream;
+}
+
+namespace toolbridge::gateway {
+
+// How a call ended. Front ends turn a fault into their own answer (a JSON-RPC error, an isError
+// tool result, a batch entry); metrics label outcomes with outcome_label().
+enum class Fault {
+  kNone,           // the server answered with a result
+  kToolError,      // the server answered with a result that has isError: true
+  kServerError,    // the server answered with a JSON-RPC error
+  kInvalidParams,  // the gateway refused the request as malformed (unknown tool, bad _meta)
+  kNotFound,       // no server serves the resource
+  kUnavailable,    // no instance could take the call (not running, breaker open, checkout)
+  kOverloaded,     // an instance refused it (max_in_flight)
+  kTimeout,        // the deadline passed
+  kCrashed,        // the instance died with the call sent
+  kNotSent,        // the instance died before the call reached it
+  kCancelled,      // the caller cancelled it: nothing is answered
+  kShuttingDown,   // the gateway is stopping
+};
+
+std::string_view to_string(Fault f);
+// The label of toolbridge_calls_total{outcome}: ok, tool_error, error, timeout, crashed,
+// unavailable, cancelled.
+std::string_view outcome_label(Fault f);
+// The JSON-RPC error code a fault is reported with when it is not the server's own error.
+int error_code(Fault f);
+
+struct Result {
+  Fault fault = Fault::kNone;
+  // The server's JSON-RPC response, already carrying the caller's id (empty for the gateway's
+  // own faults).
+  std::string response;
+  // Why, in words an agent can act on (gateway faults; for kServerError, the server's message).
+  std::string why;
+
+  static Result failure(Fault f, std::string why) { return Result{f, {}, std::move(why)}; }
+  bool answered_by_server() const { return !response.empty(); }
+};
+
+// Where a call goes, decided by the resolve stage.
+struct Route {
+  std::shared_ptr<upstream::Upstream> upstream;
+  std::string server;        // its configured name
+  std::string tool;          // the server's own tool name (tools/call), else empty
+  std::string label;         // metrics label: the exposed tool name, or the method
+  std::string display_name;  // in messages: "server__tool", or "server method"
+};
+
+// Receives what a server sends on the call's behalf while it runs (progress, log messages,
+// sampling or elicitation requests). The front end's stream, if it has one.
+using Events = upstream::CallSink;
+
+class Call {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // As the front end parsed it.
+  std::string method;                 // "tools/call", "prompts/get", "resources/read", ...
+  std::string id;                     // the caller's raw JSON-RPC id
+  std::string params;                 // raw JSON object ("{}" when the request had none)
+  std::vector<json::Member> members;  // top-level members of `params` (one scan, no DOM)
+  // The new raw value of params._meta with the gateway's own keys taken out; empty to drop
+  // _meta; unset to leave it as it was.
+  std::optional<std::string> meta;
+  std::string progress_token;  // raw JSON of _meta.progressToken, empty if none
+  std::string trajectory;      // per_session key: _meta["toolbridge/session"] or the session
+  std::chrono::milliseconds requested_timeout{0};  // _meta["toolbridge/timeout_ms"], 0 if none
+  std::shared_ptr<Events> events;                  // may be null (no stream to send events to)
+  Clock::time_point started = Clock::now();
+
+  // Decided by the stages.
+  Route route;
+  std::string upstream_params;  // what the server is sent (names as the server knows them)
+  Clock::time_point deadline = Clock::time_point::max();
+  std::chrono::milliseconds timeout{0};  // the budget the deadline was set from
+  int attempts = 0;                      // retries so far
+  int sends = 0;                         // times it was handed to an instance
+
+  bool is_tool_call() const { return method == "tools/call"; }
+  // The raw value of a top-level member of params; empty if absent.
+  std::string_view member(std::string_view name) const;
+  // A string member, unescaped; empty if absent or not a string.
+  std::string string_member(std::string_view name) const;
+
+  // Cancellation (notifications/cancelled, the session ending): the instance is told and the
+  // call's awaiting stage resumes with kCancelled. Idempotent.
+  void cancel(const std::string& reason);
+  bool cancelled() const { return cancelled_; }
+  // The dispatch stage registers how to abandon the attempt in flight; cleared when it ends.
+  void on_cancel(std::function<void(const std::string&)> abandon) { abandon_ = std::move(abandon); }
+
+ private:
+  bool cancelled_ = false;
+  std::function<void(const std::string&)> abandon_;
+};
+
+}  // namespace toolbridge::gateway

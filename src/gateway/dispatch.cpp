@@ -1,0 +1,220 @@
+#include "gateway/dispatch.h"
+
+#include <fmt/format.h>
+
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+#include <optional>
+
+#include "upstream/upstream.h"
+
+namespace toolbridge::gateway {
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+namespace {
+
+Fault fault_of_code(std::int64_t code) {
+  switch (code) {
+    case json::kRequestTimeout:
+      return Fault::kTimeout;
+    case json::kUpstreamFailed:
+      return Fault::kCrashed;
+    case json::kNotSent:
+      return Fault::kNotSent;
+    case json::kUpstreamUnavailable:
+      return Fault::kUnavailable;
+    case json::kOverloaded:
+      return Fault::kOverloaded;
+    default:
+      return Fault::kServerError;
+  }
+}
+
+// The awaiting coroutine's completion handler, type-erased (moving asio's own
+// any_completion_handler recursed without end in Boost 1.81).
+class Resume {
+ public:
+  virtual ~Resume() = default;
+  virtual void operator()(Result r) = 0;
+};
+template <class Handler>
+class ResumeWith final : public Resume {
+ public:
+  explicit ResumeWith(Handler h) : handler_(std::move(h)) {}
+  void operator()(Result r) override { std::move(handler_)(std::move(r)); }
+
+ private:
+  Handler handler_;
+};
+
+// One send of a call to an instance: the instance's CallSink, turned into an awaitable Result.
+class Attempt final : public upstream::CallSink {
+ public:
+  Attempt(asio::io_context& io, std::shared_ptr<Events> events)
+      : io_(io), events_(std::move(events)) {}
+  ~Attempt() override {
+    if (!resume_) return;
+    // Dropped unanswered (an instance torn down with the call pending): the call still ends.
+    asio::post(io_, [resume = std::move(resume_)]() {
+      (*resume)(Result::failure(Fault::kCrashed, "the instance went away with the call pending"));
+    });
+  }
+
+  void on_response(std::string message) override {
+    complete(classify_response(std::move(message)));
+  }
+  void on_notification(std::string message) override {
+    if (events_) events_->on_notification(std::move(message));
+  }
+  void on_server_request(const std::string& method, std::string params, Reply reply) override {
+    if (events_) return events_->on_server_request(method, std::move(params), std::move(reply));
+    reply(true,
+          R"({"code":-32603,"message":"the caller has no stream to receive server requests"})");
+  }
+
+  void complete(Result r) {
+    if (result_) return;
+    result_ = std::move(r);
+    if (auto resume = std::move(resume_)) (*resume)(std::move(*result_));
+  }
+  bool done() const { return result_.has_value(); }
+  Result take() { return std::move(*result_); }
+
+  // Resumes the awaiting coroutine when complete() is called.
+  auto wait() {
+    return asio::async_initiate<const asio::use_awaitable_t<>, void(Result)>(
+        [this](auto handler) {
+          resume_ = std::make_unique<ResumeWith<decltype(handler)>>(std::move(handler));
+        },
+        asio::use_awaitable);
+  }
+
+ private:
+  asio::io_context& io_;
+  std::shared_ptr<Events> events_;
+  std::optional<Result> result_;
+  std::unique_ptr<Resume> resume_;
+};
+
+}  // namespace
+
+Result classify_response(std::string response) {
+  Result r;
+  const json::Envelope env = json::parse_envelope(response);
+  if (!env.error.empty()) {
+    boost::system::error_code ec;
+    const boost::json::value err = boost::json::parse(env.error.in(response), ec);
+    const auto* code = !ec && err.is_object() ? err.as_object().if_contains("code") : nullptr;
+    const auto* text = !ec && err.is_object() ? err.as_object().if_contains("message") : nullptr;
+    r.fault = fault_of_code(code && code->is_int64() ? code->as_int64() : 0);
+    if (text && text->is_string()) r.why = text->as_string();
+    // The gateway's own faults are rendered by each front end in its own way.
+    if (r.fault != Fault::kServerError) return r;
+  } else {
+    // Tool results put isError at the top level, by convention after content, so the tail (or
+    // head) of the result is checked rather than scanning a 1 MB payload again.
+    const std::string_view result = env.result.in(response);
+    const std::string_view tail = result.substr(result.size() > 256 ? result.size() - 256 : 0);
+    for (std::string_view part : {tail, result.substr(0, 256)}) {
+      const auto at = part.find("\"isError\"");
+      if (at == std::string_view::npos) continue;
+      if (part.substr(at + 9, 8).find("true") != std::string_view::npos)
+        r.fault = Fault::kToolError;
+      break;
+    }
+  }
+  r.response = std::move(response);
+  return r;
+}
+
+asio::awaitable<Result> DispatchStage::handle(Call& call, Next) {
+  Result refusal;
+  bool waited = false;
+  std::shared_ptr<upstream::Instance> instance = co_await place(call, refusal, waited);
+  if (!instance) co_return refusal;
+  co_return co_await send(call, std::move(instance), waited);
+}
+
+asio::awaitable<std::shared_ptr<upstream::Instance>> DispatchStage::place(Call& call,
+                                                                          Result& refusal,
+                                                                          bool& waited) {
+  upstream::Upstream& up = *call.route.upstream;
+  upstream::Upstream::Pick picked = up.pick(call.trajectory);
+  if (picked.instance) co_return picked.instance;
+  if (!picked.wait && call.attempts == 0) {
+    refusal = Result::failure(Fault::kUnavailable, std::move(picked.error));
+    co_return nullptr;
+  }
+  // An instance is starting for this call (the session's own, or a growing pool), or a retry
+  // waits out a restart.
+  waited = true;
+  const auto limit =
+      std::min(call.deadline, clock_.now() + std::chrono::duration_cast<base::Clock::duration>(
+                                                 up.config().checkout_timeout));
+  asio::steady_timer pause(io_);
+  for (;;) {
+    picked = co_await up.checkout(call.trajectory, limit);
+    if (call.cancelled()) {
+      refusal = Result::failure(Fault::kCancelled, "cancelled");
+      co_return nullptr;
+    }
+    if (picked.instance || call.attempts == 0 || clock_.now() >= limit || stopping_) break;
+    pause.expires_after(20ms);
+    boost::system::error_code ec;
+    co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  if (!picked.instance) {
+    refusal = Result::failure(Fault::kUnavailable, std::move(picked.error));
+    co_return nullptr;
+  }
+  if (clock_.now() >= call.deadline) {
+    refusal = Result::failure(
+        Fault::kTimeout,
+        fmt::format("{} timed out after {:g} s waiting for an instance to start",
+                    call.route.display_name, static_cast<double>(call.timeout.count()) / 1000.0));
+    co_return nullptr;
+  }
+  co_return picked.instance;
+}
+
+asio::awaitable<Result> DispatchStage::send(Call& call,
+                                            std::shared_ptr<upstream::Instance> instance,
+                                            bool waited) {
+  auto attempt = std::make_shared<Attempt>(io_, call.events);
+  const std::weak_ptr<Attempt> weak_attempt = attempt;
+  // The first send gets the whole budget (its timeout message names it); a retry what is left.
+  const auto left =
+      call.sends == 0 && call.attempts == 0 && !waited
+          ? call.timeout
+          : std::chrono::duration_cast<std::chrono::milliseconds>(call.deadline - clock_.now());
+  ++call.sends;
+  call.on_cancel([weak_attempt, weak = std::weak_ptr<upstream::Instance>(instance),
+                  id = call.id](const std::string& reason) {
+    auto attempt = weak_attempt.lock();
+    if (!attempt) return;
+    if (auto inst = weak.lock()) inst->cancel(attempt, id, reason);
+    attempt->complete(Result::failure(Fault::kCancelled, reason));
+  });
+  instance->call(call.method, call.upstream_params, call.id, call.progress_token, attempt,
+                 std::max(left, std::chrono::milliseconds(1)), call.route.display_name);
+  Result result;
+  if (attempt->done()) {
+    result = attempt->take();
+  } else {
+    // From here the instance owns the attempt: if it ever drops the call unanswered, the attempt
+    // answers for it (see ~Attempt).
+    Attempt* pending = attempt.get();
+    attempt.reset();
+    result = co_await pending->wait();
+  }
+  call.on_cancel(nullptr);
+  co_return result;
+}
+
+}  // namespace toolbridge::gateway

@@ -1,0 +1,36 @@
+#pragma once
+// The last stage: placement picks the instance (the server's sharing policy; a call may wait
+// for one to start), the instance rewrites the id and sends the request, and the answer comes
+// back as a Result. Events the server sends meanwhile go to the call's Events.
+#include <boost/asio/io_context.hpp>
+
+#include "base/clock.h"
+#include "gateway/stage.h"
+
+namespace toolbridge::gateway {
+
+// A server's response (already carrying the caller's id) as a Result: its error code, or a tool
+// result's isError, gives the fault.
+Result classify_response(std::string response);
+
+class DispatchStage final : public Stage {
+ public:
+  DispatchStage(boost::asio::io_context& io, const base::Clock& clock, const bool& stopping)
+      : io_(io), clock_(clock), stopping_(stopping) {}
+  std::string_view name() const override { return "dispatch"; }
+  boost::asio::awaitable<Result> handle(Call& call, Next next) override;
+
+ private:
+  // An instance for the call, waiting (within the deadline and checkout_timeout) if one is
+  // starting for it; a retry keeps asking until the deadline while a restart is under way.
+  boost::asio::awaitable<std::shared_ptr<upstream::Instance>> place(Call& call, Result& refusal,
+                                                                    bool& waited);
+  boost::asio::awaitable<Result> send(Call& call, std::shared_ptr<upstream::Instance> instance,
+                                      bool waited);
+
+  boost::asio::io_context& io_;
+  const base::Clock& clock_;
+  const bool& stopping_;
+};
+
+}  // namespace toolbridge::gateway

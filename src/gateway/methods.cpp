@@ -1,0 +1,288 @@
+#include "gateway/methods.h"
+
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/json.hpp>
+
+#include "gateway/gateway.h"
+#include "mcp/protocol.h"
+
+namespace toolbridge::gateway {
+
+namespace asio = boost::asio;
+namespace bj = boost::json;
+
+namespace {
+
+// params._meta key by which a caller shortens its own deadline, in milliseconds.
+constexpr std::string_view kTimeoutMeta = "toolbridge/timeout_ms";
+// params._meta key naming the trajectory a call belongs to (per_session affinity).
+constexpr std::string_view kSessionMeta = "toolbridge/session";
+
+bj::object parse_object(std::string_view text) {
+  if (text.empty()) return {};
+  boost::system::error_code ec;
+  bj::value v = bj::parse(text, ec);
+  if (ec || !v.is_object()) return {};
+  return std::move(v.as_object());
+}
+
+std::string member_string(const bj::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v && v->is_string() ? std::string(v->as_string()) : std::string();
+}
+
+bool fault_is_tool_result(Fault f) {
+  return f == Fault::kTimeout || f == Fault::kCrashed || f == Fault::kNotSent ||
+         f == Fault::kUnavailable;
+}
+
+// Reads the gateway's own _meta keys into `call` and leaves call->meta without them. Returns an
+// error message for a malformed key.
+std::string take_meta(Call& call, std::string_view raw_meta) {
+  boost::system::error_code ec;
+  bj::value v = bj::parse(raw_meta, ec);
+  if (ec || !v.is_object()) return {};
+  auto& meta = v.as_object();
+  if (const auto* t = meta.if_contains("progressToken")) call.progress_token = bj::serialize(*t);
+  bool changed = false;
+  if (const auto* t = meta.if_contains(kSessionMeta)) {
+    if (!t->is_string() || t->as_string().empty() || t->as_string().size() > 256) {
+      return std::string("_meta[\"") + std::string(kSessionMeta) +
+             "\"] must be a string of 1 to 256 characters";
+    }
+    call.trajectory = std::string(t->as_string());
+    meta.erase(kSessionMeta);
+    changed = true;
+  }
+  if (const auto* t = meta.if_contains(kTimeoutMeta)) {
+    // The caller may shorten its deadline (never lengthen it past the configured one).
+    if (t->is_number()) {
+      call.requested_timeout = std::chrono::milliseconds(static_cast<long>(t->to_number<double>()));
+    }
+    meta.erase(kTimeoutMeta);
+    changed = true;
+  }
+  if (changed) call.meta = meta.empty() ? std::string() : bj::serialize(meta);
+  return {};
+}
+
+}  // namespace
+
+std::string to_jsonrpc(const Call& call, Result result) {
+  if (result.answered_by_server()) return std::move(result.response);
+  if (call.is_tool_call() && fault_is_tool_result(result.fault)) {
+    // The agent gets a tool result it can reason about rather than a transport failure.
+    const bj::object body{
+        {"content", bj::array{bj::object{{"type", "text"}, {"text", result.why}}}},
+        {"isError", true}};
+    return json::make_result(call.id, bj::serialize(body));
+  }
+  return json::make_error(call.id, error_code(result.fault), result.why);
+}
+
+Methods::Methods(Gateway& gateway) : gateway_(gateway) {
+  table_ = {
+      {"initialize", &Methods::initialize},
+      {"ping", &Methods::ping},
+      {"tools/list", &Methods::tools_list},
+      {"prompts/list", &Methods::prompts_list},
+      {"resources/list", &Methods::resources_list},
+      {"resources/templates/list", &Methods::templates_list},
+      {"logging/setLevel", &Methods::set_log_level},
+      {"toolbridge/release", &Methods::release},
+      {"tools/call", &Methods::run_call},
+      {"prompts/get", &Methods::run_call},
+      {"resources/read", &Methods::run_call},
+      {"resources/subscribe", &Methods::run_call},
+      {"resources/unsubscribe", &Methods::run_call},
+      {"completion/complete", &Methods::run_call},
+  };
+}
+
+void Methods::handle(const std::shared_ptr<Session>& session,
+                     const std::shared_ptr<PostStream>& stream, std::string_view message) {
+  const json::Envelope env = json::parse_envelope(message);
+  handle(session, stream, env, message);
+}
+
+void Methods::handle(const std::shared_ptr<Session>& session,
+                     const std::shared_ptr<PostStream>& stream, const json::Envelope& env,
+                     std::string_view message) {
+  Incoming in{session, stream, env, message, std::string(env.id.in(message))};
+  switch (env.kind) {
+    case json::Kind::kInvalid: {
+      const bool parse = env.problem.starts_with("not JSON");
+      return answer(
+          in, json::make_error({}, parse ? json::kParseError : json::kInvalidRequest, env.problem));
+    }
+    case json::Kind::kResponse: {
+      // The agent answering a request a server sent through us (sampling, elicitation, roots).
+      const bool is_error = !env.error.empty();
+      if (!session->answer_outbound(in.id, is_error,
+                                    std::string((is_error ? env.error : env.result).in(message)))) {
+        spdlog::debug("session {}: response to unknown request {}", session->id(), in.id);
+      }
+      return;
+    }
+    case json::Kind::kNotification:
+      return on_notification(in);
+    case json::Kind::kRequest:
+      break;
+  }
+  auto it = table_.find(env.method);
+  if (it == table_.end()) {
+    return answer(
+        in, json::make_error(in.id, json::kMethodNotFound, "Method not found: " + env.method));
+  }
+  (this->*(it->second))(in);
+}
+
+void Methods::answer(const Incoming& in, std::string response) {
+  ++in.stream->outstanding;
+  in.stream->on_response(std::move(response));
+}
+
+void Methods::on_notification(const Incoming& in) {
+  if (in.env.method == "notifications/initialized") {
+    in.session->initialized = true;
+  } else if (in.env.method == "notifications/cancelled") {
+    on_cancelled(in);
+  }
+  // Other notifications (roots/list_changed, progress) have no upstream target.
+}
+
+void Methods::on_cancelled(const Incoming& in) {
+  const bj::object p = parse_object(in.params());
+  const auto* rid = p.if_contains("requestId");
+  if (!rid) return;
+  auto it = in.session->in_flight.find(bj::serialize(*rid));
+  if (it == in.session->in_flight.end()) return;
+  const Session::InFlight entry = it->second;
+  in.session->in_flight.erase(it);
+  auto call = entry.call.lock();
+  if (!call || call->cancelled()) return;
+  const std::string reason = member_string(p, "reason");
+  // Sent: the server is told. Still waiting for an instance: it is never sent.
+  call->cancel(reason.empty() ? "cancelled by the agent" : reason);
+  // The cancelled request gets no response; the POST that carried it is released now.
+  if (auto stream = entry.stream.lock(); stream && stream->outstanding > 0) {
+    --stream->outstanding;
+    stream->channel.wake.cancel();
+  }
+}
+
+void Methods::initialize(const Incoming& in) {
+  Session& session = *in.session;
+  if (session.initialized) {
+    return answer(
+        in, json::make_error(in.id, json::kInvalidRequest, "the session is already initialized"));
+  }
+  const bj::object p = parse_object(in.params());
+  session.version = mcp::negotiate(member_string(p, "protocolVersion"));
+  if (const auto* caps = p.if_contains("capabilities"); caps && caps->is_object()) {
+    const auto& c = caps->as_object();
+    session.caps.sampling = c.contains("sampling");
+    session.caps.elicitation = c.contains("elicitation");
+    session.caps.roots = c.contains("roots");
+  }
+  const std::string result =
+      std::string(R"({"protocolVersion":")") + std::string(mcp::to_string(session.version)) +
+      R"(","capabilities":{"tools":{"listChanged":true},"resources":{"listChanged":true},)"
+      R"("prompts":{"listChanged":true},"logging":{},"completions":{}},)"
+      R"("serverInfo":{"name":"toolbridge","version":"0.1.0"},)"
+      R"("instructions":"Tools from several MCP servers, named server__tool."})";
+  answer(in, json::make_result(in.id, result));
+}
+
+void Methods::ping(const Incoming& in) {
+  answer(in, json::make_result(in.id, "{}"));
+}
+
+void Methods::tools_list(const Incoming& in) {
+  answer(in, json::make_result(in.id, gateway_.catalog().tools_json()));
+}
+
+void Methods::prompts_list(const Incoming& in) {
+  answer(in, json::make_result(in.id, gateway_.catalog().prompts_json()));
+}
+
+void Methods::resources_list(const Incoming& in) {
+  answer(in, json::make_result(in.id, gateway_.catalog().resources_json()));
+}
+
+void Methods::templates_list(const Incoming& in) {
+  answer(in, json::make_result(in.id, gateway_.catalog().templates_json()));
+}
+
+void Methods::set_log_level(const Incoming& in) {
+  const bj::object p = parse_object(in.params());
+  const int rank = mcp::log_level_rank(member_string(p, "level"));
+  if (rank < 0)
+    return answer(in, json::make_error(in.id, json::kInvalidParams, "unknown logging level"));
+  in.session->min_log_rank = rank;
+  answer(in, json::make_result(in.id, "{}"));
+}
+
+void Methods::release(const Incoming& in) {
+  // Frees a trajectory's per_session instances now (its name, or this session's own).
+  const bj::object p = parse_object(in.params());
+  const bj::value* named = p.if_contains("session");
+  if (named && (!named->is_string() || named->as_string().empty())) {
+    return answer(
+        in, json::make_error(in.id, json::kInvalidParams, "'session' must be a non-empty string"));
+  }
+  const std::string key = named ? std::string(named->as_string()) : in.session->id();
+  const std::size_t n = gateway_.release_session(key);
+  answer(in, json::make_result(in.id, R"({"released":)" + std::to_string(n) + "}"));
+}
+
+std::shared_ptr<Call> Methods::make_call(const Incoming& in, std::string& error) {
+  auto call = std::make_shared<Call>();
+  call->method = in.env.method;
+  call->id = in.id;
+  call->params = in.env.params.empty() ? std::string("{}") : std::string(in.params());
+  auto members = json::object_members(call->params);
+  if (!members) {
+    error = "params must be a JSON object";
+    return nullptr;
+  }
+  call->members = std::move(*members);
+  if (const std::string_view meta = call->member("_meta"); !meta.empty()) {
+    error = take_meta(*call, meta);
+    if (!error.empty()) return nullptr;
+  }
+  // A call may name its trajectory; per_session servers then bind to that name, not to the MCP
+  // session, so one connection can drive many trajectories.
+  if (call->trajectory.empty()) call->trajectory = in.session->id();
+  call->events = in.stream;
+  return call;
+}
+
+void Methods::run_call(const Incoming& in) {
+  std::string error;
+  std::shared_ptr<Call> call = make_call(in, error);
+  if (!call) return answer(in, json::make_error(in.id, json::kInvalidParams, error));
+  ++in.stream->outstanding;
+  in.session->in_flight[call->id] = Session::InFlight{call, in.stream};
+  asio::co_spawn(gateway_.io(), gateway_.pipeline().run_owned(call),
+                 [weak_session = std::weak_ptr<Session>(in.session), stream = in.stream, call](
+                     std::exception_ptr failure, Result result) {
+                   if (auto s = weak_session.lock()) {
+                     auto it = s->in_flight.find(call->id);
+                     if (it != s->in_flight.end() && it->second.call.lock() == call)
+                       s->in_flight.erase(it);
+                   }
+                   // A cancelled call was settled when it was cancelled: nothing is owed.
+                   if (call->cancelled()) return;
+                   if (failure) {
+                     result = Result::failure(Fault::kUnavailable,
+                                              "internal error while running the call");
+                     spdlog::error("{} {}: the pipeline failed", call->method, call->id);
+                   }
+                   stream->on_response(to_jsonrpc(*call, std::move(result)));
+                 });
+}
+
+}  // namespace toolbridge::gateway

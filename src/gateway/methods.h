@@ -1,0 +1,66 @@
+#pragma once
+// The MCP method table: each method the gateway answers itself (initialize, ping, the lists,
+// logging/setLevel, toolbridge/release) is a handler; the methods servers answer (tools/call,
+// prompts/get, resources/*, completion/complete) become Calls run through the pipeline. Every
+// front end that speaks JSON-RPC MCP hands its messages here.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "gateway/call.h"
+#include "gateway/session.h"
+#include "json/envelope.h"
+
+namespace toolbridge::gateway {
+
+class Gateway;
+
+// A Result as the JSON-RPC response an MCP client gets. Faults of a tool call that the agent
+// can reason about (deadline, crash, server down) become tool results with isError.
+std::string to_jsonrpc(const Call& call, Result result);
+
+class Methods {
+ public:
+  explicit Methods(Gateway& gateway);
+
+  // Handles one message of a POST (or of the legacy transport). Requests either answer at once
+  // (into stream->responses) or are run through the pipeline with the stream as their sink.
+  void handle(const std::shared_ptr<Session>& session, const std::shared_ptr<PostStream>& stream,
+              std::string_view message);
+  void handle(const std::shared_ptr<Session>& session, const std::shared_ptr<PostStream>& stream,
+              const json::Envelope& env, std::string_view message);
+
+ private:
+  struct Incoming {
+    const std::shared_ptr<Session>& session;
+    const std::shared_ptr<PostStream>& stream;
+    const json::Envelope& env;
+    std::string_view message;
+    std::string id;  // raw JSON
+    std::string_view params() const { return env.params.in(message); }
+  };
+  using Handler = void (Methods::*)(const Incoming&);
+
+  void answer(const Incoming& in, std::string response);
+  void on_notification(const Incoming& in);
+  void on_cancelled(const Incoming& in);
+
+  void initialize(const Incoming& in);
+  void ping(const Incoming& in);
+  void tools_list(const Incoming& in);
+  void prompts_list(const Incoming& in);
+  void resources_list(const Incoming& in);
+  void templates_list(const Incoming& in);
+  void set_log_level(const Incoming& in);
+  void release(const Incoming& in);
+  // tools/call, prompts/get, resources/*, completion/complete.
+  void run_call(const Incoming& in);
+  // The call as the pipeline needs it, or an error response for malformed params or _meta.
+  std::shared_ptr<Call> make_call(const Incoming& in, std::string& error);
+
+  Gateway& gateway_;
+  std::unordered_map<std::string_view, Handler> table_;
+};
+
+}  // namespace toolbridge::gateway

@@ -1,0 +1,56 @@
+#include "gateway/pipeline.h"
+
+#include "catalog/resolve.h"
+#include "gateway/dispatch.h"
+#include "gateway/measure.h"
+#include "policy/breaker_stage.h"
+#include "policy/deadline.h"
+#include "policy/retry.h"
+
+namespace toolbridge::gateway {
+
+namespace {
+
+boost::asio::awaitable<Result> no_stage_answered(const Call& call) {
+  co_return Result::failure(Fault::kUnavailable,
+                            "no stage of the pipeline answered " + call.method);
+}
+
+}  // namespace
+
+boost::asio::awaitable<Result> Next::operator()(Call& call) const {
+  // Not a coroutine itself: it returns the next applicable stage's awaitable, so stepping over
+  // stages costs no frame.
+  for (std::size_t i = index_; i < chain_->size(); ++i) {
+    Stage& stage = *(*chain_)[i];
+    if (stage.applies(call)) return stage.handle(call, Next(*chain_, i + 1));
+  }
+  return no_stage_answered(call);
+}
+
+Pipeline::Pipeline(const PipelineParts& p) {
+  // resolve → [repair] → [cache] → [admission] → retry → breaker → deadline → dispatch
+  chain_.push_back(std::make_unique<catalog::ResolveStage>(p.catalog, p.upstreams, p.stopping));
+  chain_.push_back(std::make_unique<MeasureStage>(p.metrics));
+  // Repair, cache and admission go here, in that order, as their issues land.
+  chain_.push_back(std::make_unique<policy::RetryStage>(p.io, p.clock, p.stopping));
+  auto breakers = std::make_unique<policy::BreakerStage>(p.config.servers, p.metrics, p.clock);
+  breakers_ = breakers.get();
+  chain_.push_back(std::move(breakers));
+  chain_.push_back(std::make_unique<policy::DeadlineStage>(p.clock));
+  chain_.push_back(std::make_unique<DispatchStage>(p.io, p.clock, p.stopping));
+}
+
+Pipeline::~Pipeline() = default;
+
+boost::asio::awaitable<Result> Pipeline::run_owned(std::shared_ptr<Call> call) const {
+  co_return co_await run(*call);
+}
+
+std::vector<std::string_view> Pipeline::stage_names() const {
+  std::vector<std::string_view> names;
+  for (const auto& s : chain_) names.push_back(s->name());
+  return names;
+}
+
+}  // namespace toolbridge::gateway

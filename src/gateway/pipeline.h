@@ -1,0 +1,49 @@
+#pragma once
+// The call pipeline: the ordered chain of stages every call runs through, whatever front end
+// it came from (MCP over Streamable HTTP or legacy SSE today; batch, parse and the LLM proxy
+// next). Built in one place, in the order of the data flow.
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <vector>
+
+#include "base/clock.h"
+#include "catalog/catalog.h"
+#include "config/config.h"
+#include "gateway/stage.h"
+#include "telemetry/metrics.h"
+
+namespace toolbridge::policy {
+class BreakerStage;
+}
+
+namespace toolbridge::gateway {
+
+struct PipelineParts {
+  boost::asio::io_context& io;
+  const config::Config& config;
+  const catalog::Catalog& catalog;
+  const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams;
+  telemetry::Metrics& metrics;
+  const bool& stopping;
+  const base::Clock& clock = base::steady_clock();
+};
+
+class Pipeline {
+ public:
+  explicit Pipeline(const PipelineParts& parts);
+  ~Pipeline();
+
+  boost::asio::awaitable<Result> run(Call& call) const { return Next(chain_, 0)(call); }
+  // run() for a call the coroutine keeps alive itself (front ends that co_spawn it).
+  boost::asio::awaitable<Result> run_owned(std::shared_ptr<Call> call) const;
+
+  // The stages, in order (for logs, the README and tests).
+  std::vector<std::string_view> stage_names() const;
+  const policy::BreakerStage& breakers() const { return *breakers_; }
+
+ private:
+  std::vector<std::unique_ptr<Stage>> chain_;
+  const policy::BreakerStage* breakers_ = nullptr;
+};
+
+}  // namespace toolbridge::gateway

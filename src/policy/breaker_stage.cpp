@@ -1,0 +1,50 @@
+#include "policy/breaker_stage.h"
+
+#include <algorithm>
+
+namespace toolbridge::policy {
+
+using gateway::Fault;
+
+BreakerStage::BreakerStage(const std::vector<config::Server>& servers, telemetry::Metrics& metrics,
+                           const base::Clock& clock) {
+  for (const auto& s : servers) {
+    const BreakerOptions options{
+        s.breaker_threshold, s.breaker_cooldown,
+        std::max<std::chrono::milliseconds>(s.call_timeout, s.breaker_cooldown)};
+    auto breaker = std::make_unique<Breaker>(s.name, options, clock);
+    const std::string labels = telemetry::labels({{"server", s.name}});
+    // The counter exists from the start, so a dashboard sees 0 rather than no series.
+    metrics.add("toolbridge_breaker_opened_total", labels, 0);
+    breaker->on_open = [&metrics, labels] {
+      metrics.add("toolbridge_breaker_opened_total", labels);
+    };
+    breakers_.emplace(s.name, std::move(breaker));
+  }
+}
+
+const Breaker* BreakerStage::find(const std::string& server) const {
+  auto it = breakers_.find(server);
+  return it == breakers_.end() ? nullptr : it->second.get();
+}
+
+bool BreakerStage::applies(const gateway::Call& call) const {
+  const Breaker* b = find(call.route.server);
+  return b && b->enabled();
+}
+
+boost::asio::awaitable<gateway::Result> BreakerStage::handle(gateway::Call& call,
+                                                             gateway::Next next) {
+  Breaker& breaker = *breakers_.at(call.route.server);
+  if (std::string refused = breaker.admit(); !refused.empty()) {
+    co_return gateway::Result::failure(Fault::kUnavailable, std::move(refused));
+  }
+  gateway::Result result = co_await next(call);
+  const std::string_view outcome = gateway::outcome_label(result.fault);
+  if (outcome != "unavailable" && outcome != "crashed" && outcome != "cancelled") {
+    breaker.record(result.fault == Fault::kTimeout, result.why);
+  }
+  co_return result;
+}
+
+}  // namespace toolbridge::policy

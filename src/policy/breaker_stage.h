@@ -1,0 +1,31 @@
+#pragma once
+// The breaker stage: refuses calls to a server whose breaker is open, and feeds every outcome
+// of the calls it admitted back into that server's breaker.
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "config/config.h"
+#include "gateway/stage.h"
+#include "policy/breaker.h"
+#include "telemetry/metrics.h"
+
+namespace toolbridge::policy {
+
+class BreakerStage final : public gateway::Stage {
+ public:
+  BreakerStage(const std::vector<config::Server>& servers, telemetry::Metrics& metrics,
+               const base::Clock& clock);
+
+  std::string_view name() const override { return "breaker"; }
+  bool applies(const gateway::Call& call) const override;
+  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
+
+  // The breaker of a configured server (for /healthz); null for an unknown name.
+  const Breaker* find(const std::string& server) const;
+
+ private:
+  std::unordered_map<std::string, std::unique_ptr<Breaker>> breakers_;
+};
+
+}  // namespace toolbridge::policy

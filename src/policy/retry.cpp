@@ -1,0 +1,74 @@
+#include "policy/retry.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <random>
+
+#include "upstream/upstream.h"
+
+namespace toolbridge::policy {
+
+namespace asio = boost::asio;
+using gateway::Fault;
+
+namespace {
+
+std::chrono::milliseconds jittered_pause() {
+  thread_local std::mt19937 rng{std::random_device{}()};
+  return std::chrono::milliseconds(50 + std::uniform_int_distribution<int>(0, 99)(rng));
+}
+
+}  // namespace
+
+RetryStage::RetryStage(asio::io_context& io, const base::Clock& clock, const bool& stopping,
+                       std::function<std::chrono::milliseconds()> pause)
+    : io_(io),
+      clock_(clock),
+      stopping_(stopping),
+      pause_(pause ? std::move(pause) : jittered_pause) {}
+
+bool RetryStage::applies(const gateway::Call& call) const {
+  const auto& cfg = call.route.upstream->config();
+  return cfg.max_retries > 0 && cfg.policy != config::Policy::kPerSession;
+}
+
+bool RetryStage::retryable(const gateway::Call& call, const gateway::Result& result) {
+  if (result.fault == Fault::kNotSent) return true;
+  if (result.fault != Fault::kCrashed || call.route.tool.empty()) return false;
+  const auto& tools = call.route.upstream->config().idempotent_tools;
+  return std::any_of(tools.begin(), tools.end(),
+                     [&](const std::string& t) { return t == "*" || t == call.route.tool; });
+}
+
+asio::awaitable<gateway::Result> RetryStage::handle(gateway::Call& call, gateway::Next next) {
+  const std::size_t max_retries = call.route.upstream->config().max_retries;
+  gateway::Result result = co_await next(call);
+  gateway::Result first_failure;
+  while (retryable(call, result) && !stopping_ && !call.cancelled() &&
+         static_cast<std::size_t>(call.attempts) < max_retries && clock_.now() < call.deadline) {
+    ++call.attempts;
+    spdlog::info("[{}] retrying {} (attempt {}): {}", call.route.server, call.route.display_name,
+                 call.attempts + 1, result.why);
+    if (first_failure.why.empty()) first_failure = result;
+    asio::steady_timer pause(io_, pause_());
+    boost::system::error_code ec;
+    co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (call.cancelled()) co_return gateway::Result::failure(Fault::kCancelled, "cancelled");
+    const int sends = call.sends;
+    result = co_await next(call);
+    if (call.sends == sends &&
+        (result.fault == Fault::kUnavailable || result.fault == Fault::kTimeout)) {
+      // The restart did not come in time: report the failure that started it.
+      co_return gateway::Result::failure(
+          Fault::kCrashed, first_failure.why + "; retried " + std::to_string(call.attempts) +
+                               " time(s) but no instance was ready before the deadline");
+    }
+  }
+  co_return result;
+}
+
+}  // namespace toolbridge::policy

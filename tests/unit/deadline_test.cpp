@@ -1,0 +1,49 @@
+#include "policy/deadline.h"
+
+#include <gtest/gtest.h>
+
+#include "stage_support.h"
+
+namespace toolbridge::policy {
+namespace {
+
+using gateway::Fault;
+using namespace std::chrono_literals;
+
+TEST(CallBudget, ToolTimeoutOverridesAndTheCallerMayOnlyShorten) {
+  config::Server s;
+  s.call_timeout = 300'000ms;
+  s.tool_timeouts["slow"] = 900'000ms;
+  EXPECT_EQ(call_budget(s, "fast", 0ms), 300'000ms);
+  EXPECT_EQ(call_budget(s, "slow", 0ms), 900'000ms);
+  EXPECT_EQ(call_budget(s, "fast", 2'000ms), 2'000ms);
+  EXPECT_EQ(call_budget(s, "fast", 999'999ms), 300'000ms);
+  EXPECT_EQ(call_budget(s, "", 0ms), 300'000ms);
+}
+
+TEST(DeadlineStage, SetsTheDeadlineOnceAndRefusesAnAttemptPastIt) {
+  config::Server s;
+  s.call_timeout = 2'000ms;
+  testing::Routed routed(s);
+  base::ManualClock clock;
+  std::vector<std::unique_ptr<gateway::Stage>> chain;
+  chain.push_back(std::make_unique<DeadlineStage>(clock));
+  auto scripted = std::make_unique<testing::ScriptedStage>();
+  auto* last = scripted.get();
+  chain.push_back(std::move(scripted));
+
+  auto call = routed.call("t");
+  call.started = clock.now();
+  EXPECT_EQ(testing::run(routed.io, gateway::Next(chain, 0)(call)).fault, Fault::kNone);
+  EXPECT_EQ(call.deadline, clock.now() + 2'000ms);
+  EXPECT_EQ(call.timeout, 2'000ms);
+
+  clock.advance(2'000ms);  // a retry arrives at the deadline
+  const gateway::Result r = testing::run(routed.io, gateway::Next(chain, 0)(call));
+  EXPECT_EQ(r.fault, Fault::kTimeout);
+  EXPECT_EQ(r.why, "srv__t timed out after 2 s before it could be sent");
+  EXPECT_EQ(last->attempts_seen.size(), 1u) << "the expired attempt never reaches dispatch";
+}
+
+}  // namespace
+}  // namespace toolbridge::policy

@@ -1,0 +1,63 @@
+#pragma once
+// Test support for pipeline stages: run an awaitable to completion, a scripted last stage, and a
+// configured (never started) upstream to route calls to.
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "gateway/stage.h"
+#include "telemetry/metrics.h"
+#include "upstream/upstream.h"
+
+namespace toolbridge::testing {
+
+template <class T>
+T run(boost::asio::io_context& io, boost::asio::awaitable<T> work) {
+  auto future = boost::asio::co_spawn(io, std::move(work), boost::asio::use_future);
+  io.restart();
+  io.run();
+  return future.get();
+}
+
+// The end of a chain: answers from a script, counting what it saw.
+class ScriptedStage final : public gateway::Stage {
+ public:
+  std::deque<gateway::Result> script;
+  std::vector<int> attempts_seen;
+  std::function<void(gateway::Call&)> on_call;
+  std::string_view name() const override { return "scripted"; }
+  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next) override {
+    attempts_seen.push_back(call.attempts);
+    if (on_call) on_call(call);
+    ++call.sends;
+    gateway::Result r = script.empty() ? gateway::Result{} : std::move(script.front());
+    if (!script.empty()) script.pop_front();
+    co_return r;
+  }
+};
+
+struct Routed {
+  boost::asio::io_context io;
+  telemetry::Metrics metrics;
+  upstream::StartGate gate{io, 1};
+  std::shared_ptr<upstream::Upstream> up;
+
+  explicit Routed(config::Server server) {
+    if (server.name.empty()) server.name = "srv";
+    if (server.command.empty()) server.command = "/bin/true";
+    up = std::make_shared<upstream::Upstream>(io, server, gate, metrics);
+  }
+  gateway::Call call(std::string tool = "t") const {
+    gateway::Call c;
+    c.method = "tools/call";
+    c.id = "7";
+    c.route = gateway::Route{up, up->name(), tool, "srv__" + tool, "srv__" + tool};
+    return c;
+  }
+};
+
+}  // namespace toolbridge::testing
