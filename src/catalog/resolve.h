@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "catalog/catalog.h"
-#include "gateway/stage.h"
+#include "call/stage.h"
 
 namespace toolbridge::catalog {
 

@@ -5,7 +5,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "base/clock.h"
-#include "gateway/stage.h"
+#include "call/stage.h"
 
 namespace toolbridge::gateway {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The measure stage: every routed call is counted once, by server, tool (or method) and outcome,
 // with its latency as the gateway saw it — whatever front end it came from.
-#include "gateway/stage.h"
+#include "call/stage.h"
 #include "telemetry/metrics.h"
 
 namespace toolbridge::gateway {

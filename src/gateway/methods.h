@@ -8,7 +8,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "gateway/call.h"
+#include "call/call.h"
 #include "gateway/session.h"
 #include "json/envelope.h"
 

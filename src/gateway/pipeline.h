@@ -9,7 +9,7 @@
 #include "base/clock.h"
 #include "catalog/catalog.h"
 #include "config/config.h"
-#include "gateway/stage.h"
+#include "call/stage.h"
 #include "telemetry/metrics.h"
 
 namespace toolbridge::policy {

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "gateway/call.h"
+#include "call/call.h"
 #include "mcp/protocol.h"
 #include "upstream/instance.h"
 

@@ -6,7 +6,7 @@
 #include <unordered_map>
 
 #include "config/config.h"
-#include "gateway/stage.h"
+#include "call/stage.h"
 #include "policy/breaker.h"
 #include "telemetry/metrics.h"
 

@@ -3,7 +3,7 @@
 // timeout, shortened — never lengthened — by the caller's toolbridge/timeout_ms), and refuses an
 // attempt whose deadline has already passed. Later stages spend only what is left.
 #include "base/clock.h"
-#include "gateway/stage.h"
+#include "call/stage.h"
 
 namespace toolbridge::policy {
 

@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "base/clock.h"
-#include "gateway/stage.h"
+#include "call/stage.h"
 
 namespace toolbridge::policy {
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "gateway/stage.h"
+#include "call/stage.h"
 #include "telemetry/metrics.h"
 #include "upstream/upstream.h"
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <vector>
 
-#include "gateway/call.h"
+#include "call/call.h"
 
 namespace toolbridge::gateway {
 

@@ -1,4 +1,4 @@
-#include "gateway/call.h"
+#include "call/call.h"
 
 #include <boost/json.hpp>
 

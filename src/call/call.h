@@ -1,7 +1,8 @@
 #pragma once
-// One call through the pipeline: what a front end parsed once (method, raw params, the caller's
-// id, the trajectory), what the stages decided (route, deadline), and the Result that comes
-// back. Front ends build Calls; stages read and refine them; nothing re-parses the request.
+// The pipeline's vocabulary (namespace gateway): one call through the pipeline: what a front end
+// parsed once (method, raw params, the caller's id, the trajectory), what the stages decided
+// (route, deadline), and the Result that comes back. Front ends build Calls; stages read and refine
+// them; nothing re-parses the request.
 #include <chrono>
 #include <functional>
 #include <memory>
