@@ -212,7 +212,7 @@ void read_policy(const NodeReader& r, const Entry& e, const std::string& p, Serv
 }
 
 // ---------------------------------------------------------------------------------------------
-// The table: one reader per key. Keys of one line read into one field of Server.
+// The table: one reader per key, grouped by what the key is about.
 
 // Short names for the reader's parameters, so that most keys read in one line.
 using R = const NodeReader&;
