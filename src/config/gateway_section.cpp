@@ -1,0 +1,138 @@
+#include "config/gateway_section.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <string_view>
+
+namespace toolbridge::config {
+namespace {
+
+constexpr std::array<std::string_view, 11> kGatewayKeys{
+    "listen",           "allowed_origins",   "max_body_bytes",   "max_sessions",
+    "session_idle_ttl", "start_concurrency", "tool_naming",      "separator",
+    "log_level",        "shutdown_grace",    "session_dir_root",
+};
+constexpr std::array<std::string_view, 2> kToolNamings{"prefixed", "unprefixed_when_unique"};
+constexpr std::array<std::string_view, 5> kLogLevels{"trace", "debug", "info", "warn", "error"};
+
+void read_listen(const NodeReader& r, const Node& v, const std::string& path, Gateway& g) {
+  const std::string& listen = r.text(v, path);
+  std::string_view host;
+  std::string_view port;
+  if (!listen.empty() && listen[0] == '[') {
+    const std::size_t close = listen.find(']');
+    if (close == std::string::npos || close + 1 >= listen.size() || listen[close + 1] != ':') {
+      r.fail(v.mark, path,
+             fmt::format("expected [address]:port like [::1]:8848, got '{}'", listen));
+    }
+    host = std::string_view(listen).substr(1, close - 1);
+    port = std::string_view(listen).substr(close + 2);
+  } else {
+    const std::size_t colon = listen.rfind(':');
+    if (colon == std::string::npos) {
+      r.fail(v.mark, path, fmt::format("expected host:port like 127.0.0.1:8848, got '{}'", listen));
+    }
+    host = std::string_view(listen).substr(0, colon);
+    port = std::string_view(listen).substr(colon + 1);
+    if (host.find(':') != std::string_view::npos) {
+      r.fail(v.mark, path,
+             fmt::format("an IPv6 address needs brackets, like [::1]:8848; got '{}'", listen));
+    }
+  }
+  if (host.empty())
+    r.fail(v.mark, path, fmt::format("missing the host in '{}' (127.0.0.1 is local only)", listen));
+
+  unsigned long number = 0;
+  auto [ptr, ec] = std::from_chars(port.data(), port.data() + port.size(), number);
+  if (port.empty() || ptr != port.data() + port.size() ||
+      (ec != std::errc() && ec != std::errc::result_out_of_range)) {
+    r.fail(v.mark, path, fmt::format("expected a port number after ':', got '{}'", listen));
+  }
+  if (ec == std::errc::result_out_of_range || number > 65535) {
+    r.fail(v.mark, path,
+           fmt::format("port {} is out of range 0-65535 (0 picks a free port)", port));
+  }
+  g.host = std::string(host);
+  g.port = static_cast<unsigned short>(number);
+}
+
+std::string origin(const NodeReader& r, const Node& v, const std::string& path) {
+  const std::string& o = r.text(v, path);
+  std::string_view rest = o;
+  bool valid = false;
+  for (std::string_view scheme : {"http://", "https://"}) {
+    if (rest.starts_with(scheme)) {
+      rest.remove_prefix(scheme.size());
+      valid = !rest.empty() && rest.find_first_of("/ \t?#") == std::string_view::npos;
+      break;
+    }
+  }
+  if (!valid) {
+    std::string hint;
+    if (o.ends_with("/") && o.size() > 1)
+      hint = fmt::format(" (an origin has no path: '{}')", o.substr(0, o.size() - 1));
+    r.fail(v.mark, path,
+           fmt::format("expected an origin like http://localhost:3000, got '{}'{}", o, hint));
+  }
+  return o;
+}
+
+}  // namespace
+
+void read_gateway(const NodeReader& r, const Node& node, const std::string& path, Gateway& g) {
+  NodeReader::Seen seen;
+  for (const Entry& e : r.entries(node, path)) {
+    r.check_key(e, path, kGatewayKeys, /*lenient=*/false, seen);
+    const std::string p = join_path(path, e.key);
+    const Node& v = e.value;
+    if (e.key == "listen") {
+      read_listen(r, v, p, g);
+    } else if (e.key == "allowed_origins") {
+      g.allowed_origins.clear();
+      const auto& list = r.items(v, p);
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const std::string item_path = fmt::format("{}[{}]", p, i);
+        g.allowed_origins.push_back(origin(r, list[i], item_path));
+      }
+    } else if (e.key == "max_body_bytes") {
+      g.max_body_bytes = r.size(v, p);
+    } else if (e.key == "max_sessions") {
+      g.max_sessions = r.count(v, p);
+    } else if (e.key == "session_idle_ttl") {
+      g.session_idle_ttl = r.duration(v, p, /*allow_zero=*/false);
+    } else if (e.key == "shutdown_grace") {
+      g.shutdown_grace = r.duration(v, p, /*allow_zero=*/true);
+    } else if (e.key == "start_concurrency") {
+      g.start_concurrency = r.count(v, p);
+    } else if (e.key == "session_dir_root") {
+      g.session_dir_root = r.text(v, p);
+      if (g.session_dir_root.empty() || g.session_dir_root.front() != '/')
+        r.fail(v.mark, p, fmt::format("must be an absolute path, got '{}'", g.session_dir_root));
+    } else if (e.key == "tool_naming") {
+      g.tool_naming = r.one_of(v, p, kToolNamings) == "prefixed"
+                          ? ToolNaming::kPrefixed
+                          : ToolNaming::kUnprefixedWhenUnique;
+    } else if (e.key == "separator") {
+      const std::string& sep = r.text(v, p);
+      // Tool names that clients accept are [A-Za-z0-9_-]{1,64}; '.' is allowed by newer ones.
+      const bool valid =
+          !sep.empty() && sep.size() <= 8 &&
+          std::all_of(sep.begin(), sep.end(), [](char c) { return is_name_char(c) || c == '.'; });
+      if (!valid) {
+        r.fail(
+            v.mark, p,
+            fmt::format("'{}' must be 1-8 characters from [A-Za-z0-9_.-] so that namespaced tool "
+                        "names stay valid",
+                        sep));
+      }
+      g.separator = sep;
+    } else if (e.key == "log_level") {
+      g.log_level = std::string(r.one_of(v, p, kLogLevels));
+    }
+  }
+}
+
+}  // namespace toolbridge::config

@@ -1,0 +1,13 @@
+#pragma once
+// The gateway section (`gateway`, or `toolbridge` in a JSON file shared with other clients).
+#include <string>
+
+#include "config/config.h"
+#include "config/node_reader.h"
+#include "config/tree.h"
+
+namespace toolbridge::config {
+
+void read_gateway(const NodeReader& r, const Node& node, const std::string& path, Gateway& g);
+
+}  // namespace toolbridge::config
