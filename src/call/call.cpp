@@ -95,7 +95,7 @@ std::string Call::string_member(std::string_view name) const {
 void Call::cancel(const std::string& reason) {
   if (cancelled_) return;
   cancelled_ = true;
-  if (auto abandon = std::move(abandon_)) abandon(reason);
+  if (auto attempt = in_flight_.lock()) attempt->abandon(reason);
 }
 
 }  // namespace toolbridge::gateway

@@ -36,6 +36,7 @@ enum class Fault {
   kCancelled,      // the caller cancelled it: nothing is answered
   kShuttingDown,   // the gateway is stopping
 };
+inline constexpr std::size_t kFaultCount = static_cast<std::size_t>(Fault::kShuttingDown) + 1;
 
 std::string_view to_string(Fault f);
 // The label of toolbridge_calls_total{outcome}: ok, tool_error, error, timeout, crashed,
@@ -68,6 +69,13 @@ struct Route {
 // Receives what a server sends on the call's behalf while it runs (progress, log messages,
 // sampling or elicitation requests). The front end's stream, if it has one.
 using Events = upstream::CallSink;
+
+// An attempt in flight that a cancel must stop (the server is told; the attempt ends).
+class Abandonable {
+ public:
+  virtual ~Abandonable() = default;
+  virtual void abandon(const std::string& reason) = 0;
+};
 
 class Call {
  public:
@@ -105,12 +113,12 @@ class Call {
   // call's awaiting stage resumes with kCancelled. Idempotent.
   void cancel(const std::string& reason);
   bool cancelled() const { return cancelled_; }
-  // The dispatch stage registers how to abandon the attempt in flight; cleared when it ends.
-  void on_cancel(std::function<void(const std::string&)> abandon) { abandon_ = std::move(abandon); }
+  // The dispatch stage registers the attempt in flight, to be abandoned on cancel.
+  void set_in_flight(std::weak_ptr<Abandonable> attempt) { in_flight_ = std::move(attempt); }
 
  private:
   bool cancelled_ = false;
-  std::function<void(const std::string&)> abandon_;
+  std::weak_ptr<Abandonable> in_flight_;
 };
 
 }  // namespace toolbridge::gateway

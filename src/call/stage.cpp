@@ -11,6 +11,10 @@ boost::asio::awaitable<Result> no_stage_answered(const Call& call) {
 
 }  // namespace
 
+boost::asio::awaitable<Result> ready(Result result) {
+  co_return result;
+}
+
 boost::asio::awaitable<Result> Next::operator()(Call& call) const {
   // Not a coroutine itself: it returns the next applicable stage's awaitable, so stepping over
   // stages costs no frame.

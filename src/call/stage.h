@@ -24,6 +24,9 @@ class Next {
   std::size_t index_;
 };
 
+// An awaitable that is already answered (for stages that decide without waiting).
+boost::asio::awaitable<Result> ready(Result result);
+
 class Stage {
  public:
   virtual ~Stage() = default;

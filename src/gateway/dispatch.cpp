@@ -54,10 +54,13 @@ class ResumeWith final : public Resume {
 };
 
 // One send of a call to an instance: the instance's CallSink, turned into an awaitable Result.
-class Attempt final : public upstream::CallSink {
+class Attempt final : public upstream::CallSink,
+                      public Abandonable,
+                      public std::enable_shared_from_this<Attempt> {
  public:
-  Attempt(asio::io_context& io, std::shared_ptr<Events> events)
-      : io_(io), events_(std::move(events)) {}
+  Attempt(asio::io_context& io, std::shared_ptr<Events> events,
+          std::weak_ptr<upstream::Instance> instance, std::string id)
+      : io_(io), events_(std::move(events)), instance_(std::move(instance)), id_(std::move(id)) {}
   ~Attempt() override {
     if (!resume_) return;
     // Dropped unanswered (an instance torn down with the call pending): the call still ends.
@@ -84,6 +87,10 @@ class Attempt final : public upstream::CallSink {
     if (auto resume = std::move(resume_)) (*resume)(std::move(*result_));
   }
   bool done() const { return result_.has_value(); }
+  void abandon(const std::string& reason) override {
+    if (auto instance = instance_.lock()) instance->cancel(shared_from_this(), id_, reason);
+    complete(Result::failure(Fault::kCancelled, reason));
+  }
   Result take() { return std::move(*result_); }
 
   // Resumes the awaiting coroutine when complete() is called.
@@ -98,6 +105,8 @@ class Attempt final : public upstream::CallSink {
  private:
   asio::io_context& io_;
   std::shared_ptr<Events> events_;
+  std::weak_ptr<upstream::Instance> instance_;
+  std::string id_;
   std::optional<Result> result_;
   std::unique_ptr<Resume> resume_;
 };
@@ -134,73 +143,51 @@ Result classify_response(std::string response) {
 }
 
 asio::awaitable<Result> DispatchStage::handle(Call& call, Next) {
-  Result refusal;
-  bool waited = false;
-  std::shared_ptr<upstream::Instance> instance = co_await place(call, refusal, waited);
-  if (!instance) co_return refusal;
-  co_return co_await send(call, std::move(instance), waited);
+  // Not a coroutine: a call that finds its instance at once costs only send()'s frame.
+  upstream::Upstream::Pick picked = call.route.upstream->pick(call.trajectory);
+  if (picked.instance) return send(call, std::move(picked.instance), false);
+  return wait_and_send(call, std::move(picked.error), picked.wait);
 }
 
-asio::awaitable<std::shared_ptr<upstream::Instance>> DispatchStage::place(Call& call,
-                                                                          Result& refusal,
-                                                                          bool& waited) {
-  upstream::Upstream& up = *call.route.upstream;
-  upstream::Upstream::Pick picked = up.pick(call.trajectory);
-  if (picked.instance) co_return picked.instance;
-  if (!picked.wait && call.attempts == 0) {
-    refusal = Result::failure(Fault::kUnavailable, std::move(picked.error));
-    co_return nullptr;
-  }
+asio::awaitable<Result> DispatchStage::wait_and_send(Call& call, std::string error, bool wait) {
+  if (!wait && call.attempts == 0) co_return Result::failure(Fault::kUnavailable, std::move(error));
   // An instance is starting for this call (the session's own, or a growing pool), or a retry
   // waits out a restart.
-  waited = true;
+  upstream::Upstream& up = *call.route.upstream;
   const auto limit =
       std::min(call.deadline, clock_.now() + std::chrono::duration_cast<base::Clock::duration>(
                                                  up.config().checkout_timeout));
   asio::steady_timer pause(io_);
+  upstream::Upstream::Pick picked;
   for (;;) {
     picked = co_await up.checkout(call.trajectory, limit);
-    if (call.cancelled()) {
-      refusal = Result::failure(Fault::kCancelled, "cancelled");
-      co_return nullptr;
-    }
+    if (call.cancelled()) co_return Result::failure(Fault::kCancelled, "cancelled");
     if (picked.instance || call.attempts == 0 || clock_.now() >= limit || stopping_) break;
     pause.expires_after(20ms);
     boost::system::error_code ec;
     co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
-  if (!picked.instance) {
-    refusal = Result::failure(Fault::kUnavailable, std::move(picked.error));
-    co_return nullptr;
-  }
+  if (!picked.instance) co_return Result::failure(Fault::kUnavailable, std::move(picked.error));
   if (clock_.now() >= call.deadline) {
-    refusal = Result::failure(
+    co_return Result::failure(
         Fault::kTimeout,
         fmt::format("{} timed out after {:g} s waiting for an instance to start",
                     call.route.display_name, static_cast<double>(call.timeout.count()) / 1000.0));
-    co_return nullptr;
   }
-  co_return picked.instance;
+  co_return co_await send(call, std::move(picked.instance), true);
 }
 
 asio::awaitable<Result> DispatchStage::send(Call& call,
                                             std::shared_ptr<upstream::Instance> instance,
                                             bool waited) {
-  auto attempt = std::make_shared<Attempt>(io_, call.events);
-  const std::weak_ptr<Attempt> weak_attempt = attempt;
+  auto attempt = std::make_shared<Attempt>(io_, call.events, instance, call.id);
   // The first send gets the whole budget (its timeout message names it); a retry what is left.
   const auto left =
       call.sends == 0 && call.attempts == 0 && !waited
           ? call.timeout
           : std::chrono::duration_cast<std::chrono::milliseconds>(call.deadline - clock_.now());
   ++call.sends;
-  call.on_cancel([weak_attempt, weak = std::weak_ptr<upstream::Instance>(instance),
-                  id = call.id](const std::string& reason) {
-    auto attempt = weak_attempt.lock();
-    if (!attempt) return;
-    if (auto inst = weak.lock()) inst->cancel(attempt, id, reason);
-    attempt->complete(Result::failure(Fault::kCancelled, reason));
-  });
+  call.set_in_flight(attempt);
   instance->call(call.method, call.upstream_params, call.id, call.progress_token, attempt,
                  std::max(left, std::chrono::milliseconds(1)), call.route.display_name);
   Result result;
@@ -213,7 +200,7 @@ asio::awaitable<Result> DispatchStage::send(Call& call,
     attempt.reset();
     result = co_await pending->wait();
   }
-  call.on_cancel(nullptr);
+  call.set_in_flight({});
   co_return result;
 }
 

@@ -21,10 +21,9 @@ class DispatchStage final : public Stage {
   boost::asio::awaitable<Result> handle(Call& call, Next next) override;
 
  private:
-  // An instance for the call, waiting (within the deadline and checkout_timeout) if one is
-  // starting for it; a retry keeps asking until the deadline while a restart is under way.
-  boost::asio::awaitable<std::shared_ptr<upstream::Instance>> place(Call& call, Result& refusal,
-                                                                    bool& waited);
+  // Waits (within the deadline and checkout_timeout) for an instance that is starting for the
+  // call; a retry keeps asking until the deadline while a restart is under way.
+  boost::asio::awaitable<Result> wait_and_send(Call& call, std::string error, bool wait);
   boost::asio::awaitable<Result> send(Call& call, std::shared_ptr<upstream::Instance> instance,
                                       bool waited);
 

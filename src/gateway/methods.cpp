@@ -266,7 +266,8 @@ void Methods::run_call(const Incoming& in) {
   if (!call) return answer(in, json::make_error(in.id, json::kInvalidParams, error));
   ++in.stream->outstanding;
   in.session->in_flight[call->id] = Session::InFlight{call, in.stream};
-  asio::co_spawn(gateway_.io(), gateway_.pipeline().run_owned(call),
+  // The completion handler owns the call, so the chain can work on a reference to it.
+  asio::co_spawn(gateway_.io(), gateway_.pipeline().run(*call),
                  [weak_session = std::weak_ptr<Session>(in.session), stream = in.stream, call](
                      std::exception_ptr failure, Result result) {
                    if (auto s = weak_session.lock()) {

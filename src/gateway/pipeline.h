@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "call/stage.h"
 #include "catalog/catalog.h"
 #include "config/config.h"
-#include "call/stage.h"
 #include "telemetry/metrics.h"
 
 namespace toolbridge::policy {

@@ -19,18 +19,19 @@ std::chrono::milliseconds call_budget(const config::Server& server, const std::s
 
 boost::asio::awaitable<gateway::Result> DeadlineStage::handle(gateway::Call& call,
                                                               gateway::Next next) {
+  // Not a coroutine: an attempt within its deadline costs no frame of its own.
   if (call.deadline == gateway::Call::Clock::time_point::max()) {
     call.timeout =
         call_budget(call.route.upstream->config(), call.route.tool, call.requested_timeout);
     call.deadline = call.started + call.timeout;
   }
   if (clock_.now() >= call.deadline) {
-    co_return gateway::Result::failure(
+    return gateway::ready(gateway::Result::failure(
         gateway::Fault::kTimeout,
         fmt::format("{} timed out after {:g} s before it could be sent", call.route.display_name,
-                    static_cast<double>(call.timeout.count()) / 1000.0));
+                    static_cast<double>(call.timeout.count()) / 1000.0)));
   }
-  co_return co_await next(call);
+  return next(call);
 }
 
 }  // namespace toolbridge::policy

@@ -15,8 +15,8 @@ std::string labels(std::initializer_list<std::pair<const char*, std::string_view
 
 class Histogram {
  public:
-  static constexpr std::array<double, 14> kBuckets = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                                      0.1,    0.25,  0.5,    1,     2.5,  5,    10};
+  static constexpr std::array<double, 14> kBuckets = {
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
   void observe(double seconds);
   std::array<std::uint64_t, kBuckets.size()> counts{};
   std::uint64_t count = 0;
@@ -30,6 +30,14 @@ class Metrics {
   }
   void observe(const std::string& name, const std::string& labels, double seconds) {
     histograms_[name][labels].observe(seconds);
+  }
+  // The cell of one labelled series, created at 0 if absent. The reference stays valid for the
+  // registry's life, so a hot path can look a series up once and bump it directly.
+  std::uint64_t& counter_cell(const std::string& name, const std::string& labels) {
+    return counters_[name][labels];
+  }
+  Histogram& histogram_cell(const std::string& name, const std::string& labels) {
+    return histograms_[name][labels];
   }
   // Gauges are read when /metrics is rendered: they always reflect live state.
   using GaugeFn = std::function<void(std::vector<std::pair<std::string, double>>& out)>;
