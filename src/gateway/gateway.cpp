@@ -295,7 +295,6 @@ std::string Gateway::health_json() const {
                  {"restarts", up->restarts()},
                  {"tools", up->catalog() ? up->catalog()->tools.size() : 0},
                  {"in_flight", up->in_flight()},
-                 {"breaker", up->breaker_state()},
                  {"instances", std::move(instances)},
                  {"spares", census.spares},
                  {"sessions_bound", census.sessions},
@@ -894,13 +893,8 @@ void Gateway::forward(const std::shared_ptr<Session>& session,
   auto up = find_upstream(server);
   auto call = std::make_shared<ForwardedCall>(
       stream, id, method == "tools/call",
-      [this, weak = std::weak_ptr<Session>(session), weak_up = std::weak_ptr<upstream::Upstream>(up),
-       id, server, tool_label, started](std::string_view outcome, std::string_view why) {
-        // One death of an instance fails all its calls at once and restarts it with backoff;
-        // the breaker is for a server that is up but not answering, so it counts timeouts.
-        if (auto u = weak_up.lock(); u && outcome != "unavailable" && outcome != "crashed") {
-          u->breaker_record(outcome == "timeout", why);
-        }
+      [this, weak = std::weak_ptr<Session>(session), id, server, tool_label,
+       started](std::string_view outcome, std::string_view /*why*/) {
         const double secs =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         metrics_.add("toolbridge_calls_total",
@@ -911,10 +905,6 @@ void Gateway::forward(const std::shared_ptr<Session>& session,
       });
   if (!up) {
     call->on_response(json::make_error(id, json::kUpstreamUnavailable, "unknown server " + server));
-    return;
-  }
-  if (std::string refused = up->breaker_admit(); !refused.empty()) {
-    call->on_response(json::make_error(id, json::kUpstreamUnavailable, refused));
     return;
   }
   const auto& cfg = up->config();

@@ -28,7 +28,8 @@ constexpr auto kTickInterval = 1s;
 constexpr auto kRefillDelay = 50ms;
 
 void replace_all(std::string& text, std::string_view from, std::string_view to) {
-  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+  for (std::size_t at = text.find(from); at != std::string::npos;
+       at = text.find(from, at + to.size())) {
     text.replace(at, from.size(), to);
   }
 }
@@ -38,7 +39,8 @@ std::string seconds_text(std::chrono::milliseconds d) {
 }
 }  // namespace
 
-config::Server for_session(const config::Server& server, std::string_view id, std::string_view dir) {
+config::Server for_session(const config::Server& server, std::string_view id,
+                           std::string_view dir) {
   config::Server out = server;
   auto expand = [&](std::string& text) {
     replace_all(text, "${session.id}", id);
@@ -72,11 +74,16 @@ void StartGate::release() {
 
 std::string_view to_string(Upstream::State s) {
   switch (s) {
-    case Upstream::State::kStarting: return "starting";
-    case Upstream::State::kReady: return "ready";
-    case Upstream::State::kBackoff: return "backoff";
-    case Upstream::State::kDisabled: return "disabled";
-    case Upstream::State::kStopped: return "stopped";
+    case Upstream::State::kStarting:
+      return "starting";
+    case Upstream::State::kReady:
+      return "ready";
+    case Upstream::State::kBackoff:
+      return "backoff";
+    case Upstream::State::kDisabled:
+      return "disabled";
+    case Upstream::State::kStopped:
+      return "stopped";
   }
   return "unknown";
 }
@@ -98,7 +105,6 @@ Upstream::Upstream(asio::io_context& io, config::Server server, StartGate& gate,
   metrics_.add("toolbridge_restarts_total", labels, 0);
   metrics_.add("toolbridge_start_failures_total", labels, 0);
   metrics_.add("toolbridge_upstream_invalid_lines_total", labels, 0);
-  metrics_.add("toolbridge_breaker_opened_total", labels, 0);
   for (const char* reason : {"max_calls", "max_age", "max_rss", "idle"}) {
     metrics_.add("toolbridge_recycles_total",
                  telemetry::labels({{"server", server_.name}, {"reason", reason}}), 0);
@@ -127,27 +133,30 @@ std::string Upstream::describe_unavailable() const {
   switch (state()) {
     case State::kStarting:
       return "server '" + server_.name + "' is starting" +
-             (last_error_.empty() ? "" : " (last failure: " + last_error_ + ")") + "; retry shortly";
+             (last_error_.empty() ? "" : " (last failure: " + last_error_ + ")") +
+             "; retry shortly";
     case State::kBackoff:
       return fmt::format("server '{}' is unavailable: {}; next start attempt in {:.1f} s",
                          server_.name, last_error_, retry_in_seconds());
-    case State::kDisabled: return "server '" + server_.name + "' is disabled in the configuration";
-    case State::kStopped: return "server '" + server_.name + "' is shutting down";
-    case State::kReady: return "server '" + server_.name + "' is ready";
+    case State::kDisabled:
+      return "server '" + server_.name + "' is disabled in the configuration";
+    case State::kStopped:
+      return "server '" + server_.name + "' is shutting down";
+    case State::kReady:
+      return "server '" + server_.name + "' is ready";
   }
   return "server '" + server_.name + "' is unavailable";
 }
 
 std::size_t Upstream::live() const {
-  return static_cast<std::size_t>(std::count_if(members_.begin(), members_.end(), [](const auto& m) {
-    return !m->retiring && !m->exited;
-  }));
+  return static_cast<std::size_t>(std::count_if(
+      members_.begin(), members_.end(), [](const auto& m) { return !m->retiring && !m->exited; }));
 }
 
 std::size_t Upstream::starting() const {
-  return static_cast<std::size_t>(std::count_if(members_.begin(), members_.end(), [](const auto& m) {
-    return !m->retiring && !m->exited && !m->ready;
-  }));
+  return static_cast<std::size_t>(
+      std::count_if(members_.begin(), members_.end(),
+                    [](const auto& m) { return !m->retiring && !m->exited && !m->ready; }));
 }
 
 std::size_t Upstream::in_flight() const {
@@ -183,7 +192,8 @@ Upstream::Census Upstream::census() const {
       ++c.busy;
     } else {
       ++c.idle;
-      if (server_.policy == Policy::kPool || (server_.policy == Policy::kPerSession && m->key.empty()))
+      if (server_.policy == Policy::kPool ||
+          (server_.policy == Policy::kPerSession && m->key.empty()))
         ++c.spares;
     }
   }
@@ -214,7 +224,8 @@ std::string Upstream::make_dir(std::uint64_t number, std::string& error) {
     session_dir_root_ = fmt::format("{}/toolbridge-{}", tmp && *tmp ? tmp : "/tmp", ::getpid());
   }
   if (::mkdir(session_dir_root_.c_str(), 0700) != 0 && errno != EEXIST) {
-    error = fmt::format("cannot create session_dir_root {}: {}", session_dir_root_, std::strerror(errno));
+    error = fmt::format("cannot create session_dir_root {}: {}", session_dir_root_,
+                        std::strerror(errno));
     return {};
   }
   std::string dir = fmt::format("{}/{}-{}", session_dir_root_, server_.name, number);
@@ -229,7 +240,8 @@ void Upstream::remove_dir(const std::string& dir) const {
   if (dir.empty() || server_.keep_session_dir) return;
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
-  if (ec) spdlog::warn("[{}] could not remove session directory {}: {}", server_.name, dir, ec.message());
+  if (ec)
+    spdlog::warn("[{}] could not remove session directory {}: {}", server_.name, dir, ec.message());
 }
 
 std::shared_ptr<Upstream::Member> Upstream::launch(const std::string& key) {
@@ -345,7 +357,8 @@ void Upstream::start_failed(const std::shared_ptr<Member>& m, const std::string&
   spdlog::error("[{}] failed to start: {}", server_.name, error);
   metrics_.add("toolbridge_start_failures_total", telemetry::labels({{"server", server_.name}}));
   // A session waiting for this instance starts over (and hears about the failure).
-  if (auto it = bindings_.find(m->key); !m->key.empty() && it != bindings_.end() && it->second.member == m) {
+  if (auto it = bindings_.find(m->key);
+      !m->key.empty() && it != bindings_.end() && it->second.member == m) {
     bindings_.erase(it);
   }
   wake_waiters();
@@ -706,10 +719,10 @@ std::string Upstream::checkout_timeout_message(const std::string& key) const {
         "or raise max_instances",
         server_.name, server_.effective_max_instances(), limit);
   }
-  return fmt::format("no instance of server '{}' was ready within {} (checkout_timeout); {} "
-                     "starting{}",
-                     server_.name, limit, starting(),
-                     last_error_.empty() ? "" : "; last failure: " + last_error_);
+  return fmt::format(
+      "no instance of server '{}' was ready within {} (checkout_timeout); {} "
+      "starting{}",
+      server_.name, limit, starting(), last_error_.empty() ? "" : "; last failure: " + last_error_);
 }
 
 asio::awaitable<Upstream::Pick> Upstream::checkout(std::string key, Clock::time_point deadline) {
@@ -767,68 +780,8 @@ std::chrono::milliseconds Upstream::backoff_delay() {
   // +-20% jitter so servers that failed together do not retry in lockstep.
   thread_local std::mt19937 rng{std::random_device{}()};
   std::uniform_real_distribution<double> jitter(0.8, 1.2);
-  return std::chrono::milliseconds(static_cast<long>(static_cast<double>(delay.count()) * jitter(rng)));
-}
-
-// ---------------------------------------------------------------------------------------------
-// Circuit breaker
-
-std::string Upstream::breaker_admit() {
-  if (server_.breaker_threshold == 0) return {};
-  const auto now = Clock::now();
-  if (breaker_ == Breaker::kOpen && now >= open_until_) {
-    breaker_ = Breaker::kHalfOpen;
-    probe_in_flight_ = false;
-  }
-  if (breaker_ == Breaker::kClosed) return {};
-  // A probe that never reported (it found no instance, say) stops counting after a while.
-  const auto probe_lost_after = std::max(server_.call_timeout, server_.breaker_cooldown);
-  if (breaker_ == Breaker::kHalfOpen && (!probe_in_flight_ || now - probe_started_ > probe_lost_after)) {
-    probe_in_flight_ = true;  // this call is the probe
-    probe_started_ = now;
-    return {};
-  }
-  const double wait = breaker_ == Breaker::kOpen
-                          ? std::chrono::duration<double>(open_until_ - now).count()
-                          : std::chrono::duration<double>(server_.breaker_cooldown).count();
-  return fmt::format(
-      "server '{}' is failing ({} calls in a row timed out; last: {}); calls "
-      "are refused for {:.1f} s more, then one probe call is let through",
-      server_.name, consecutive_faults_, last_fault_, wait);
-}
-
-void Upstream::breaker_record(bool fault, std::string_view why) {
-  if (server_.breaker_threshold == 0) return;
-  if (!fault) {
-    if (breaker_ != Breaker::kClosed) spdlog::info("[{}] circuit closed: a probe call succeeded", server_.name);
-    breaker_ = Breaker::kClosed;
-    consecutive_faults_ = 0;
-    probe_in_flight_ = false;
-    cooldown_ = server_.breaker_cooldown;
-    return;
-  }
-  ++consecutive_faults_;
-  last_fault_ = std::string(why.substr(0, 300));
-  const bool reopen = breaker_ == Breaker::kHalfOpen;
-  if (reopen || (breaker_ == Breaker::kClosed && consecutive_faults_ >= server_.breaker_threshold)) {
-    // Each failed probe doubles the wait, up to 8x the configured cooldown.
-    cooldown_ = reopen ? std::min(cooldown_ * 2, server_.breaker_cooldown * 8) : server_.breaker_cooldown;
-    breaker_ = Breaker::kOpen;
-    probe_in_flight_ = false;
-    open_until_ = Clock::now() + cooldown_;
-    spdlog::warn("[{}] circuit open for {} ms after {} failing calls: {}", server_.name,
-                 cooldown_.count(), consecutive_faults_, last_fault_);
-    metrics_.add("toolbridge_breaker_opened_total", telemetry::labels({{"server", server_.name}}));
-  }
-}
-
-std::string_view Upstream::breaker_state() const {
-  switch (breaker_) {
-    case Breaker::kClosed: return "closed";
-    case Breaker::kOpen: return "open";
-    case Breaker::kHalfOpen: return "half_open";
-  }
-  return "closed";
+  return std::chrono::milliseconds(
+      static_cast<long>(static_cast<double>(delay.count()) * jitter(rng)));
 }
 
 }  // namespace toolbridge::upstream

@@ -96,14 +96,6 @@ class Upstream : public std::enable_shared_from_this<Upstream> {
   // Instances retired on purpose, by reason: max_calls, max_age, max_rss, idle.
   const std::map<std::string, std::uint64_t>& recycles() const { return recycles_; }
 
-  // Circuit breaker over call outcomes: empty to admit a call, else why it is refused. While
-  // open, calls fail fast; after breaker_cooldown one probe call is admitted (half-open) and its
-  // outcome closes or reopens the breaker.
-  std::string breaker_admit();
-  // `fault`: the call timed out. `why` is kept for the refusal message.
-  void breaker_record(bool fault, std::string_view why);
-  std::string_view breaker_state() const;
-
   // Called after the catalog changed (first start, a restart, list_changed).
   std::function<void()> on_catalog_changed;
 
@@ -174,14 +166,6 @@ class Upstream : public std::enable_shared_from_this<Upstream> {
   bool ticking_ = false;
   Clock::time_point next_rss_check_{};
   std::map<std::string, std::uint64_t> recycles_;
-  enum class Breaker { kClosed, kOpen, kHalfOpen };
-  Breaker breaker_ = Breaker::kClosed;
-  std::size_t consecutive_faults_ = 0;
-  bool probe_in_flight_ = false;
-  Clock::time_point probe_started_{};
-  Clock::time_point open_until_{};
-  std::chrono::milliseconds cooldown_{0};
-  std::string last_fault_;
 };
 
 std::string_view to_string(Upstream::State s);
