@@ -2,8 +2,9 @@
 // A configured server and its instances. The sharing policy decides where a call goes:
 // `shared` multiplexes one instance, `pool` keeps min..max instances and picks the least busy,
 // `per_session` binds one instance to each session (trajectory) for the session's lifetime.
-// Supervision: bounded concurrent starts, restarts after a crash (backoff with jitter), warm
-// spares, and recycling by call count, age, resident memory and idleness.
+// Where a call goes is a Placement (placement.h); keeping instances running (starts, restarts
+// with backoff, spares, recycling) is the Supervisor's (supervisor.h); this class binds
+// sessions to instances and answers for the server as a whole.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -17,37 +18,29 @@
 #include <unordered_set>
 #include <vector>
 
+#include "base/clock.h"
+#include "base/jitter.h"
 #include "config/config.h"
 #include "telemetry/metrics.h"
 #include "upstream/instance.h"
+#include "upstream/member.h"
+#include "upstream/placement.h"
+#include "upstream/supervisor.h"
 
 namespace toolbridge::upstream {
 
-// Caps how many instances initialise at once (start-up storms hurt every server on a 2-core box,
-// and a burst of 500 new sessions must not fork 500 processes at once).
-class StartGate {
- public:
-  StartGate(boost::asio::io_context& io, std::size_t limit) : io_(io), free_(limit ? limit : 1) {}
-  boost::asio::awaitable<void> acquire();
-  void release();
-
- private:
-  boost::asio::io_context& io_;
-  std::size_t free_;
-  std::deque<std::shared_ptr<boost::asio::steady_timer>> waiters_;
-};
-
-// `server` with ${session.id} and ${session.dir} substituted in args, env values and cwd.
-config::Server for_session(const config::Server& server, std::string_view id, std::string_view dir);
-
-class Upstream : public std::enable_shared_from_this<Upstream> {
+class Upstream : public std::enable_shared_from_this<Upstream>, private SupervisorCallbacks {
  public:
   using Clock = Instance::Clock;
   enum class State { kStarting, kReady, kBackoff, kDisabled, kStopped };
 
   // `session_dir_root`: where ${session.dir} directories are made (created on first use).
+  // `clock` and `random` decide backoff, recycling and idle expiry (tests pass manual ones).
   Upstream(boost::asio::io_context& io, config::Server server, StartGate& gate,
-           telemetry::Metrics& metrics, std::string session_dir_root = {});
+           telemetry::Metrics& metrics, std::string session_dir_root = {},
+           const base::Clock& clock = base::steady_clock(),
+           base::RandomSource& random = base::process_random());
+  ~Upstream() override;
 
   // Starts what the policy keeps running (the shared instance, pool minimum, spares; one
   // instance to read the catalog for per_session). Returns once the first start has finished.
@@ -72,16 +65,16 @@ class Upstream : public std::enable_shared_from_this<Upstream> {
   // per_session: releases bindings unused since `cutoff` with no call in flight, unless `keep`.
   void release_idle(Clock::time_point cutoff, const std::function<bool(const std::string&)>& keep);
 
-  const config::Server& config() const { return server_; }
-  const std::string& name() const { return server_.name; }
+  const config::Server& config() const { return supervisor_->config(); }
+  const std::string& name() const { return config().name; }
   State state() const;
-  const std::string& last_error() const { return last_error_; }
-  std::uint64_t restarts() const { return restarts_; }
+  const std::string& last_error() const { return supervisor_->last_error(); }
+  std::uint64_t restarts() const { return supervisor_->restarts(); }
   // Seconds until the next start attempt while in backoff.
   double retry_in_seconds() const;
   std::string describe_unavailable() const;
   // The catalog of the first ready instance, kept while no instance runs; null before that.
-  const Catalog* catalog() const { return catalog_.get(); }
+  const Catalog* catalog() const { return supervisor_->catalog(); }
   std::size_t in_flight() const;
   // The least recently started ready instance (pid and protocol version for /healthz), or null.
   std::shared_ptr<Instance> any_ready() const;
@@ -94,94 +87,39 @@ class Upstream : public std::enable_shared_from_this<Upstream> {
   Census census() const;
   std::vector<pid_t> pids() const;
   // Instances retired on purpose, by reason: max_calls, max_age, max_rss, idle.
-  const std::map<std::string, std::uint64_t>& recycles() const { return recycles_; }
-
-  // Circuit breaker over call outcomes: empty to admit a call, else why it is refused. While
-  // open, calls fail fast; after breaker_cooldown one probe call is admitted (half-open) and its
-  // outcome closes or reopens the breaker.
-  std::string breaker_admit();
-  // `fault`: the call timed out. `why` is kept for the refusal message.
-  void breaker_record(bool fault, std::string_view why);
-  std::string_view breaker_state() const;
+  const std::map<std::string, std::uint64_t>& recycles() const { return supervisor_->recycles(); }
 
   // Called after the catalog changed (first start, a restart, list_changed).
   std::function<void()> on_catalog_changed;
 
  private:
-  struct Member {
-    std::shared_ptr<Instance> inst;
-    std::string key;  // per_session: the session it serves; empty while it is a spare
-    std::string dir;  // its ${session.dir}; empty when the config does not use one
-    bool ready = false;
-    bool retiring = false;  // takes no new calls; stopped once its calls in flight finish
-    bool stopping = false;
-    bool exited = false;
-    Clock::time_point ready_at{};
-    Clock::time_point last_used{};
-    std::uint64_t calls = 0;
-  };
   struct Binding {
     std::shared_ptr<Member> member;
     std::string lost;  // why the session's instance is gone; its calls say so
     Clock::time_point last_used{};
   };
 
-  std::shared_ptr<Member> launch(const std::string& key);
-  boost::asio::awaitable<void> run_start(std::shared_ptr<Member> m);
-  void start_failed(const std::shared_ptr<Member>& m, const std::string& error);
-  void on_member_exit(const std::shared_ptr<Member>& m, const std::string& reason);
-  void retire(const std::shared_ptr<Member>& m, const std::string& reason);
-  void stop_member(const std::shared_ptr<Member>& m, bool remove_dir);
-  void erase_member(const std::shared_ptr<Member>& m);
-  std::shared_ptr<Instance> use(const std::shared_ptr<Member>& m);
-  void maintain();
-  void arm_tick();
-  void tick();
+  Pick pick_shared(const std::string& key);
+  Pick pick_per_session(const std::string& key);
+  Pick pick_bound(std::unordered_map<std::string, Binding>::iterator it);
+  Pick bind(const std::string& key, const std::shared_ptr<Member>& m);
   void wake_waiters();
-  std::size_t live() const;      // members that are neither retiring nor gone
-  std::size_t starting() const;  // live members not ready yet
-  std::chrono::milliseconds backoff_delay();
-  std::string make_dir(std::uint64_t number, std::string& error);
-  void remove_dir(const std::string& dir) const;
   std::string checkout_timeout_message(const std::string& key) const;
 
+  // SupervisorCallbacks
+  void start_failed(const Member& m) override;
+  void member_lost(const Member& m, const std::string& why) override;
+  void members_changed() override { wake_waiters(); }
+  void catalog_changed() override;
+
   boost::asio::io_context& io_;
-  config::Server server_;
-  StartGate& gate_;
-  telemetry::Metrics& metrics_;
-  std::string session_dir_root_;
-  bool uses_dir_ = false;  // per_session config mentions ${session.dir}
-  bool uses_id_ = false;   // ... or ${session.id}: no spares, each instance made for its session
-  bool stopped_ = false;
-  std::vector<std::shared_ptr<Member>> members_;
+  const base::Clock& clock_;
+  std::shared_ptr<Supervisor> supervisor_;
+  std::unique_ptr<Placement> placement_;
+  std::vector<Candidate> candidates_;  // reused by pick(): no allocation per call
   std::unordered_map<std::string, Binding> bindings_;
   std::unordered_set<std::string> awaiting_spare_;  // new sessions waiting for a starting spare
   std::deque<std::shared_ptr<boost::asio::steady_timer>> waiters_;
-  std::shared_ptr<const Catalog> catalog_;
-  bool dormant_ = false;  // shared with idle_ttl: stopped while idle, started by the next call
-  bool failing_ = false;  // the last start failed or crashed early; cleared by a ready instance
-  std::string last_error_;
-  std::uint64_t restarts_ = 0;
-  std::uint64_t instances_started_ = 0;
-  std::size_t pending_restarts_ = 0;  // launches owed to instances that failed or died
-  int consecutive_failures_ = 0;
-  Clock::time_point retry_at_{};
-  boost::asio::steady_timer retry_timer_;
-  bool retry_armed_ = false;
-  boost::asio::steady_timer refill_timer_;  // per_session: spares topped up after a bind
-  bool refill_armed_ = false;
-  boost::asio::steady_timer tick_timer_;
-  bool ticking_ = false;
-  Clock::time_point next_rss_check_{};
-  std::map<std::string, std::uint64_t> recycles_;
-  enum class Breaker { kClosed, kOpen, kHalfOpen };
-  Breaker breaker_ = Breaker::kClosed;
-  std::size_t consecutive_faults_ = 0;
-  bool probe_in_flight_ = false;
-  Clock::time_point probe_started_{};
-  Clock::time_point open_until_{};
-  std::chrono::milliseconds cooldown_{0};
-  std::string last_fault_;
 };
 
 std::string_view to_string(Upstream::State s);

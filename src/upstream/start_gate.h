@@ -1,0 +1,25 @@
+#pragma once
+// Caps how many instances initialise at once (start-up storms hurt every server on a 2-core box,
+// and a burst of 500 new sessions must not fork 500 processes at once).
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <cstddef>
+#include <deque>
+#include <memory>
+
+namespace toolbridge::upstream {
+
+class StartGate {
+ public:
+  StartGate(boost::asio::io_context& io, std::size_t limit) : io_(io), free_(limit ? limit : 1) {}
+  boost::asio::awaitable<void> acquire();
+  void release();
+
+ private:
+  boost::asio::io_context& io_;
+  std::size_t free_;
+  std::deque<std::shared_ptr<boost::asio::steady_timer>> waiters_;
+};
+
+}  // namespace toolbridge::upstream
