@@ -6,8 +6,8 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <random>
 
+#include "base/jitter.h"
 #include "upstream/upstream.h"
 
 namespace toolbridge::policy {
@@ -17,9 +17,9 @@ using gateway::Fault;
 
 namespace {
 
+// 50-150 ms from the one random source.
 std::chrono::milliseconds jittered_pause() {
-  thread_local std::mt19937 rng{std::random_device{}()};
-  return std::chrono::milliseconds(50 + std::uniform_int_distribution<int>(0, 99)(rng));
+  return base::jittered(std::chrono::milliseconds(100), 0.5, base::process_random());
 }
 
 }  // namespace
