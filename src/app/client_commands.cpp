@@ -4,7 +4,7 @@
 
 #include "app/commands.h"
 #include "json/envelope.h"
-#include "transport/http_client.h"
+#include "transport/blocking_http_client.h"
 
 namespace toolbridge::app {
 
@@ -20,7 +20,7 @@ class CliSession {
   explicit CliSession(transport::Url url) : client_(std::move(url)) {}
   ~CliSession() {
     if (!session_.empty()) {
-      transport::HttpResponse res;
+      transport::BlockingResponse res;
       std::string error;
       client_.request(verb::delete_, "", headers(), res, error);
     }
@@ -29,9 +29,10 @@ class CliSession {
   bool open(std::string& error) {
     bj::value r;
     if (!call("initialize",
-              bj::object{{"protocolVersion", "2025-11-25"},
-                         {"capabilities", bj::object{}},
-                         {"clientInfo", bj::object{{"name", "toolbridge-cli"}, {"version", "0.1.0"}}}},
+              bj::object{
+                  {"protocolVersion", "2025-11-25"},
+                  {"capabilities", bj::object{}},
+                  {"clientInfo", bj::object{{"name", "toolbridge-cli"}, {"version", "0.1.0"}}}},
               r, error)) {
       return false;
     }
@@ -41,8 +42,9 @@ class CliSession {
 
   // Returns false with `error` on transport or JSON-RPC errors; `result` is the result object.
   bool call(const std::string& method, bj::object params, bj::value& result, std::string& error) {
-    const std::string body = json::make_request(std::to_string(next_id_++), method, bj::serialize(params));
-    transport::HttpResponse res;
+    const std::string body =
+        json::make_request(std::to_string(next_id_++), method, bj::serialize(params));
+    transport::BlockingResponse res;
     if (!client_.request(verb::post, body, headers(), res, error)) return false;
     if (session_.empty()) session_ = res.header("Mcp-Session-Id");
     std::string payload = res.body;
@@ -50,12 +52,14 @@ class CliSession {
       // The response is the event that has an id and no method.
       boost::system::error_code ec;
       bj::value v = bj::parse(e, ec);
-      if (!ec && v.is_object() && v.as_object().contains("id") && !v.as_object().contains("method")) payload = e;
+      if (!ec && v.is_object() && v.as_object().contains("id") && !v.as_object().contains("method"))
+        payload = e;
     }
     boost::system::error_code ec;
     bj::value v = bj::parse(payload, ec);
     if (ec || !v.is_object()) {
-      error = "HTTP " + std::to_string(res.status) + ": " + (payload.empty() ? "(empty body)" : payload);
+      error = "HTTP " + std::to_string(res.status) + ": " +
+              (payload.empty() ? "(empty body)" : payload);
       return false;
     }
     if (const auto* e = v.as_object().if_contains("error")) {
@@ -68,7 +72,7 @@ class CliSession {
   }
 
   void notify(const std::string& method) {
-    transport::HttpResponse res;
+    transport::BlockingResponse res;
     std::string error;
     client_.request(verb::post, json::make_notification(method, {}), headers(), res, error);
   }
@@ -82,7 +86,7 @@ class CliSession {
     }
     return h;
   }
-  transport::HttpClient client_;
+  transport::BlockingHttpClient client_;
   std::string session_;
   int next_id_ = 1;
 };
@@ -166,7 +170,8 @@ int run_call(const std::string& url, const std::string& name, const std::vector<
     return 2;
   }
   const auto& r = result.as_object();
-  const bool is_error = r.contains("isError") && r.at("isError").is_bool() && r.at("isError").as_bool();
+  const bool is_error =
+      r.contains("isError") && r.at("isError").is_bool() && r.at("isError").as_bool();
   if (json_output) {
     std::cout << bj::serialize(result) << "\n";
   } else if (const auto* content = r.if_contains("content"); content && content->is_array()) {

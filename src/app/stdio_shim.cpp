@@ -24,9 +24,9 @@
 
 #include "app/commands.h"
 #include "json/envelope.h"
-#include "transport/http_client.h"
 #include "transport/line_framer.h"
 #include "transport/sse_reader.h"
+#include "transport/url.h"
 
 namespace toolbridge::app {
 
@@ -166,7 +166,8 @@ class Shim {
       const std::string initialized = json::make_notification("notifications/initialized", {});
       co_await exchange(http::verb::post, initialized, ack, error, nullptr);
       asio::co_spawn(io_, listen_get(), asio::detached);
-      std::cerr << "toolbridge stdio: the gateway no longer knew the session; continuing on a new one\n";
+      std::cerr
+          << "toolbridge stdio: the gateway no longer knew the session; continuing on a new one\n";
     } else {
       std::cerr << "toolbridge stdio: could not open a new session: "
                 << (sent ? "HTTP " + std::to_string(init.status) : error) << "\n";
@@ -182,7 +183,8 @@ class Shim {
     if (!transport_error.empty()) {
       return json::make_error(id, json::kUpstreamUnavailable,
                               "toolbridge stdio: cannot reach the gateway at http://" +
-                                  transport::host_header(url_) + url_.target + ": " + transport_error);
+                                  transport::host_header(url_) + url_.target + ": " +
+                                  transport_error);
     }
     // The gateway explains HTTP errors with a JSON-RPC error body: keep its code and message.
     const json::Envelope e = json::parse_envelope(reply.body);
@@ -384,7 +386,7 @@ class Shim {
   asio::steady_timer session_ready_;
   std::string init_message_;  // replayed when the gateway has lost the session
   bool renewing_ = false;
-  asio::steady_timer renewed_;  // cancelled when a renewal ends
+  asio::steady_timer renewed_;                  // cancelled when a renewal ends
   std::map<std::string, std::string> pending_;  // request id (raw JSON) -> method
   // --server: the server's own names -> the gateway's, from the last listing.
   std::map<std::string, std::string> tool_names_, prompt_names_;
