@@ -306,7 +306,7 @@ class Shim {
     req.header_timeout = transport::kNoTimeout;
     req.body_timeout = transport::kNoTimeout;
     transport::HttpExchange ex = co_await client_.send(req);
-    if (!ex.failed()) co_await ex.read_header();
+    co_await ex.read_header();  // false at once if send failed
     if (ex.failed()) {
       error = ex.error().message;
       co_return false;

@@ -395,7 +395,7 @@ asio::awaitable<void> Remote::get_stream(std::string last_event_id, long retry_m
     if (!last_event_id.empty()) req.headers.emplace_back("Last-Event-ID", last_event_id);
     req.lease = transport::Lease::kOwn;
     HttpExchange ex = co_await client_.send(req);
-    const bool got_header = !ex.failed() && co_await ex.read_header();
+    const bool got_header = co_await ex.read_header();  // false at once if send failed
     if (closed_) co_return;
     if (!got_header) {
       const transport::HttpError& e = ex.error();
@@ -472,7 +472,7 @@ asio::awaitable<void> Remote::legacy_stream() {
   transport::HttpRequest req = request(http::verb::get, base_);
   req.lease = transport::Lease::kOwn;
   HttpExchange ex = co_await client_.send(req);
-  const bool got_header = !ex.failed() && co_await ex.read_header();
+  const bool got_header = co_await ex.read_header();  // false at once if send failed
   if (closed_) co_return;
   if (!got_header) {
     const transport::HttpError& e = ex.error();

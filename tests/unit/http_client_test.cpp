@@ -446,7 +446,10 @@ class HttpClientTls : public ::testing::Test {
     std::vector<HttpResponse> out;
     auto body = [&]() -> asio::awaitable<void> {
       const HttpRequest req = post(peer.url("https", host));
-      for (int i = 0; i < 2; ++i) out.push_back(co_await client.fetch(req, 100));
+      for (int i = 0; i < 2; ++i) {
+        HttpResponse r = co_await client.fetch(req, 100);
+        out.push_back(std::move(r));
+      }
     };
     EXPECT_TRUE(run_until_done(io, body()));
     accepted_ = peer.accepted();
