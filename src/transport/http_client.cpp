@@ -136,6 +136,10 @@ asio::awaitable<void> HttpClientPool::acquire(HttpExchange::State& st, bool fres
   const Lease lease = st.request.lease;
   Origin& o = origin(url);
   st.reused = false;
+  if (closed_) {
+    st.error = closed_error();
+    co_return;
+  }
   while (lease != Lease::kOwn && !st.counted) {
     if (closed_) {
       st.error = closed_error();
@@ -365,7 +369,12 @@ asio::awaitable<bool> HttpExchange::read_body(std::string& out, std::size_t limi
 }
 
 void HttpExchange::close() {
-  if (state_ && state_->conn) state_->pool->release(*state_, false);
+  if (!state_) return;
+  if (!state_->error && !state_->body_done) {
+    state_->error = {HttpStep::kClosed, asio::error::operation_aborted,
+                     "the request was abandoned"};
+  }
+  if (state_->conn) state_->pool->release(*state_, false);
 }
 
 // ---- client ----------------------------------------------------------------------------------

@@ -82,7 +82,8 @@ class HttpExchange {
   boost::asio::awaitable<bool> read_body(std::string& out, std::size_t limit);
   bool done() const;
 
-  // Abandons the exchange: its connection is closed, not reused.
+  // Abandons the exchange: its connection is closed, not reused, and later reads fail (kClosed)
+  // unless the body had been read whole.
   void close();
 
   struct State;

@@ -273,100 +273,104 @@ asio::awaitable<void> Remote::read_response(HttpExchange ex, Outgoing m) {
     fail(describe(ex.error()));
     co_return;
   }
-  const int status = ex.status();
+  Answer a;
+  a.status = ex.status();
+  a.reason = ex.reason();
   if (m.initialize && mode_ != Mode::kLegacy) {
     if (std::string id = ex.header("Mcp-Session-Id"); !id.empty()) session_id_ = std::move(id);
   }
   const std::string content_type = ex.header("Content-Type");
-  const bool sse = content_type.starts_with("text/event-stream");
-  const bool json_body = content_type.starts_with("application/json");
-
-  transport::SseReader events;
-  std::string body;
-  bool answered = false;
-  BodyEnd end;
-  if (sse) {
+  a.sse = content_type.starts_with("text/event-stream");
+  a.json_body = content_type.starts_with("application/json");
+  if (a.sse) {
+    transport::SseReader events;
     const EventHandler on_event = [&](std::string_view type, std::string data) {
       if (type != "" && type != "message") return true;
-      if (!answered && !m.id.empty()) {
+      if (!a.answered && !m.id.empty()) {
         const json::Envelope env = json::parse_envelope(data);
-        answered = env.kind == json::Kind::kResponse && env.id.in(data) == m.id;
+        a.answered = env.kind == json::Kind::kResponse && env.id.in(data) == m.id;
       }
       deliver(data);
       return true;
     };
-    end = co_await read_events(ex, events, on_event);
-  } else if (json_body || status >= 400) {
-    if (!co_await ex.read_body(body, server_.max_line_bytes)) {
-      end.too_long = ex.error().step == HttpStep::kTooLong;
-      end.error = reason_of(ex.error());
+    a.end = co_await read_events(ex, events, on_event);
+    a.last_event_id = events.last_id();
+    a.retry_ms = events.retry_ms();
+  } else if (a.json_body || a.status >= 400) {
+    if (!co_await ex.read_body(a.body, server_.max_line_bytes)) {
+      a.end.too_long = ex.error().step == HttpStep::kTooLong;
+      a.end.error = reason_of(ex.error());
     }
   } else {
     while (!ex.done() && !ex.failed() && !closed_) co_await ex.read_some();
-    if (ex.failed()) end.error = reason_of(ex.error());
+    if (ex.failed()) a.end.error = reason_of(ex.error());
   }
   if (failed_ || closed_) co_return;
-  if (end.too_long) {
+  conclude(std::move(m), a);
+}
+
+void Remote::conclude(Outgoing m, const Answer& a) {
+  if (a.end.too_long) {
     fail(fmt::format("it sent a message longer than max_line_bytes ({})", server_.max_line_bytes));
-    co_return;
+    return;
   }
-  if (status == 404 && !session_id_.empty() && mode_ != Mode::kLegacy) {
+  if (a.status == 404 && !session_id_.empty() && mode_ != Mode::kLegacy) {
     // The server forgot our session (restart, expiry): a new instance initializes a new one.
     fail("it no longer knows the MCP session (HTTP 404); starting a new session");
-    co_return;
+    return;
   }
   if (m.initialize && mode_ == Mode::kProbing &&
-      (status == 400 || status == 404 || status == 405)) {
+      (a.status == 400 || a.status == 404 || a.status == 405)) {
     // Not Streamable HTTP: try the legacy HTTP+SSE transport on the same URL.
     spdlog::info("[{}] {} answered HTTP {} to initialize; trying the legacy HTTP+SSE transport",
-                 server_.name, where(), status);
+                 server_.name, where(), a.status);
     mode_ = Mode::kLegacy;
     queue_.push_front(std::move(m));
     asio::co_spawn(
-        io_, [self]() { return self->legacy_stream(); }, asio::detached);
+        io_, [self = shared_from_this()]() { return self->legacy_stream(); }, asio::detached);
     spawn_send_loop();
-    co_return;
+    return;
   }
-  if (m.initialize && mode_ == Mode::kProbing && status >= 200 && status < 300) {
+  if (m.initialize && mode_ == Mode::kProbing && a.status >= 200 && a.status < 300) {
     mode_ = Mode::kStreamable;
   }
-  if (status >= 400 || status < 200) {
-    std::string text = body.substr(0, kErrorBodyBytes);
+  if (a.status >= 400 || a.status < 200) {
+    std::string text = a.body.substr(0, kErrorBodyBytes);
     std::replace(text.begin(), text.end(), '\n', ' ');
-    answer_error(m, fmt::format("{} answered HTTP {} {}{}{}", where(), status, ex.reason(),
+    answer_error(m, fmt::format("{} answered HTTP {} {}{}{}", where(), a.status, a.reason,
                                 text.empty() ? "" : ": ", text));
-    co_return;
+    return;
   }
-  if (!end.error.empty() && !sse) {
-    fail("the connection to " + where() + " broke during its answer (" + end.error + ")");
-    co_return;
+  if (!a.end.error.empty() && !a.sse) {
+    fail("the connection to " + where() + " broke during its answer (" + a.end.error + ")");
+    return;
   }
-  if (json_body && !body.empty()) {
-    if (body.front() == '[') {
+  if (a.json_body && !a.body.empty()) {
+    if (a.body.front() == '[') {
       // A batch: each element is one message.
       error_code jec;
-      boost::json::value v = boost::json::parse(body, jec);
+      boost::json::value v = boost::json::parse(a.body, jec);
       if (!jec && v.is_array()) {
         for (const auto& item : v.as_array()) deliver(boost::json::serialize(item));
       }
     } else {
-      deliver(body);
+      deliver(a.body);
     }
-    co_return;
+    return;
   }
-  if (sse && !answered && !m.id.empty()) {
-    if (!events.last_id().empty()) {
+  if (a.sse && !a.answered && !m.id.empty()) {
+    if (!a.last_event_id.empty()) {
       // The server closed the stream early but gave an event id: resume it (SEP-1699).
-      const long retry = events.retry_ms() >= 0 ? events.retry_ms() : kDefaultRetryMs;
+      const long retry = a.retry_ms >= 0 ? a.retry_ms : kDefaultRetryMs;
       asio::co_spawn(
           io_,
-          [self, id = events.last_id(), retry, awaiting = m.id]() {
+          [self = shared_from_this(), id = a.last_event_id, retry, awaiting = m.id]() {
             return self->get_stream(id, retry, awaiting);
           },
           asio::detached);
     } else {
       answer_error(m, where() + " closed the response stream before answering" +
-                          (end.error.empty() ? std::string() : " (" + end.error + ")"));
+                          (a.end.error.empty() ? std::string() : " (" + a.end.error + ")"));
     }
   }
 }

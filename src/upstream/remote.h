@@ -64,7 +64,22 @@ class Remote : public std::enable_shared_from_this<Remote> {
   };
 
   boost::asio::awaitable<void> send_loop();
+  // A POST's answer as read: what conclude() decides on.
+  struct Answer {
+    int status = 0;
+    std::string reason;
+    bool sse = false;
+    bool json_body = false;
+    std::string body;  // JSON or an error's text; SSE events are delivered as they arrive
+    BodyEnd end;
+    bool answered = false;  // an event answered the request
+    std::string last_event_id;
+    long retry_ms = -1;
+  };
+
   boost::asio::awaitable<void> read_response(transport::HttpExchange ex, Outgoing m);
+  // Acts on a POST's answer: errors, the legacy fallback, JSON messages, a stream to resume.
+  void conclude(Outgoing m, const Answer& a);
   // GET stream: server-initiated messages (awaiting empty), or the resumption of a POST's
   // stream with Last-Event-ID until `awaiting` is answered.
   boost::asio::awaitable<void> get_stream(std::string last_event_id, long retry_ms,

@@ -291,6 +291,42 @@ TEST(HttpClient, AnOwnConnectionIsNeitherCountedNorKept) {
   EXPECT_EQ(client.idle_connections(), 1u);
 }
 
+TEST(HttpClient, AnUnboundedLeaseDoesNotWaitForABusyPool) {
+  asio::io_context io;
+  ScriptedPeer peer(io, [](PlainConn& c, int n) -> asio::awaitable<void> {
+    co_await c.read_request();
+    if (n == 0) {  // a stream that stays open
+      const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+      co_await c.write(head);
+      co_await c.read_request();
+      co_return;
+    }
+    const std::string r = ok_response("bye");
+    co_await c.write(r);
+    co_await c.read_request();
+  });
+  HttpClientOptions options;
+  options.max_connections = 1;
+  HttpClient client(io.get_executor(), options);
+  HttpResponse goodbye;
+  bool stream_read_after_close = true;
+  auto body = [&]() -> asio::awaitable<void> {
+    const HttpRequest stream_req = post(peer.url());
+    HttpExchange stream = co_await client.send(stream_req);
+    co_await stream.read_header();
+    HttpRequest req = post(peer.url());
+    req.lease = Lease::kUnbounded;
+    goodbye = co_await client.fetch(req, 100);
+    stream.close();
+    const std::string_view rest = co_await stream.read_some();
+    stream_read_after_close = !rest.empty() || !stream.failed();
+  };
+  ASSERT_TRUE(run_until_done(io, body()));
+  EXPECT_EQ(goodbye.body, "bye");
+  EXPECT_FALSE(stream_read_after_close);
+  EXPECT_EQ(peer.accepted(), 2);
+}
+
 TEST(HttpClient, ABodyOverTheLimitIsAnError) {
   asio::io_context io;
   ScriptedPeer peer(io, echo_forever);
