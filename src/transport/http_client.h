@@ -22,7 +22,7 @@ namespace toolbridge::transport {
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 struct HttpClientOptions {
-  TlsTrust tls;
+  TlsTrust tls;                                         // for https origins
   std::chrono::milliseconds connect_timeout{10'000};    // resolve + TCP connect
   std::chrono::milliseconds handshake_timeout{10'000};  // TLS handshake
   std::size_t max_connections = 16;  // busy pooled connections per origin; more requests wait
@@ -43,6 +43,7 @@ struct HttpRequest {
   HeaderList headers;  // besides Host, User-Agent and Content-Length, which the client sets
   std::string body;
   Lease lease = Lease::kPooled;
+  // Limits; kNoTimeout (zero) for none, where a deadline elsewhere bounds the wait.
   std::chrono::milliseconds write_timeout{30'000};
   std::chrono::milliseconds header_timeout{30'000};  // from the request written to its header
   std::chrono::milliseconds body_timeout{30'000};    // longest silence while reading the body
