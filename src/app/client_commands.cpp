@@ -1,37 +1,49 @@
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
 #include <boost/json.hpp>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 #include "app/commands.h"
 #include "json/envelope.h"
 #include "transport/http_client.h"
+#include "transport/sse_reader.h"
 
 namespace toolbridge::app {
 
+namespace asio = boost::asio;
 namespace bj = boost::json;
-using transport::Headers;
 using transport::http::verb;
 
 namespace {
 
-// A minimal MCP client session over Streamable HTTP, enough for one-shot CLI commands.
+// What one CLI request got back: a body, or the data of its SSE events.
+struct CliReply {
+  std::string error;  // a transport failure, for people
+  int status = 0;
+  std::string session_id;
+  std::string body;                 // a plain answer
+  std::vector<std::string> events;  // SSE message payloads, in order
+};
+
+// A minimal MCP client session over Streamable HTTP, enough for one-shot CLI commands. The CLI
+// is synchronous: each request runs the shared async client on the session's own io_context.
 class CliSession {
  public:
-  explicit CliSession(transport::Url url) : client_(std::move(url)) {}
+  explicit CliSession(transport::Url url)
+      : url_(std::move(url)), client_(io_.get_executor(), client_options()) {}
   ~CliSession() {
-    if (!session_.empty()) {
-      transport::HttpResponse res;
-      std::string error;
-      client_.request(verb::delete_, "", headers(), res, error);
-    }
+    if (!session_.empty()) request(verb::delete_, "");
   }
 
   bool open(std::string& error) {
     bj::value r;
     if (!call("initialize",
-              bj::object{{"protocolVersion", "2025-11-25"},
-                         {"capabilities", bj::object{}},
-                         {"clientInfo", bj::object{{"name", "toolbridge-cli"}, {"version", "0.1.0"}}}},
+              bj::object{
+                  {"protocolVersion", "2025-11-25"},
+                  {"capabilities", bj::object{}},
+                  {"clientInfo", bj::object{{"name", "toolbridge-cli"}, {"version", "0.1.0"}}}},
               r, error)) {
       return false;
     }
@@ -41,21 +53,29 @@ class CliSession {
 
   // Returns false with `error` on transport or JSON-RPC errors; `result` is the result object.
   bool call(const std::string& method, bj::object params, bj::value& result, std::string& error) {
-    const std::string body = json::make_request(std::to_string(next_id_++), method, bj::serialize(params));
-    transport::HttpResponse res;
-    if (!client_.request(verb::post, body, headers(), res, error)) return false;
-    if (session_.empty()) session_ = res.header("Mcp-Session-Id");
+    const std::string body =
+        json::make_request(std::to_string(next_id_++), method, bj::serialize(params));
+    CliReply res = request(verb::post, body);
+    if (!res.error.empty()) {
+      error = std::move(res.error);
+      return false;
+    }
+    if (session_.empty()) session_ = res.session_id;
     std::string payload = res.body;
     for (const auto& e : res.events) {
       // The response is the event that has an id and no method.
       boost::system::error_code ec;
       bj::value v = bj::parse(e, ec);
-      if (!ec && v.is_object() && v.as_object().contains("id") && !v.as_object().contains("method")) payload = e;
+      if (!ec && v.is_object() && v.as_object().contains("id") &&
+          !v.as_object().contains("method")) {
+        payload = e;
+      }
     }
     boost::system::error_code ec;
     bj::value v = bj::parse(payload, ec);
     if (ec || !v.is_object()) {
-      error = "HTTP " + std::to_string(res.status) + ": " + (payload.empty() ? "(empty body)" : payload);
+      error = "HTTP " + std::to_string(res.status) + ": " +
+              (payload.empty() ? "(empty body)" : payload);
       return false;
     }
     if (const auto* e = v.as_object().if_contains("error")) {
@@ -68,20 +88,68 @@ class CliSession {
   }
 
   void notify(const std::string& method) {
-    transport::HttpResponse res;
-    std::string error;
-    client_.request(verb::post, json::make_notification(method, {}), headers(), res, error);
+    request(verb::post, json::make_notification(method, {}));
   }
 
  private:
-  Headers headers() const {
-    Headers h{{"Accept", "application/json, text/event-stream"}};
-    if (!session_.empty()) {
-      h.emplace_back("Mcp-Session-Id", session_);
-      h.emplace_back("MCP-Protocol-Version", "2025-11-25");
-    }
-    return h;
+  static transport::HttpClientOptions client_options() {
+    transport::HttpClientOptions o;
+    o.user_agent = "toolbridge-cli";
+    return o;
   }
+
+  CliReply request(verb method, const std::string& body) {
+    transport::HttpRequest req;
+    req.verb = method;
+    req.url = url_;
+    req.headers.emplace_back("Accept", "application/json, text/event-stream");
+    if (!session_.empty()) {
+      req.headers.emplace_back("Mcp-Session-Id", session_);
+      req.headers.emplace_back("MCP-Protocol-Version", "2025-11-25");
+    }
+    if (!body.empty()) req.headers.emplace_back("Content-Type", "application/json");
+    req.body = body;
+    // A tool call may run as long as the gateway's deadline for it, which bounds the wait.
+    req.header_timeout = transport::kNoTimeout;
+    req.body_timeout = transport::kNoTimeout;
+    transport::HttpResponse res;
+    asio::co_spawn(
+        io_,
+        [&]() -> asio::awaitable<void> {
+          res = co_await client_.fetch(req, std::numeric_limits<std::size_t>::max());
+        },
+        [](std::exception_ptr) {});
+    io_.restart();
+    io_.run();
+    return to_reply(std::move(res));
+  }
+
+  static CliReply to_reply(transport::HttpResponse res) {
+    CliReply out;
+    const transport::HttpError& e = res.error;
+    if (e.step == transport::HttpStep::kTls || e.step == transport::HttpStep::kResolve ||
+        e.step == transport::HttpStep::kConnect || e.step == transport::HttpStep::kHandshake) {
+      out.error = e.message + " (is `toolbridge serve` running?)";
+      return out;
+    }
+    if (e) {
+      out.error = "HTTP exchange failed: " + e.message;
+      return out;
+    }
+    out.status = res.status;
+    out.session_id = res.header("Mcp-Session-Id");
+    if (res.header("Content-Type").find("text/event-stream") != std::string::npos) {
+      transport::SseReader reader;
+      reader.feed(res.body, [&](std::string data) { out.events.push_back(std::move(data)); });
+      reader.feed("\n\n", [&](std::string data) { out.events.push_back(std::move(data)); });
+    } else {
+      out.body = std::move(res.body);
+    }
+    return out;
+  }
+
+  transport::Url url_;
+  asio::io_context io_;
   transport::HttpClient client_;
   std::string session_;
   int next_id_ = 1;
@@ -166,7 +234,8 @@ int run_call(const std::string& url, const std::string& name, const std::vector<
     return 2;
   }
   const auto& r = result.as_object();
-  const bool is_error = r.contains("isError") && r.at("isError").is_bool() && r.at("isError").as_bool();
+  const bool is_error =
+      r.contains("isError") && r.at("isError").is_bool() && r.at("isError").as_bool();
   if (json_output) {
     std::cout << bj::serialize(result) << "\n";
   } else if (const auto* content = r.if_contains("content"); content && content->is_array()) {

@@ -1,25 +1,23 @@
 // `toolbridge stdio`: a stdio MCP server that forwards every message to a running gateway over
 // Streamable HTTP, so a framework configured with a stdio command switches to the gateway by
-// changing only that command. Each message is one POST on its own connection (calls run
-// concurrently; SSE answers are relayed event by event, so progress and server requests arrive
-// while a call runs); a GET stream carries what is tied to no request.
+// changing only that command. Each message is one POST on a keep-alive connection of its own
+// while it runs (calls run concurrently; SSE answers are relayed event by event, so progress and
+// server requests arrive while a call runs); a GET stream carries what is tied to no request.
 #include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <boost/json.hpp>
 #include <deque>
+#include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
 
 #include "app/commands.h"
@@ -27,25 +25,27 @@
 #include "transport/http_client.h"
 #include "transport/line_framer.h"
 #include "transport/sse_reader.h"
+#include "transport/url.h"
 
 namespace toolbridge::app {
 
 namespace {
 
 namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
+namespace http = transport::http;
 namespace bj = boost::json;
-using tcp = asio::ip::tcp;
+using OnEvent = std::function<void(std::string)>;
 
 constexpr std::size_t kMaxLine = 64u << 20;
 constexpr std::string_view kSeparator = "__";
 
 class Shim {
  public:
-  Shim(asio::io_context& io, transport::Url url, std::string server)
+  Shim(asio::io_context& io, std::string url_text, transport::Url url, std::string server)
       : io_(io),
+        url_text_(std::move(url_text)),
         url_(std::move(url)),
+        client_(io.get_executor(), client_options()),
         server_(std::move(server)),
         in_(io, ::dup(STDIN_FILENO)),
         out_(io, ::dup(STDOUT_FILENO)),
@@ -84,6 +84,7 @@ class Shim {
       std::string error;
       const std::string empty;
       co_await exchange(http::verb::delete_, empty, r, error, nullptr);
+      client_.close();
     }
     io_.stop();
   }
@@ -114,16 +115,14 @@ class Shim {
     Reply reply;
     std::string error;
     const std::string used_session = session_id_;
-    bool sent = co_await exchange(http::verb::post, message, reply, error,
-                                  [this](std::string event) { relay(std::move(event)); });
+    bool sent = co_await exchange(http::verb::post, message, reply, error, &relay_event_);
     if (sent && reply.status == 404 && !is_initialize && !used_session.empty()) {
       // The gateway restarted (or dropped the session): open a new session the way the client
       // opened this one, then send the message once more.
       const bool renewed = co_await renew_session(used_session);
       if (renewed) {
         reply = Reply{};
-        sent = co_await exchange(http::verb::post, message, reply, error,
-                                 [this](std::string event) { relay(std::move(event)); });
+        sent = co_await exchange(http::verb::post, message, reply, error, &relay_event_);
       }
     }
     if (is_initialize) {
@@ -166,7 +165,8 @@ class Shim {
       const std::string initialized = json::make_notification("notifications/initialized", {});
       co_await exchange(http::verb::post, initialized, ack, error, nullptr);
       asio::co_spawn(io_, listen_get(), asio::detached);
-      std::cerr << "toolbridge stdio: the gateway no longer knew the session; continuing on a new one\n";
+      std::cerr
+          << "toolbridge stdio: the gateway no longer knew the session; continuing on a new one\n";
     } else {
       std::cerr << "toolbridge stdio: could not open a new session: "
                 << (sent ? "HTTP " + std::to_string(init.status) : error) << "\n";
@@ -180,9 +180,9 @@ class Shim {
   std::string failure(const std::string& id, const Reply& reply,
                       const std::string& transport_error) {
     if (!transport_error.empty()) {
-      return json::make_error(id, json::kUpstreamUnavailable,
-                              "toolbridge stdio: cannot reach the gateway at http://" +
-                                  transport::host_header(url_) + url_.target + ": " + transport_error);
+      return json::make_error(
+          id, json::kUpstreamUnavailable,
+          "toolbridge stdio: cannot reach the gateway at " + url_text_ + ": " + transport_error);
     }
     // The gateway explains HTTP errors with a JSON-RPC error body: keep its code and message.
     const json::Envelope e = json::parse_envelope(reply.body);
@@ -276,74 +276,56 @@ class Shim {
     Reply reply;
     std::string error;
     const std::string empty;
-    co_await exchange(http::verb::get, empty, reply, error,
-                      [this](std::string event) { relay(std::move(event)); });
+    co_await exchange(http::verb::get, empty, reply, error, &relay_event_);
   }
 
-  // One HTTP exchange on a fresh connection. SSE events go to `on_event` as they arrive; any
-  // other body is returned whole. False (with `error`) on a transport failure.
+  static transport::HttpClientOptions client_options() {
+    transport::HttpClientOptions o;
+    // Every call of the client runs at once, as it did when each had its own connection.
+    o.max_connections = std::numeric_limits<std::size_t>::max();
+    o.user_agent = "toolbridge-stdio";
+    return o;
+  }
+
+  // One HTTP exchange. SSE events go to `on_event` as they arrive; any other body is returned
+  // whole. False (with `error`) on a transport failure.
   asio::awaitable<bool> exchange(http::verb verb, const std::string& body, Reply& reply,
-                                 std::string& error, std::function<void(std::string)> on_event) {
-    tcp::resolver resolver(io_);
-    boost::system::error_code ec;
-    auto endpoints = co_await resolver.async_resolve(url_.host, url_.port,
-                                                     asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-      error = "resolving " + url_.host + ": " + ec.message();
+                                 std::string& error, const OnEvent* on_event) {
+    transport::HttpRequest req;
+    req.verb = verb;
+    req.url = url_;
+    const bool get = verb == http::verb::get;
+    req.headers.emplace_back("Accept",
+                             get ? "text/event-stream" : "application/json, text/event-stream");
+    if (verb == http::verb::post) req.headers.emplace_back("Content-Type", "application/json");
+    if (!session_id_.empty()) req.headers.emplace_back("Mcp-Session-Id", session_id_);
+    req.body = body;
+    // The GET stream lives as long as the session, outside the pool; the gateway bounds every
+    // call by its own deadline, and streams may be quiet for long: no limit on reading.
+    req.lease = get ? transport::Lease::kOwn : transport::Lease::kPooled;
+    req.header_timeout = transport::kNoTimeout;
+    req.body_timeout = transport::kNoTimeout;
+    transport::HttpExchange ex = co_await client_.send(req);
+    co_await ex.read_header();  // false at once if send failed
+    if (ex.failed()) {
+      error = ex.error().message;
       co_return false;
     }
-    beast::tcp_stream stream(io_);
-    co_await stream.async_connect(endpoints, asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-      error = ec.message();
-      co_return false;
-    }
-    stream.socket().set_option(tcp::no_delay(true), ec);
-    http::request<http::string_body> req{verb, url_.target, 11};
-    req.set(http::field::host, transport::host_header(url_));
-    req.set(http::field::accept,
-            verb == http::verb::get ? "text/event-stream" : "application/json, text/event-stream");
-    if (verb == http::verb::post) req.set(http::field::content_type, "application/json");
-    if (!session_id_.empty()) req.set("Mcp-Session-Id", session_id_);
-    req.body() = body;
-    req.prepare_payload();
-    co_await http::async_write(stream, req, asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-      error = "sending to the gateway: " + ec.message();
-      co_return false;
-    }
-    beast::flat_buffer buffer;
-    http::response_parser<http::buffer_body> parser;
-    parser.body_limit(boost::none);
-    co_await http::async_read_header(stream, buffer, parser,
-                                     asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) {
-      error = "reading the gateway's answer: " + ec.message();
-      co_return false;
-    }
-    const auto& head = parser.get();
-    reply.status = static_cast<int>(head.result_int());
-    reply.content_type = std::string(head[http::field::content_type]);
-    reply.session_id = std::string(head["Mcp-Session-Id"]);
+    reply.status = ex.status();
+    reply.content_type = ex.header("Content-Type");
+    reply.session_id = ex.header("Mcp-Session-Id");
     const bool sse = reply.content_type.find("text/event-stream") != std::string::npos;
     transport::SseReader events;
-    std::vector<char> chunk(64 * 1024);
-    while (!parser.is_done()) {
-      parser.get().body().data = chunk.data();
-      parser.get().body().size = chunk.size();
-      // read_some, not read: an SSE event must be relayed when it arrives, not when a buffer fills.
-      co_await http::async_read_some(stream, buffer, parser,
-                                     asio::redirect_error(asio::use_awaitable, ec));
-      if (ec == http::error::need_buffer) ec = {};
-      if (ec) break;  // the gateway closed the stream; what arrived has been relayed
-      const std::string_view got(chunk.data(), chunk.size() - parser.get().body().size);
+    while (!ex.done()) {
+      // read_some, not a whole read: an SSE event must be relayed when it arrives.
+      const std::string_view got = co_await ex.read_some();
+      if (ex.failed()) break;  // the gateway closed the stream; what arrived has been relayed
       if (sse && on_event) {
-        events.feed(got, on_event);
+        events.feed(got, *on_event);
       } else {
         reply.body.append(got);
       }
     }
-    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
     co_return true;
   }
 
@@ -372,7 +354,10 @@ class Shim {
   }
 
   asio::io_context& io_;
+  std::string url_text_;  // as the user gave it, for messages
   transport::Url url_;
+  transport::HttpClient client_;
+  const OnEvent relay_event_ = [this](std::string event) { relay(std::move(event)); };
   std::string server_;
   asio::posix::stream_descriptor in_;
   asio::posix::stream_descriptor out_;
@@ -384,7 +369,7 @@ class Shim {
   asio::steady_timer session_ready_;
   std::string init_message_;  // replayed when the gateway has lost the session
   bool renewing_ = false;
-  asio::steady_timer renewed_;  // cancelled when a renewal ends
+  asio::steady_timer renewed_;                  // cancelled when a renewal ends
   std::map<std::string, std::string> pending_;  // request id (raw JSON) -> method
   // --server: the server's own names -> the gateway's, from the last listing.
   std::map<std::string, std::string> tool_names_, prompt_names_;
@@ -400,7 +385,7 @@ int run_stdio_shim(const std::string& url, const std::string& server) {
     return 2;
   }
   asio::io_context io(1);
-  Shim shim(io, *parsed, server);
+  Shim shim(io, url, *parsed, server);
   shim.start();
   io.run();
   return 0;

@@ -5,7 +5,6 @@
 // go to the same line handler the stdio reader feeds, so the MCP session logic stays in Instance.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <deque>
@@ -15,6 +14,8 @@
 #include <vector>
 
 #include "config/config.h"
+#include "transport/http_client.h"
+#include "transport/sse_reader.h"
 
 namespace toolbridge::upstream {
 
@@ -29,7 +30,8 @@ class Remote : public std::enable_shared_from_this<Remote> {
   Remote(boost::asio::io_context& io, const config::Server& server, Handlers handlers);
   ~Remote();
 
-  // Checks the URL and prepares TLS. Returns an error message, empty on success.
+  // Checks the URL and loads the trusted certificates. Returns an error message, empty on
+  // success.
   std::string open();
   // Queues one message; messages are written in order. `call_id` as in Instance::write.
   void send(std::string message, std::uint64_t call_id);
@@ -47,44 +49,64 @@ class Remote : public std::enable_shared_from_this<Remote> {
   // "streamable_http" or "sse" once known.
   std::string transport_name() const;
 
-  struct Conn;  // one keep-alive connection, plain or TLS
-
  private:
   struct Outgoing {
     std::string body;
     std::uint64_t call_id = 0;
     std::string id;  // raw JSON id when it is a request, else empty
     bool initialize = false;
-    bool retried = false;  // already resent once after a stale keep-alive connection
-    bool reused = false;   // went out on a connection that had served a request before
-  };
-  struct Target {
-    std::string host, port, target;
   };
   enum class Mode { kProbing, kStreamable, kLegacy };
+  // What a body ended with: an error (empty if none) and whether it broke max_line_bytes.
+  struct BodyEnd {
+    std::string error;
+    bool too_long = false;
+  };
 
   boost::asio::awaitable<void> send_loop();
-  boost::asio::awaitable<std::shared_ptr<Conn>> acquire(std::string& error, bool& reused);
-  boost::asio::awaitable<std::shared_ptr<Conn>> connect(std::string& error);
-  void release(const std::shared_ptr<Conn>& c, bool reusable);
-  boost::asio::awaitable<void> read_response(std::shared_ptr<Conn> c, Outgoing m);
+  // A POST's answer as read: what conclude() decides on.
+  struct Answer {
+    int status = 0;
+    std::string reason;
+    bool sse = false;
+    bool json_body = false;
+    std::string body;  // JSON or an error's text; SSE events are delivered as they arrive
+    BodyEnd end;
+    bool answered = false;  // an event answered the request
+    std::string last_event_id;
+    long retry_ms = -1;
+  };
+
+  boost::asio::awaitable<void> read_response(transport::HttpExchange ex, Outgoing m);
+  // Acts on a POST's answer: errors, the legacy fallback, JSON messages, a stream to resume.
+  void conclude(Outgoing m, const Answer& a);
   // GET stream: server-initiated messages (awaiting empty), or the resumption of a POST's
   // stream with Last-Event-ID until `awaiting` is answered.
   boost::asio::awaitable<void> get_stream(std::string last_event_id, long retry_ms,
                                           std::string awaiting);
   boost::asio::awaitable<void> legacy_stream();
+  // Reads an SSE body to its end, giving `on_event` each event; stops early when it returns
+  // false.
+  using EventHandler = std::function<bool(std::string_view type, std::string data)>;
+  boost::asio::awaitable<BodyEnd> read_events(transport::HttpExchange& ex,
+                                              transport::SseReader& events,
+                                              const EventHandler& on_event);
+  bool on_legacy_event(std::string_view type, std::string data, std::string& bad_endpoint);
+  transport::HttpRequest request(transport::http::verb verb, const transport::Url& to) const;
+  void spawn_send_loop();
   void deliver(std::string_view message);
   void fail(const std::string& reason);
   void answer_error(const Outgoing& m, const std::string& message);
+  // A transport failure in the words remote upstreams have always used.
+  std::string describe(const transport::HttpError& e) const;
   std::string where() const;
 
   boost::asio::io_context& io_;
   const config::Server server_;  // a copy: coroutines may outlive the Instance
   Handlers handlers_;
-  bool tls_ = false;
-  std::unique_ptr<boost::asio::ssl::context> ssl_;
-  Target base_;         // the configured URL
-  Target legacy_post_;  // legacy: the endpoint the stream named
+  transport::HttpClient client_;
+  transport::Url base_;         // the configured URL
+  transport::Url legacy_post_;  // legacy: the endpoint the stream named
   Mode mode_ = Mode::kProbing;
   std::string session_id_;
   std::string protocol_version_;
@@ -92,16 +114,12 @@ class Remote : public std::enable_shared_from_this<Remote> {
   bool sending_ = false;
   bool closed_ = false;
   bool failed_ = false;
-  std::size_t active_ = 0;  // connections busy with a POST
   std::size_t running_ = 0;
   struct Running {
     explicit Running(Remote& r) : r(r) { ++r.running_; }
     ~Running() { --r.running_; }
     Remote& r;
   };
-  std::vector<std::shared_ptr<Conn>> idle_;
-  std::vector<std::weak_ptr<Conn>> live_;
-  boost::asio::steady_timer slot_free_;       // cancelled when a connection is released
   boost::asio::steady_timer endpoint_known_;  // legacy: cancelled when `endpoint` arrives
 };
 

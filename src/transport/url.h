@@ -1,0 +1,29 @@
+#pragma once
+// An http:// or https:// URL split into what a client needs: the origin (scheme, host, port)
+// that picks a connection pool, and the target (path and query) that goes in the request line.
+#include <optional>
+#include <string>
+
+namespace toolbridge::transport {
+
+struct Url {
+  bool tls = false;    // https
+  std::string host;    // without brackets for IPv6
+  std::string port;    // always set ("80"/"443" when the URL has none)
+  std::string target;  // path and query, "/" at least
+
+  // "http://host:port": the key of a connection pool.
+  std::string origin() const;
+  // The URL written out again (scheme, host, explicit port, target).
+  std::string text() const;
+};
+
+// Parses `text`; nullopt with `error` set ("invalid URL '...': ...") when it is not an http://
+// or https:// URL.
+std::optional<Url> parse_url(const std::string& text, std::string& error);
+
+// The Host header value for `url`: IPv6 addresses in brackets, the port left out when it is the
+// scheme's default.
+std::string host_header(const Url& url);
+
+}  // namespace toolbridge::transport
