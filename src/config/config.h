@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <stdexcept>
-#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,36 +46,36 @@ struct Server {
   // stdio servers: argv[0] is looked up on PATH when it has no slash; never run through a shell.
   std::string command;
   std::vector<std::string> args;
-  std::map<std::string, std::string> env;      // set on top of the inherited allowlist
-  std::vector<std::string> inherit_env;        // extra names passed through from the gateway
-  std::string cwd;                             // empty: the gateway's working directory
+  std::map<std::string, std::string> env;  // set on top of the inherited allowlist
+  std::vector<std::string> inherit_env;    // extra names passed through from the gateway
+  std::string cwd;                         // empty: the gateway's working directory
   bool enabled = true;
-  Duration startup_timeout{30'000};            // spawn + initialize + first tools/list
-  Duration call_timeout{300'000};              // per request forwarded to this server
+  Duration startup_timeout{30'000};               // spawn + initialize + first tools/list
+  Duration call_timeout{300'000};                 // per request forwarded to this server
   std::map<std::string, Duration> tool_timeouts;  // per tool (server's own name), over call_timeout
   // Tools safe to run twice (by the server's own name; "*" for all). Only these are retried
   // after the server died with the call in flight. Server annotations are hints, not trust.
   std::vector<std::string> idempotent_tools;
-  std::size_t max_retries = 2;                 // per call, always within its deadline
+  std::size_t max_retries = 2;  // per call, always within its deadline
   // Circuit breaker: after this many consecutive calls that timed out,
   // calls fail fast for breaker_cooldown; then one probe call decides (half-open). 0 disables.
   std::size_t breaker_threshold = 5;
   Duration breaker_cooldown{10'000};
   Duration restart_backoff_initial{500};
   Duration restart_backoff_max{30'000};
-  Duration ping_timeout{5'000};                // after a call's deadline: no pong -> recycled
-  Duration stop_grace{2'000};                  // each step of close stdin -> SIGTERM -> SIGKILL
-  std::size_t max_line_bytes = 64u << 20;      // one message from the server
-  std::size_t max_in_flight = 256;             // requests multiplexed on one instance
+  Duration ping_timeout{5'000};            // after a call's deadline: no pong -> recycled
+  Duration stop_grace{2'000};              // each step of close stdin -> SIGTERM -> SIGKILL
+  std::size_t max_line_bytes = 64u << 20;  // one message from the server
+  std::size_t max_in_flight = 256;         // requests multiplexed on one instance
 
   Policy policy = Policy::kShared;
-  std::size_t min_instances = 1;               // pool: kept running even when idle
-  std::size_t max_instances = 0;               // pool, per_session; 0: 4 for pool, 1024 for per_session
+  std::size_t min_instances = 1;  // pool: kept running even when idle
+  std::size_t max_instances = 0;  // pool, per_session; 0: 4 for pool, 1024 for per_session
   // pool: ready instances kept idle beyond the busy ones; per_session: started instances waiting
   // for a new session. nullopt: 0 for pool, 2 for per_session (0 if args use ${session.id}).
   std::optional<std::size_t> spares;
-  std::size_t target_in_flight = 1;            // pool: grows when every instance has this many
-  Duration checkout_timeout{30'000};           // a call waiting for an instance to start
+  std::size_t target_in_flight = 1;   // pool: grows when every instance has this many
+  Duration checkout_timeout{30'000};  // a call waiting for an instance to start
   // Recycling: retire an instance (after its calls in flight finish). 0 disables each.
   std::uint64_t max_calls = 0;
   Duration max_age{0};
@@ -84,8 +84,8 @@ struct Server {
   // pool: instances above min_instances idle this long are retired; shared: the instance is
   // stopped and started again by the next call. 0: never (pool default 60 s).
   std::optional<Duration> idle_ttl;
-  bool rebind_on_exit = false;                 // per_session: a session whose instance died gets a fresh one
-  bool keep_session_dir = false;               // per_session: keep ${session.dir} after release
+  bool rebind_on_exit = false;    // per_session: a session whose instance died gets a fresh one
+  bool keep_session_dir = false;  // per_session: keep ${session.dir} after release
 
   std::size_t effective_max_instances() const {
     if (policy == Policy::kShared) return 1;
@@ -94,7 +94,8 @@ struct Server {
   std::size_t effective_spares() const {
     if (spares) return *spares;
     if (policy != Policy::kPerSession) return 0;
-    return uses_session_var("${session.id}") ? 0 : std::min<std::size_t>(2, effective_max_instances());
+    return uses_session_var("${session.id}") ? 0
+                                             : std::min<std::size_t>(2, effective_max_instances());
   }
   Duration effective_idle_ttl() const {
     if (idle_ttl) return *idle_ttl;
@@ -116,15 +117,20 @@ std::string_view to_string(Policy p);
 struct Gateway {
   std::string host = "127.0.0.1";
   unsigned short port = 8848;
-  std::vector<std::string> allowed_origins;    // empty: only localhost origins are accepted
-  std::size_t max_body_bytes = 4u << 20;       // POST body cap (413 above)
-  std::size_t max_sessions = 10'000;
+  std::vector<std::string> allowed_origins;     // empty: only localhost origins are accepted
+  std::size_t max_body_bytes = 4u << 20;        // POST body cap (413 above)
+  std::size_t max_sessions = 10'000;            // at the cap the longest-idle session is closed
+  std::size_t max_sessions_per_client = 1'000;  // per client address, same rule within it
+  std::size_t max_connections = 4096;           // downstream TCP connections (and <= fd limit / 2)
+  std::size_t max_connections_per_client = 1024;
+  Duration idle_timeout{120'000};  // a connection waiting for (the rest of) a request
+  Duration write_timeout{30'000};  // a client not taking its answer is disconnected
   Duration session_idle_ttl{30 * 60'000};
-  std::size_t start_concurrency = 4;           // servers initialising at the same time
+  std::size_t start_concurrency = 4;  // servers initialising at the same time
   ToolNaming tool_naming = ToolNaming::kPrefixed;
   std::string separator = "__";
   std::string log_level = "info";
-  Duration shutdown_grace{10'000};             // SIGTERM: in-flight calls may finish this long
+  Duration shutdown_grace{10'000};  // SIGTERM: in-flight calls may finish this long
   // Where per_session servers' ${session.dir} directories are made. Empty: $TMPDIR (or /tmp)
   // /toolbridge-<pid>, removed at exit.
   std::string session_dir_root;
@@ -132,8 +138,8 @@ struct Gateway {
 
 struct Config {
   Gateway gateway;
-  std::vector<Server> servers;                 // in file order
-  std::string source;                          // file name (or "<embedded>") for messages
+  std::vector<Server> servers;  // in file order
+  std::string source;           // file name (or "<embedded>") for messages
 };
 
 // Loads YAML (.yaml/.yml) or JSON (.json; other names are sniffed: a leading '{' means JSON).

@@ -10,10 +10,23 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 11> kGatewayKeys{
-    "listen",           "allowed_origins",   "max_body_bytes",   "max_sessions",
-    "session_idle_ttl", "start_concurrency", "tool_naming",      "separator",
-    "log_level",        "shutdown_grace",    "session_dir_root",
+constexpr std::array<std::string_view, 16> kGatewayKeys{
+    "listen",
+    "allowed_origins",
+    "max_body_bytes",
+    "max_sessions",
+    "max_sessions_per_client",
+    "max_connections",
+    "max_connections_per_client",
+    "idle_timeout",
+    "write_timeout",
+    "session_idle_ttl",
+    "start_concurrency",
+    "tool_naming",
+    "separator",
+    "log_level",
+    "shutdown_grace",
+    "session_dir_root",
 };
 constexpr std::array<std::string_view, 2> kToolNamings{"prefixed", "unprefixed_when_unique"};
 constexpr std::array<std::string_view, 5> kLogLevels{"trace", "debug", "info", "warn", "error"};
@@ -101,6 +114,16 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
       g.max_body_bytes = r.size(v, p);
     } else if (e.key == "max_sessions") {
       g.max_sessions = r.count(v, p);
+    } else if (e.key == "max_sessions_per_client") {
+      g.max_sessions_per_client = r.count(v, p);
+    } else if (e.key == "max_connections") {
+      g.max_connections = r.count(v, p);
+    } else if (e.key == "max_connections_per_client") {
+      g.max_connections_per_client = r.count(v, p);
+    } else if (e.key == "idle_timeout") {
+      g.idle_timeout = r.duration(v, p, /*allow_zero=*/false);
+    } else if (e.key == "write_timeout") {
+      g.write_timeout = r.duration(v, p, /*allow_zero=*/false);
     } else if (e.key == "session_idle_ttl") {
       g.session_idle_ttl = r.duration(v, p, /*allow_zero=*/false);
     } else if (e.key == "shutdown_grace") {

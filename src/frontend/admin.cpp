@@ -2,7 +2,7 @@
 
 #include <boost/beast/http.hpp>
 
-#include "frontend/origin_guard.h"
+#include "frontend/client_identity.h"
 #include "frontend/router.h"
 #include "json/envelope.h"
 
@@ -48,26 +48,29 @@ asio::awaitable<void> Admin::metrics(transport::Exchange& ex) {
 
 asio::awaitable<void> Admin::release(transport::Exchange& ex, std::string_view path) {
   // Releasing a trajectory without an MCP session: the reward step of a rollout may run in
-  // another process than the agent.
+  // another process than the agent (on the same address, or with the same tenant header).
   const auto& req = ex.request();
   const std::string name = percent_decode(path.substr(kSessionsPath.size()));
-  const std::string origin = header(req, "Origin");
-  const bool forbidden = !origin_allowed(origin, gateway_.config().gateway.allowed_origins);
+  std::string refused;
+  const std::string owner = owner_of(ex, refused);
   const bool bad_method = req.method() != http::verb::delete_;
-  if (forbidden || bad_method || name.empty() || name.size() > 256) {
-    const auto status = forbidden    ? http::status::forbidden
-                        : bad_method ? http::status::method_not_allowed
-                                     : http::status::bad_request;
+  if (bad_method || name.empty() || name.size() > 256 || owner.empty()) {
+    const auto status = bad_method ? http::status::method_not_allowed : http::status::bad_request;
     std::string message =
         "DELETE /sessions/NAME releases the per_session instances of session or trajectory NAME "
         "(1 to 256 characters, percent-encoded)";
-    if (forbidden)
-      message = "Forbidden: Origin '" + origin + "' is not allowed (gateway.allowed_origins)";
+    if (owner.empty() && !bad_method) message = refused;
     const std::string body = json::make_error({}, json::kInvalidRequest, message);
-    co_await ex.reply(status, "application/json", body, {});
+    const transport::Headers allow{{"Allow", "DELETE"}};
+    co_await ex.reply(status, "application/json", body, bad_method ? allow : transport::Headers{});
     co_return;
   }
-  const std::size_t n = gateway_.release_session(name);
+  const std::size_t n = gateway_.release_for(name, owner, refused);
+  if (!refused.empty()) {
+    const std::string body = json::make_error({}, json::kInvalidRequest, refused);
+    co_await ex.reply(http::status::forbidden, "application/json", body, {});
+    co_return;
+  }
   const std::string body = R"({"released":)" + std::to_string(n) + "}";
   co_await ex.reply(http::status::ok, "application/json", body, {});
 }

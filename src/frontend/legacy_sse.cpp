@@ -8,6 +8,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/url/parse.hpp>
 
+#include "frontend/client_identity.h"
 #include "frontend/event_stream.h"
 #include "frontend/router.h"
 #include "gateway/methods.h"
@@ -64,13 +65,19 @@ asio::awaitable<void> LegacySse::handle(Exchange& ex, std::string_view path) {
 
 asio::awaitable<void> LegacySse::open_stream(Exchange& ex) {
   std::string refused;
-  auto session = gateway_.create_session(refused);
+  std::string owner = owner_of(ex, refused);
+  if (owner.empty()) {
+    co_await ex.reply(http::status::bad_request, "application/json", error_body(refused), {});
+    co_return;
+  }
+  auto session = gateway_.create_session(ex.client(), refused);
   if (!session) {
     const transport::Headers retry_after{{"Retry-After", "5"}};
     co_await ex.reply(http::status::service_unavailable, "application/json", error_body(refused),
                       retry_after);
     co_return;
   }
+  session->owner = std::move(owner);
   // Legacy clients speak the oldest version we know until initialize says otherwise.
   session->version = mcp::Version::k2025_03_26;
   auto channel = std::make_shared<gateway::Channel>(gateway_.io());

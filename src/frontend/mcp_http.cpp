@@ -6,6 +6,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http.hpp>
 
+#include "frontend/client_identity.h"
 #include "frontend/event_stream.h"
 #include "frontend/router.h"
 #include "gateway/methods.h"
@@ -73,13 +74,20 @@ McpHttp::Messages McpHttp::read_messages(const std::string& body) {
   return m;
 }
 
-McpHttp::SessionOrError McpHttp::session_for(const transport::Request& req, const Messages& m,
+McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, const Messages& m,
                                              std::string_view body) {
+  const auto& req = ex.request();
   SessionOrError out;
   const json::Envelope& first = m.envelopes.front();
   if (!m.batch && first.kind == json::Kind::kRequest && first.method == "initialize") {
     std::string refused;
-    out.session = gateway_.create_session(refused);
+    std::string owner = owner_of(ex, refused);
+    if (owner.empty()) {
+      out.status = http::status::bad_request;
+      out.error = json::make_error(first.id.in(body), json::kInvalidRequest, refused);
+      return out;
+    }
+    out.session = gateway_.create_session(ex.client(), refused);
     if (!out.session) {
       out.status = http::status::service_unavailable;
       const int code = gateway_.stopping() ? json::kUpstreamUnavailable : json::kOverloaded;
@@ -87,6 +95,7 @@ McpHttp::SessionOrError McpHttp::session_for(const transport::Request& req, cons
       if (!gateway_.stopping()) out.headers.emplace_back("Retry-After", "5");
       return out;
     }
+    out.session->owner = std::move(owner);
     out.headers.emplace_back("Mcp-Session-Id", out.session->id());
     return out;
   }
@@ -140,7 +149,7 @@ asio::awaitable<void> McpHttp::post(Exchange& ex) {
     co_await ex.reply(http::status::bad_request, "application/json", messages.error, {});
     co_return;
   }
-  SessionOrError found = session_for(req, messages, body);
+  SessionOrError found = session_for(ex, messages, body);
   if (!found.error.empty()) {
     co_await ex.reply(found.status, "application/json", found.error, found.headers);
     co_return;
@@ -161,6 +170,13 @@ asio::awaitable<void> McpHttp::post(Exchange& ex) {
     co_await ex.reply(http::status::accepted, "", std::string(), found.headers);
     co_return;
   }
+  // A client that hangs up before its answer frees its calls' slots at once.
+  ex.on_peer_closed([this, weak_session = std::weak_ptr<Session>(session),
+                     weak_stream = std::weak_ptr<gateway::PostStream>(stream)] {
+    auto s = weak_session.lock();
+    auto st = weak_stream.lock();
+    if (s && st) gateway_.methods().abandon(s, st, "the agent disconnected");
+  });
   co_await answer(ex, stream, messages.batch, found.headers);
 }
 

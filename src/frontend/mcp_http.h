@@ -37,7 +37,7 @@ class McpHttp {
     boost::beast::http::status status = boost::beast::http::status::ok;
     std::string error;
   };
-  SessionOrError session_for(const transport::Request& req, const Messages& m,
+  SessionOrError session_for(const transport::Exchange& ex, const Messages& m,
                              std::string_view body);
   boost::asio::awaitable<void> answer(transport::Exchange& ex,
                                       std::shared_ptr<gateway::PostStream> stream, bool batch,

@@ -1,5 +1,8 @@
 #include "frontend/server.h"
 
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
 #include <boost/beast/http.hpp>
 
 #include "frontend/origin_guard.h"
@@ -11,15 +14,48 @@ namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using transport::Exchange;
 
+namespace {
+
+// Raises the soft fd limit to the hard one, and keeps half of it for the servers' pipes and
+// sockets, so a flood of connections cannot take the descriptors /healthz and the pools need.
+std::size_t connection_cap(std::size_t configured) {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return configured;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  if (limit.rlim_cur == RLIM_INFINITY) return configured;
+  const std::size_t cap = std::max<std::size_t>(limit.rlim_cur / 2, 16);
+  if (configured > cap) {
+    spdlog::warn("gateway.max_connections {} lowered to {}: the open-file limit is {}", configured,
+                 cap, limit.rlim_cur);
+    return cap;
+  }
+  return configured;
+}
+
+transport::HttpServerOptions listener_options(const config::Gateway& g) {
+  transport::HttpServerOptions o;
+  o.host = g.host;
+  o.port = g.port;
+  o.max_body_bytes = g.max_body_bytes;
+  o.idle_timeout = g.idle_timeout;
+  o.write_timeout = g.write_timeout;
+  o.max_connections = connection_cap(g.max_connections);
+  o.max_connections_per_client = g.max_connections_per_client;
+  return o;
+}
+
+}  // namespace
+
 Server::Server(asio::io_context& io, config::Config config)
     : gateway_(io, std::move(config)),
       mcp_(gateway_),
       legacy_(gateway_),
       admin_(gateway_),
-      http_(io,
-            transport::HttpServerOptions{gateway_.config().gateway.host,
-                                         gateway_.config().gateway.port,
-                                         gateway_.config().gateway.max_body_bytes},
+      http_(io, listener_options(gateway_.config().gateway),
             [this](Exchange& ex) { return router_.route(ex); }) {
   add_routes();
 }
@@ -36,13 +72,14 @@ void Server::add_routes() {
                   return legacy_.handle(ex, p);
                 }));
   }
+  // Admin endpoints get the same DNS-rebinding check: a page must not read metrics or health.
   router_.add(http::verb::get, "/healthz",
-              [this](Exchange& ex, std::string_view) { return admin_.health(ex); });
+              guarded([this](Exchange& ex, std::string_view) { return admin_.health(ex); }));
   router_.add(http::verb::get, "/metrics",
-              [this](Exchange& ex, std::string_view) { return admin_.metrics(ex); });
-  router_.add(
-      std::nullopt, "/sessions/",
-      [this](Exchange& ex, std::string_view p) { return admin_.release(ex, p); }, true);
+              guarded([this](Exchange& ex, std::string_view) { return admin_.metrics(ex); }));
+  router_.add(std::nullopt, "/sessions/",
+              guarded([this](Exchange& ex, std::string_view p) { return admin_.release(ex, p); }),
+              true);
   router_.fallback([this](Exchange& ex, std::string_view) { return admin_.not_found(ex); });
 }
 

@@ -12,7 +12,6 @@
 #include "gateway/methods.h"
 #include "json/envelope.h"
 #include "policy/breaker_stage.h"
-#include "transport/session_id.h"
 
 namespace toolbridge::gateway {
 
@@ -168,7 +167,56 @@ void Gateway::broadcast(const std::string& message) {
 std::size_t Gateway::release_session(const std::string& key) {
   std::size_t n = 0;
   for (const auto& up : upstreams_) n += up->release(key);
+  trajectory_owners_.erase(key);
   return n;
+}
+
+std::string Gateway::claim_trajectory(const std::string& name, const std::string& owner) {
+  // Names of trajectories whose instances are gone are forgotten by the sweep; a flood of new
+  // names between two sweeps is bounded here.
+  constexpr std::size_t kMaxTrajectories = 100'000;
+  auto it = trajectory_owners_.find(name);
+  if (it == trajectory_owners_.end()) {
+    if (trajectory_owners_.size() >= kMaxTrajectories) forget_unbound_trajectories();
+    if (trajectory_owners_.size() >= kMaxTrajectories) {
+      return fmt::format("too many trajectories in use ({}); release finished ones",
+                         kMaxTrajectories);
+    }
+    trajectory_owners_.emplace(name, owner);
+    return {};
+  }
+  if (it->second == owner) return {};
+  return fmt::format(
+      "trajectory '{}' belongs to another client ({}); a trajectory is used and released by the "
+      "client (address or X-Toolbridge-Tenant) that named it first",
+      name, it->second.starts_with("tenant ") ? "another tenant" : "another address");
+}
+
+std::size_t Gateway::release_for(const std::string& name, const std::string& owner,
+                                 std::string& refused) {
+  std::string holder;
+  if (auto session = sessions_.find(name)) {
+    holder = session->owner;
+  } else if (auto it = trajectory_owners_.find(name); it != trajectory_owners_.end()) {
+    holder = it->second;
+  }
+  if (!holder.empty() && holder != owner) {
+    refused = fmt::format(
+        "'{}' belongs to another client: only the address or X-Toolbridge-Tenant that opened the "
+        "session or first named the trajectory may release it",
+        name);
+    return 0;
+  }
+  return release_session(name);
+}
+
+void Gateway::forget_unbound_trajectories() {
+  std::erase_if(trajectory_owners_, [this](const auto& entry) {
+    for (const auto& up : upstreams_) {
+      if (up->bound(entry.first)) return false;
+    }
+    return true;
+  });
 }
 
 void Gateway::expire_sessions() {
@@ -181,9 +229,7 @@ void Gateway::expire_sessions() {
     const auto now = Session::Clock::now();
     for (auto it = sessions_.begin(); it != sessions_.end();) {
       const auto& s = it->second;
-      const bool streaming = s->get_stream && !s->get_stream->closed;
-      if (!streaming && s->in_flight.empty() &&
-          now - s->last_seen > config_.gateway.session_idle_ttl) {
+      if (s->idle() && now - s->last_seen > config_.gateway.session_idle_ttl) {
         spdlog::debug("session {} expired after being idle", it->first);
         s->fail_all_outbound("the session expired");
         const std::string id = it->first;
@@ -199,6 +245,7 @@ void Gateway::expire_sessions() {
     for (const auto& up : upstreams_) {
       up->release_idle(cutoff, [this](const std::string& key) { return sessions_.contains(key); });
     }
+    forget_unbound_trajectories();
     expire_sessions();
   });
 }
@@ -250,31 +297,46 @@ std::string Gateway::health_json() const {
   return bj::serialize(out);
 }
 
-std::shared_ptr<Session> Gateway::create_session(std::string& refused) {
+std::shared_ptr<Session> Gateway::create_session(const std::string& client, std::string& refused) {
   if (stopping_) {
     refused = "the gateway is shutting down";
     return nullptr;
   }
-  if (sessions_.size() >= config_.gateway.max_sessions) {
-    refused = "too many sessions (gateway.max_sessions = " +
-              std::to_string(config_.gateway.max_sessions) +
-              "); close idle sessions with DELETE /mcp or retry later";
+  const auto& g = config_.gateway;
+  if (sessions_.count_of(client) >= g.max_sessions_per_client && !evict_idle_session(&client)) {
+    refused = fmt::format(
+        "too many sessions from {} (gateway.max_sessions_per_client = {}) and all of them have "
+        "calls in flight or an open stream; end sessions with DELETE /mcp or retry later",
+        client, g.max_sessions_per_client);
     return nullptr;
   }
-  auto s = std::make_shared<Session>(io_, transport::random_session_id());
-  sessions_.emplace(s->id(), s);
-  return s;
+  if (sessions_.size() >= g.max_sessions && !evict_idle_session(nullptr)) {
+    refused = fmt::format(
+        "too many sessions (gateway.max_sessions = {}) and all of them have calls in flight or an "
+        "open stream; retry later",
+        g.max_sessions);
+    return nullptr;
+  }
+  return sessions_.add(io_, client);
+}
+
+bool Gateway::evict_idle_session(const std::string* client) {
+  auto victim = sessions_.idle_longest(client);
+  if (!victim) return false;
+  spdlog::info("session {} of {} closed to make room for a new one ({})", victim->id(),
+               victim->client(),
+               client ? "gateway.max_sessions_per_client" : "gateway.max_sessions");
+  end_session(victim, "the session was closed to make room for a new one");
+  return true;
 }
 
 std::shared_ptr<Session> Gateway::find_session(std::string_view id) const {
-  auto it = sessions_.find(std::string(id));
-  return it == sessions_.end() ? nullptr : it->second;
+  return sessions_.find(id);
 }
 
 void Gateway::end_session(const std::shared_ptr<Session>& session, const std::string& why) {
   auto keep = session;  // the map may hold the last reference
-  if (auto it = sessions_.find(keep->id()); it != sessions_.end() && it->second == keep)
-    sessions_.erase(it);
+  sessions_.erase(keep);
   // Calls still running for this session are cancelled upstream; nobody will read them.
   auto in_flight = std::move(keep->in_flight);
   keep->in_flight.clear();

@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "gateway/pipeline.h"
 #include "gateway/session.h"
+#include "gateway/session_table.h"
 #include "telemetry/metrics.h"
 #include "upstream/upstream.h"
 
@@ -44,19 +45,30 @@ class Gateway {
   telemetry::Metrics& metrics() { return metrics_; }
   std::string health_json() const;
 
-  // Sessions (trajectories). A new session, or nullptr with `refused` saying why (shutting down,
-  // max_sessions).
-  std::shared_ptr<Session> create_session(std::string& refused);
+  // Sessions (trajectories). A new session for `client` (its IP address), or nullptr with
+  // `refused` saying why (shutting down; max_sessions or max_sessions_per_client reached with
+  // every session busy: otherwise the longest-idle one is closed to make room).
+  std::shared_ptr<Session> create_session(const std::string& client, std::string& refused);
   std::shared_ptr<Session> find_session(std::string_view id) const;
   // Cancels the session's calls upstream, closes its stream, forgets it (DELETE, legacy close).
   void end_session(const std::shared_ptr<Session>& session, const std::string& why);
   // Frees the per_session instances bound to `key` on every server; returns how many.
   std::size_t release_session(const std::string& key);
+  // Trajectory ownership: the first owner (Session::owner) to name a trajectory holds it while
+  // any server keeps an instance bound to it. Empty if `owner` may use `name`, else why not.
+  std::string claim_trajectory(const std::string& name, const std::string& owner);
+  // Releases `name` (a trajectory, or an MCP session id) for `owner`: refused (message set)
+  // unless `owner` owns it. Returns the number of instances released.
+  std::size_t release_for(const std::string& name, const std::string& owner, std::string& refused);
 
  private:
   void rebuild_catalog();
   void broadcast(const std::string& message);
   void expire_sessions();
+  // Closes the idle session seen longest ago (of `client` if given); false if none is idle.
+  bool evict_idle_session(const std::string* client);
+  // Forgets owners of trajectories no server has an instance bound to any more.
+  void forget_unbound_trajectories();
   void register_metrics();
 
   boost::asio::io_context& io_;
@@ -68,7 +80,8 @@ class Gateway {
   bool stopping_ = false;
   std::unique_ptr<Pipeline> pipeline_;
   std::unique_ptr<Methods> methods_;
-  std::unordered_map<std::string, std::shared_ptr<Session>> sessions_;
+  SessionTable sessions_;
+  std::unordered_map<std::string, std::string> trajectory_owners_;  // name -> owner
   boost::asio::steady_timer sweep_;
   std::string session_dir_root_;  // per_session servers' ${session.dir} directories go here
 };

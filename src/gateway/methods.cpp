@@ -173,6 +173,22 @@ void Methods::on_cancelled(const Incoming& in) {
   }
 }
 
+void Methods::abandon(const std::shared_ptr<Session>& session,
+                      const std::shared_ptr<PostStream>& stream, const std::string& reason) {
+  for (auto it = session->in_flight.begin(); it != session->in_flight.end();) {
+    if (it->second.stream.lock() != stream) {
+      ++it;
+      continue;
+    }
+    auto call = it->second.call.lock();
+    it = session->in_flight.erase(it);
+    if (!call || call->cancelled()) continue;
+    call->cancel(reason);
+    if (stream->outstanding > 0) --stream->outstanding;
+  }
+  stream->channel.wake.cancel();
+}
+
 void Methods::initialize(const Incoming& in) {
   Session& session = *in.session;
   if (session.initialized) {
@@ -234,7 +250,9 @@ void Methods::release(const Incoming& in) {
         in, json::make_error(in.id, json::kInvalidParams, "'session' must be a non-empty string"));
   }
   const std::string key = named ? std::string(named->as_string()) : in.session->id();
-  const std::size_t n = gateway_.release_session(key);
+  std::string refused;
+  const std::size_t n = gateway_.release_for(key, in.session->owner, refused);
+  if (!refused.empty()) return answer(in, json::make_error(in.id, json::kInvalidParams, refused));
   answer(in, json::make_result(in.id, R"({"released":)" + std::to_string(n) + "}"));
 }
 
@@ -255,7 +273,13 @@ std::shared_ptr<Call> Methods::make_call(const Incoming& in, std::string& error)
   }
   // A call may name its trajectory; per_session servers then bind to that name, not to the MCP
   // session, so one connection can drive many trajectories.
-  if (call->trajectory.empty()) call->trajectory = in.session->id();
+  if (call->trajectory.empty()) {
+    call->trajectory = in.session->id();
+  } else if (std::string refusal = gateway_.claim_trajectory(call->trajectory, in.session->owner);
+             !refusal.empty()) {
+    error = std::move(refusal);
+    return nullptr;
+  }
   call->events = in.stream;
   return call;
 }

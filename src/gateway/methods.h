@@ -30,6 +30,10 @@ class Methods {
               std::string_view message);
   void handle(const std::shared_ptr<Session>& session, const std::shared_ptr<PostStream>& stream,
               const json::Envelope& env, std::string_view message);
+  // The client that sent this POST hung up: its calls are cancelled upstream (their slots freed)
+  // and nothing more is owed to it.
+  void abandon(const std::shared_ptr<Session>& session, const std::shared_ptr<PostStream>& stream,
+               const std::string& reason);
 
  private:
   struct Incoming {

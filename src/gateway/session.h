@@ -85,9 +85,17 @@ class PostStream : public upstream::CallSink, public std::enable_shared_from_thi
 class Session : public std::enable_shared_from_this<Session> {
  public:
   using Clock = std::chrono::steady_clock;
-  Session(boost::asio::io_context& io, std::string id) : io_(io), id_(std::move(id)) {}
+  Session(boost::asio::io_context& io, std::string id, std::string client = {})
+      : io_(io), id_(std::move(id)), client_(std::move(client)) {}
 
   const std::string& id() const { return id_; }
+  // The client's IP address (sessions are bounded per client).
+  const std::string& client() const { return client_; }
+  // Who may use and release the trajectories this session names: its tenant if the client gave
+  // one (X-Toolbridge-Tenant), else its address. Set by the front end that opened it.
+  std::string owner;
+  // Nothing in flight and no open stream: closing it loses no answer.
+  bool idle() const { return in_flight.empty() && !(get_stream && !get_stream->closed); }
   mcp::Version version = mcp::kLatestVersion;
   mcp::ClientCapabilities caps;
   bool initialized = false;
@@ -114,6 +122,7 @@ class Session : public std::enable_shared_from_this<Session> {
  private:
   boost::asio::io_context& io_;
   std::string id_;
+  std::string client_;
   std::int64_t next_outbound_ = 1;
   std::map<std::int64_t, upstream::CallSink::Reply> outbound_;
 };

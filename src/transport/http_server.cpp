@@ -1,78 +1,149 @@
 #include "transport/http_server.h"
 
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
+#include <algorithm>
+#include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/core.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 
 namespace toolbridge::transport {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
+using SweepClock = std::chrono::steady_clock;
+
+struct HttpServer::Connection {
+  enum class Phase { kWaiting, kHandling, kWriting };
+  Connection(tcp::socket s, std::string c) : socket(std::move(s)), client(std::move(c)) {}
+  void close() {
+    boost::system::error_code ec;
+    socket.shutdown(tcp::socket::shutdown_both, ec);
+    socket.close(ec);
+  }
+  // A reset: what the kernel still holds for a client that stopped reading is dropped too.
+  void abort() {
+    boost::system::error_code ec;
+    socket.set_option(asio::socket_base::linger(true, 0), ec);
+    socket.close(ec);
+  }
+
+  tcp::socket socket;
+  std::string client;
+  Phase phase = Phase::kWaiting;
+  SweepClock::time_point since;
+  std::function<void()> on_peer_closed;
+  bool counted = true;  // still counted in live_ and per_client_
+};
 
 namespace {
 
+using Connection = HttpServer::Connection;
+
+bool header_safe(std::string_view text) {
+  return text.find_first_of("\r\n") == text.npos;
+}
+
+// The status line and headers of a response, written by hand: Beast's fields and serializer
+// cost more per call than the rest of the response path.
+std::string response_head(const Request& req, http::status status, std::string_view content_type,
+                          const Headers& headers, std::string_view framing) {
+  std::string head;
+  head.reserve(160);
+  head += req.version() == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+  head += std::to_string(static_cast<unsigned>(status));
+  head += ' ';
+  head += http::obsolete_reason(status);
+  head += "\r\nServer: toolbridge\r\n";
+  if (!content_type.empty() && header_safe(content_type)) {
+    head += "Content-Type: ";
+    head += content_type;
+    head += "\r\n";
+  }
+  for (const auto& [name, value] : headers) {
+    if (name.empty() || !header_safe(name) || !header_safe(value)) continue;
+    head += name;
+    head += ": ";
+    head += value;
+    head += "\r\n";
+  }
+  const bool keep_alive = req.keep_alive();
+  if (req.version() == 10 && keep_alive) head += "Connection: keep-alive\r\n";
+  if (req.version() != 10 && !keep_alive) head += "Connection: close\r\n";
+  head += framing;
+  head += "\r\n";
+  return head;
+}
+
+// The answer to a connection over the caps: written without waiting (the socket buffer takes
+// it), then closed. What the client already sent is read first so the close is not a reset.
+void refuse(tcp::socket& socket) {
+  static const std::string kResponse = [] {
+    const std::string body =
+        R"j({"error":"too many connections (gateway.max_connections, max_connections_per_client)"})j";
+    return "HTTP/1.1 503 Service Unavailable\r\nServer: toolbridge\r\nContent-Type: "
+           "application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+();
+const int fd = socket.native_handle();
+std::array<char, 4096> sink;
+while (::recv(fd, sink.data(), sink.size(), MSG_DONTWAIT) > 0) {
+}
+[[maybe_unused]] const ssize_t n =
+    ::send(fd, kResponse.data(), kResponse.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+boost::system::error_code ec;
+socket.shutdown(tcp::socket::shutdown_send, ec);
+socket.close(ec);
+}
+
 class BeastExchange final : public Exchange {
  public:
-  BeastExchange(beast::tcp_stream& stream, Request& req) : stream_(stream), req_(req) {}
+  BeastExchange(Connection& conn, Request& req, const SweepClock::time_point& now)
+      : conn_(conn), req_(req), now_(now) {}
 
   const Request& request() const override { return req_; }
+  const std::string& client() const override { return conn_.client; }
 
   asio::awaitable<void> reply(http::status status, std::string_view content_type, std::string body,
                               const Headers& headers) override {
-    http::response<http::string_body> res{status, req_.version()};
-    res.set(http::field::server, "toolbridge");
-    if (!content_type.empty()) res.set(http::field::content_type, content_type);
-    for (const auto& [k, v] : headers) res.set(k, v);
-    res.keep_alive(req_.keep_alive());
-    res.body() = std::move(body);
-    res.prepare_payload();
-    boost::system::error_code ec;
-    stream_.expires_never();
-    co_await http::async_write(stream_, res, asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) broken_ = true;
+    const std::string framing = "Content-Length: " + std::to_string(body.size()) + "\r\n";
+    const std::string head = response_head(req_, status, content_type, headers, framing);
+    const std::array<asio::const_buffer, 2> buffers{asio::buffer(head), asio::buffer(body)};
+    co_await write(buffers);
     replied_ = true;
   }
 
   asio::awaitable<bool> begin_stream(http::status status, std::string_view content_type,
                                      const Headers& headers) override {
-    http::response<http::empty_body> res{status, req_.version()};
-    res.set(http::field::server, "toolbridge");
-    res.set(http::field::content_type, content_type);
-    res.set(http::field::cache_control, "no-cache");
-    for (const auto& [k, v] : headers) res.set(k, v);
-    res.keep_alive(req_.keep_alive());
-    res.chunked(true);
-    http::response_serializer<http::empty_body> sr{res};
-    boost::system::error_code ec;
-    stream_.expires_never();
-    co_await http::async_write_header(stream_, sr, asio::redirect_error(asio::use_awaitable, ec));
+    const std::string head =
+        response_head(req_, status, content_type, headers,
+                      "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n");
+    const std::array<asio::const_buffer, 1> buffers{asio::buffer(head)};
+    co_await write(buffers);
     replied_ = true;
     streaming_ = true;
-    if (ec) broken_ = true;
-    co_return !ec;
+    co_return !broken_;
   }
 
   asio::awaitable<bool> write_chunk(std::string data) override {
     if (broken_) co_return false;
-    boost::system::error_code ec;
-    co_await asio::async_write(stream_, http::make_chunk(asio::buffer(data)),
-                               asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) broken_ = true;
-    co_return !ec;
+    const auto chunk = http::make_chunk(asio::buffer(data));
+    co_await write(chunk);
+    co_return !broken_;
   }
 
   asio::awaitable<void> end_stream() override {
     if (broken_ || !streaming_) co_return;
-    boost::system::error_code ec;
-    co_await asio::async_write(stream_, http::make_chunk_last(),
-                               asio::redirect_error(asio::use_awaitable, ec));
-    if (ec) broken_ = true;
+    const auto last = http::make_chunk_last();
+    co_await write(last);
     streaming_ = false;
   }
 
@@ -81,22 +152,36 @@ class BeastExchange final : public Exchange {
   bool peer_closed() override {
     // A readable socket with nothing to read means the peer sent FIN. Pipelined bytes are not
     // expected while a stream is open, so peeking is enough.
-    auto& sock = stream_.socket();
-    boost::system::error_code ec;
-    const std::size_t avail = sock.available(ec);
-    if (ec) return true;
-    if (avail > 0) return false;
     char c;
-    const ssize_t n = ::recv(sock.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    const ssize_t n = ::recv(conn_.socket.native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
     return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+  }
+
+  void on_peer_closed(std::function<void()> callback) override {
+    conn_.on_peer_closed = std::move(callback);
   }
 
   bool replied() const { return replied_; }
   bool streaming() const { return streaming_; }
 
  private:
-  beast::tcp_stream& stream_;
+  // The write timeout is the sweep's: it closes a connection that stays in kWriting too long.
+  template <typename Buffers>
+  asio::awaitable<void> write(const Buffers& buffers) {
+    if (broken_) co_return;
+    conn_.phase = Connection::Phase::kWriting;
+    conn_.since = now_;
+    boost::system::error_code ec;
+    co_await asio::async_write(conn_.socket, buffers,
+                               asio::redirect_error(asio::use_awaitable, ec));
+    conn_.phase = Connection::Phase::kHandling;
+    conn_.since = now_;
+    if (ec) broken_ = true;
+  }
+
+  Connection& conn_;
   Request& req_;
+  const SweepClock::time_point& now_;
   bool replied_ = false;
   bool streaming_ = false;
   bool broken_ = false;
@@ -105,14 +190,22 @@ class BeastExchange final : public Exchange {
 }  // namespace
 
 HttpServer::HttpServer(asio::io_context& io, HttpServerOptions options, Handler handler)
-    : io_(io), options_(std::move(options)), handler_(std::move(handler)), acceptor_(io) {}
+    : io_(io),
+      options_(std::move(options)),
+      handler_(std::move(handler)),
+      acceptor_(io),
+      sweep_timer_(io),
+      now_(SweepClock::now()) {}
 
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() {
+  stop();
+}
 
 std::string HttpServer::listen() {
   boost::system::error_code ec;
   std::string host = options_.host;
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   if (host == "localhost") host = "127.0.0.1";
   const auto address = asio::ip::make_address(host, ec);
   if (ec) return "invalid listen address '" + options_.host + "': " + ec.message();
@@ -127,6 +220,7 @@ std::string HttpServer::listen() {
   }
   port_ = acceptor_.local_endpoint().port();
   asio::co_spawn(io_, accept_loop(), asio::detached);
+  schedule_sweep();
   return {};
 }
 
@@ -140,16 +234,40 @@ void HttpServer::stop() {
   stopping_ = true;
   boost::system::error_code ec;
   acceptor_.close(ec);
-  for (auto* s : open_) {
-    s->shutdown(tcp::socket::shutdown_both, ec);
-    s->close(ec);
+  sweep_timer_.cancel();
+  for (auto* c : open_) c->close();
+}
+
+bool HttpServer::admit(const std::string& client) {
+  const auto it = per_client_.find(client);
+  if (it != per_client_.end() && it->second >= options_.max_connections_per_client &&
+      !evict_idle(&client)) {
+    return false;
   }
+  return live_ < options_.max_connections || evict_idle(nullptr);
+}
+
+bool HttpServer::evict_idle(const std::string* client) {
+  Connection* oldest = nullptr;
+  for (auto* c : open_) {
+    if (!c->counted || c->phase != Connection::Phase::kWaiting) continue;
+    if (client && c->client != *client) continue;
+    if (!oldest || c->since < oldest->since) oldest = c;
+  }
+  if (!oldest) return false;
+  oldest->counted = false;
+  --live_;
+  if (--per_client_[oldest->client] == 0) per_client_.erase(oldest->client);
+  oldest->close();
+  ++counters_.evicted;
+  return true;
 }
 
 asio::awaitable<void> HttpServer::accept_loop() {
   while (!stopping_) {
     boost::system::error_code ec;
-    tcp::socket socket = co_await acceptor_.async_accept(asio::redirect_error(asio::use_awaitable, ec));
+    tcp::socket socket =
+        co_await acceptor_.async_accept(asio::redirect_error(asio::use_awaitable, ec));
     if (ec) {
       if (stopping_ || ec == asio::error::operation_aborted || !acceptor_.is_open()) break;
       // EMFILE and friends: log, pause briefly, keep serving the connections we have.
@@ -158,51 +276,120 @@ asio::awaitable<void> HttpServer::accept_loop() {
       co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       continue;
     }
+    const auto peer = socket.remote_endpoint(ec);
+    std::string client = ec ? std::string("unknown") : peer.address().to_string();
+    if (!admit(client)) {
+      if (counters_.refused++ % 1000 == 0) {
+        spdlog::warn("refusing connections: {} open (max_connections {}, per client {})", live_,
+                     options_.max_connections, options_.max_connections_per_client);
+      }
+      refuse(socket);
+      continue;
+    }
     socket.set_option(tcp::no_delay(true), ec);
-    asio::co_spawn(io_, serve(std::move(socket)), asio::detached);
+    // Counted here, not when the coroutine starts: the next accept must already see it.
+    auto conn = std::make_unique<Connection>(std::move(socket), std::move(client));
+    conn->since = now_;
+    ++live_;
+    ++per_client_[conn->client];
+    open_.insert(conn.get());
+    asio::co_spawn(io_, serve(std::move(conn)), asio::detached);
   }
 }
 
-asio::awaitable<void> HttpServer::serve(tcp::socket socket) {
-  beast::tcp_stream stream(std::move(socket));
-  auto* raw = &stream.socket();
-  open_.insert(raw);
+asio::awaitable<void> HttpServer::serve(std::unique_ptr<Connection> owned) {
+  Connection& conn = *owned;
   beast::flat_buffer buffer;
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(options_.max_body_bytes);
     parser.header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
-    stream.expires_after(options_.idle_timeout);
+    conn.phase = Connection::Phase::kWaiting;
+    conn.since = now_;
     boost::system::error_code ec;
-    co_await http::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, ec));
+    co_await http::async_read(conn.socket, buffer, parser,
+                              asio::redirect_error(asio::use_awaitable, ec));
     if (ec == http::error::body_limit || ec == http::error::header_limit) {
       const bool body = ec == http::error::body_limit;
-      http::response<http::string_body> res{body ? http::status::payload_too_large
-                                                 : http::status::request_header_fields_too_large,
-                                            11};
-      res.set(http::field::content_type, "application/json");
-      res.set(http::field::connection, "close");
-      res.body() = body ? "{\"error\":\"request body exceeds max_body_bytes (" +
-                              std::to_string(options_.max_body_bytes) + " bytes)\"}"
-                        : std::string(R"({"error":"request headers too large"})");
-      res.prepare_payload();
-      co_await http::async_write(stream, res, asio::redirect_error(asio::use_awaitable, ec));
+      const std::string text = body ? "{\"error\":\"request body exceeds max_body_bytes (" +
+                                          std::to_string(options_.max_body_bytes) + " bytes)\"}"
+                                    : std::string(R"({"error":"request headers too large"})");
+      const std::string head =
+          std::string(body ? "HTTP/1.1 413 Payload Too Large\r\n"
+                           : "HTTP/1.1 431 Request Header Fields Too Large\r\n") +
+          "Server: toolbridge\r\nContent-Type: application/json\r\nConnection: close\r\n"
+          "Content-Length: " +
+          std::to_string(text.size()) + "\r\n\r\n" + text;
+      conn.phase = Connection::Phase::kWriting;
+      co_await asio::async_write(conn.socket, asio::buffer(head),
+                                 asio::redirect_error(asio::use_awaitable, ec));
       break;
     }
-    if (ec) break;  // closed, timed out, or not HTTP: nothing to answer
+    if (ec) break;  // closed, timed out, evicted, or not HTTP: nothing to answer
     Request req = parser.release();
-    BeastExchange exchange(stream, req);
+    conn.phase = Connection::Phase::kHandling;
+    conn.since = now_;
+    BeastExchange exchange(conn, req, now_);
     co_await handler_(exchange);
+    conn.on_peer_closed = nullptr;
     if (!exchange.replied()) {
-      co_await exchange.reply(http::status::internal_server_error, "text/plain", std::string("no response\n"), {});
+      co_await exchange.reply(http::status::internal_server_error, "text/plain",
+                              std::string("no response\n"), {});
     } else if (exchange.streaming()) {
       co_await exchange.end_stream();
     }
     if (exchange.broken() || !req.keep_alive() || stopping_) break;
   }
-  open_.erase(raw);
+  open_.erase(&conn);
+  if (conn.counted) {
+    --live_;
+    if (--per_client_[conn.client] == 0) per_client_.erase(conn.client);
+  }
   boost::system::error_code ec;
-  stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  conn.socket.shutdown(tcp::socket::shutdown_send, ec);
+}
+
+void HttpServer::schedule_sweep() {
+  // Often enough that each timeout holds to within a quarter of itself.
+  const auto shortest = std::min(options_.idle_timeout, options_.write_timeout);
+  const auto interval = std::clamp<std::chrono::milliseconds>(
+      shortest / 4, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+  sweep_timer_.expires_after(interval);
+  sweep_timer_.async_wait([this](boost::system::error_code ec) {
+    if (ec || stopping_) return;
+    sweep();
+    schedule_sweep();
+  });
+}
+
+void HttpServer::sweep() {
+  const auto previous = now_;
+  now_ = SweepClock::now();
+  std::vector<std::function<void()>> closed_peers;
+  for (auto* c : open_) {
+    if (!c->socket.is_open()) continue;
+    const auto elapsed = now_ - c->since;
+    if (c->phase == Connection::Phase::kWaiting && elapsed > options_.idle_timeout) {
+      ++counters_.idle_closed;
+      c->close();
+    } else if (c->phase == Connection::Phase::kWriting && elapsed > options_.write_timeout) {
+      ++counters_.write_timeouts;
+      spdlog::debug("closing a connection from {}: the client did not read its answer for {} ms",
+                    c->client, options_.write_timeout.count());
+      c->abort();
+    } else if (c->phase == Connection::Phase::kHandling && c->on_peer_closed &&
+               c->since < previous) {
+      // Handled for at least one sweep: did the client hang up meanwhile?
+      char byte;
+      const ssize_t n = ::recv(c->socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
+        closed_peers.push_back(std::move(c->on_peer_closed));
+        c->on_peer_closed = nullptr;
+      }
+    }
+  }
+  // Run outside the loop: a callback may end handlers and so change open_.
+  for (auto& callback : closed_peers) asio::post(io_, std::move(callback));
 }
 
 }  // namespace toolbridge::transport

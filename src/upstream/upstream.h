@@ -62,6 +62,8 @@ class Upstream : public std::enable_shared_from_this<Upstream>, private Supervis
   // per_session: ends the binding of `key` at once: stops its instance (calls in flight fail)
   // and removes its directory. Returns the number of instances released (0 or 1).
   std::size_t release(const std::string& key);
+  // per_session: an instance is bound to `key`.
+  bool bound(const std::string& key) const { return bindings_.contains(key); }
   // per_session: releases bindings unused since `cutoff` with no call in flight, unless `keep`.
   void release_idle(Clock::time_point cutoff, const std::function<bool(const std::string&)>& keep);
 

@@ -1,0 +1,42 @@
+#pragma once
+// The open downstream sessions, counted per client address so that one client cannot take the
+// whole table: at a cap, the session idle longest (nothing in flight, no open stream) is the
+// one to close, and only when every session under the cap is busy is a new one refused.
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "gateway/session.h"
+
+namespace toolbridge::gateway {
+
+class SessionTable {
+ public:
+  using Map = std::unordered_map<std::string, std::shared_ptr<Session>>;
+
+  std::shared_ptr<Session> add(boost::asio::io_context& io, const std::string& client);
+  std::shared_ptr<Session> find(std::string_view id) const;
+  // Forgets `session` if it is the one registered under its id.
+  void erase(const std::shared_ptr<Session>& session);
+  Map::iterator erase(Map::iterator it);
+  void clear();
+
+  std::size_t size() const { return sessions_.size(); }
+  std::size_t count_of(const std::string& client) const;
+  bool contains(const std::string& id) const { return sessions_.contains(id); }
+  // The idle session (of `client`, or of anyone if null) seen longest ago; null if all are busy.
+  std::shared_ptr<Session> idle_longest(const std::string* client) const;
+
+  Map::iterator begin() { return sessions_.begin(); }
+  Map::iterator end() { return sessions_.end(); }
+
+ private:
+  void uncount(const Session& s);
+
+  Map sessions_;
+  std::unordered_map<std::string, std::size_t> per_client_;
+};
+
+}  // namespace toolbridge::gateway
