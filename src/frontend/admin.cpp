@@ -2,6 +2,7 @@
 
 #include <boost/beast/http.hpp>
 
+#include "call/trajectory_name.h"
 #include "frontend/origin_guard.h"
 #include "frontend/router.h"
 #include "json/envelope.h"
@@ -54,13 +55,15 @@ asio::awaitable<void> Admin::release(transport::Exchange& ex, std::string_view p
   const std::string origin = header(req, "Origin");
   const bool forbidden = !origin_allowed(origin, gateway_.config().gateway.allowed_origins);
   const bool bad_method = req.method() != http::verb::delete_;
-  if (forbidden || bad_method || name.empty() || name.size() > 256) {
+  const std::string bad_name = gateway::trajectory_name_error(name);
+  if (forbidden || bad_method || !bad_name.empty()) {
     const auto status = forbidden    ? http::status::forbidden
                         : bad_method ? http::status::method_not_allowed
                                      : http::status::bad_request;
     std::string message =
         "DELETE /sessions/NAME releases the per_session instances of session or trajectory NAME "
-        "(1 to 256 characters, percent-encoded)";
+        "(percent-encoded)";
+    if (!bad_name.empty()) message += ": " + bad_name;
     if (forbidden)
       message = "Forbidden: Origin '" + origin + "' is not allowed (gateway.allowed_origins)";
     const std::string body = json::make_error({}, json::kInvalidRequest, message);
