@@ -116,9 +116,29 @@ int serve(const std::string& config_path, const std::string& listen, const std::
   return 0;
 }
 
+// Stdio servers whose command would not start: not on the PATH they get, or not executable.
+// A cwd naming ${session.dir} only exists at run time, so such a relative command is not checked.
+int report_missing_commands(const config::Config& cfg) {
+  int missing = 0;
+  for (const auto& s : cfg.servers) {
+    if (s.command.empty() || !s.enabled) continue;
+    const bool runtime_cwd = s.cwd.find("${session.") != std::string::npos;
+    if (runtime_cwd && s.command.find('/') != std::string::npos && s.command.front() != '/')
+      continue;
+    process::Spec spec{
+        {s.command}, process::build_env(s.env, s.inherit_env), runtime_cwd ? "" : s.cwd};
+    if (std::string error; process::find_executable(spec, error).empty()) {
+      std::cerr << cfg.source << ": servers." << s.name << ".command: " << error << "\n";
+      ++missing;
+    }
+  }
+  return missing;
+}
+
 int check_config(const std::string& path) {
   try {
     const config::Config cfg = load(path);
+    if (report_missing_commands(cfg) > 0) return 1;
     std::cout << cfg.source << ": OK, " << cfg.servers.size() << " server(s)";
     for (const auto& s : cfg.servers)
       std::cout << (&s == &cfg.servers.front() ? ": " : ", ") << s.name;

@@ -76,6 +76,14 @@ void close_fd(int& fd) {
 
 }  // namespace
 
+std::string find_executable(const Spec& spec, std::string& error) {
+  if (spec.argv.empty() || spec.argv[0].empty()) {
+    error = "empty command";
+    return {};
+  }
+  return resolve(spec.argv[0], spec.env, spec.cwd, error);
+}
+
 std::map<std::string, std::string> build_env(const std::map<std::string, std::string>& configured,
                                              const std::vector<std::string>& extra_names) {
   std::map<std::string, std::string> env;
@@ -212,11 +220,7 @@ __attribute__((no_sanitize("address", "undefined"))) int child_main(void* arg) {
 
 // The executable to run, or empty with `error` set (missing command, missing cwd).
 std::string check_spec(const Spec& spec, std::string& error) {
-  if (spec.argv.empty() || spec.argv[0].empty()) {
-    error = "empty command";
-    return {};
-  }
-  std::string exe = resolve(spec.argv[0], spec.env, spec.cwd, error);
+  std::string exe = find_executable(spec, error);
   if (exe.empty()) return {};
   if (!spec.cwd.empty()) {
     struct stat st {};

@@ -23,6 +23,11 @@ struct Spec {
 std::map<std::string, std::string> build_env(const std::map<std::string, std::string>& configured,
                                              const std::vector<std::string>& extra_names);
 
+// The file argv[0] of `spec` runs: a path as given (relative to spec.cwd when it has a '/'),
+// or the first executable match on the PATH of spec.env. Empty, with `error` saying why (not
+// found on PATH, not executable), when there is none; Child::spawn reports the same message.
+std::string find_executable(const Spec& spec, std::string& error);
+
 // A running child. Owns its pipes, its pid and its cgroup; destruction kills the whole group
 // and cgroup and reaps, so no path leaves a process behind, not even one that called setsid().
 class Child {
