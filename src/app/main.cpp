@@ -1,8 +1,8 @@
 // toolbridge: one MCP endpoint in front of supervised MCP servers.
 #include <signal.h>
-#include <sys/resource.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -16,6 +16,7 @@
 #include "app/commands.h"
 #include "config/config.h"
 #include "frontend/server.h"
+#include "process/cgroup_tree.h"
 #include "process/child.h"
 
 namespace asio = boost::asio;
@@ -31,7 +32,8 @@ std::string exe_dir() {
 
 config::Config load(const std::string& path) {
   if (path.empty()) {
-    return config::load_text(app::default_config_yaml(exe_dir()), "<embedded default config>", false);
+    return config::load_text(app::default_config_yaml(exe_dir()), "<embedded default config>",
+                             false);
   }
   return config::load_file(path);
 }
@@ -41,7 +43,8 @@ bool apply_listen(const std::string& listen, config::Gateway& g) {
   const auto colon = listen.rfind(':');
   if (colon == std::string::npos) return false;
   std::string host = listen.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   char* end = nullptr;
   const long port = std::strtol(listen.c_str() + colon + 1, &end, 10);
   if (*end != '\0' || port < 0 || port > 65535 || colon + 1 == listen.size()) return false;
@@ -70,6 +73,11 @@ int serve(const std::string& config_path, const std::string& listen, const std::
     lim.rlim_cur = lim.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &lim);
   }
+  // One cgroup per instance keeps what a server's children setsid() away from killable; made
+  // before the watchdog, which destroys the tree if the gateway dies by SIGKILL.
+  if (std::string why; !process::cgroups::enable(why)) {
+    spdlog::info("no cgroup v2 for server instances ({}): containment by process group", why);
+  }
   // Before any thread: the watchdog that kills children's process groups if we die by SIGKILL.
   process::GroupReaper::start();
 
@@ -79,14 +87,17 @@ int serve(const std::string& config_path, const std::string& listen, const std::
     std::cerr << "toolbridge: " << err << "\n";
     return 1;
   }
-  std::string shown_host = cfg.gateway.host.find(':') != std::string::npos ? "[" + cfg.gateway.host + "]" : cfg.gateway.host;
+  std::string shown_host = cfg.gateway.host.find(':') != std::string::npos
+                               ? "[" + cfg.gateway.host + "]"
+                               : cfg.gateway.host;
   std::cout << "listening on http://" << shown_host << ":" << gw.port() << std::endl;
   spdlog::info("toolbridge serving MCP at http://{}:{}/mcp with {} server(s) from {}", shown_host,
                gw.port(), cfg.servers.size(), cfg.source);
 
   asio::signal_set signals(io, SIGINT, SIGTERM);
   bool stopping = false;
-  std::function<void(boost::system::error_code, int)> on_signal = [&](boost::system::error_code ec, int sig) {
+  std::function<void(boost::system::error_code, int)> on_signal = [&](boost::system::error_code ec,
+                                                                      int sig) {
     if (ec) return;
     if (stopping) {
       spdlog::warn("second signal: exiting now");
@@ -100,15 +111,37 @@ int serve(const std::string& config_path, const std::string& listen, const std::
   signals.async_wait(on_signal);
   io.run();
   process::GroupReaper::stop();
+  process::cgroups::disable();
   spdlog::info("stopped");
   return 0;
+}
+
+// Stdio servers whose command would not start: not on the PATH they get, or not executable.
+// A cwd naming ${session.dir} only exists at run time, so such a relative command is not checked.
+int report_missing_commands(const config::Config& cfg) {
+  int missing = 0;
+  for (const auto& s : cfg.servers) {
+    if (s.command.empty() || !s.enabled) continue;
+    const bool runtime_cwd = s.cwd.find("${session.") != std::string::npos;
+    if (runtime_cwd && s.command.find('/') != std::string::npos && s.command.front() != '/')
+      continue;
+    process::Spec spec{
+        {s.command}, process::build_env(s.env, s.inherit_env), runtime_cwd ? "" : s.cwd};
+    if (std::string error; process::find_executable(spec, error).empty()) {
+      std::cerr << cfg.source << ": servers." << s.name << ".command: " << error << "\n";
+      ++missing;
+    }
+  }
+  return missing;
 }
 
 int check_config(const std::string& path) {
   try {
     const config::Config cfg = load(path);
+    if (report_missing_commands(cfg) > 0) return 1;
     std::cout << cfg.source << ": OK, " << cfg.servers.size() << " server(s)";
-    for (const auto& s : cfg.servers) std::cout << (&s == &cfg.servers.front() ? ": " : ", ") << s.name;
+    for (const auto& s : cfg.servers)
+      std::cout << (&s == &cfg.servers.front() ? ": " : ", ") << s.name;
     std::cout << "\n";
     return 0;
   } catch (const config::ConfigError& e) {
@@ -130,8 +163,10 @@ int main(int argc, char** argv) {
 
   std::string config_path, listen, log_level;
   auto* serve_cmd = app.add_subcommand("serve", "Run the gateway");
-  serve_cmd->add_option("-c,--config", config_path, "YAML or mcpServers JSON file (default: embedded config)");
-  serve_cmd->add_option("-l,--listen", listen, "HOST:PORT to listen on (overrides the config; port 0 picks one)");
+  serve_cmd->add_option("-c,--config", config_path,
+                        "YAML or mcpServers JSON file (default: embedded config)");
+  serve_cmd->add_option("-l,--listen", listen,
+                        "HOST:PORT to listen on (overrides the config; port 0 picks one)");
   serve_cmd->add_option("--log-level", log_level, "trace, debug, info, warn, error");
 
   std::string check_path;
@@ -146,7 +181,8 @@ int main(int argc, char** argv) {
   std::string name, json_args;
   std::vector<std::string> kv;
   bool raw = false;
-  auto* call_cmd = app.add_subcommand("call", "Call a tool on a running gateway: call NAME key=value ...");
+  auto* call_cmd =
+      app.add_subcommand("call", "Call a tool on a running gateway: call NAME key=value ...");
   call_cmd->add_option("name", name, "tool name as listed by `toolbridge tools`")->required();
   call_cmd->add_option("args", kv, "arguments as key=value (values that parse as JSON are JSON)");
   call_cmd->add_option("--json", json_args, "arguments as one JSON object");
@@ -154,10 +190,12 @@ int main(int argc, char** argv) {
   call_cmd->add_flag("--raw", raw, "print the raw tools/call result");
 
   std::string only_server;
-  auto* stdio_cmd = app.add_subcommand(
-      "stdio", "Serve MCP on stdin/stdout, forwarding to a running gateway (for clients that launch a command)");
+  auto* stdio_cmd = app.add_subcommand("stdio",
+                                       "Serve MCP on stdin/stdout, forwarding to a running gateway "
+                                       "(for clients that launch a command)");
   stdio_cmd->add_option("-u,--url", url, "gateway MCP endpoint (env TOOLBRIDGE_URL)");
-  stdio_cmd->add_option("-s,--server", only_server, "expose only this server's tools and prompts, unprefixed");
+  stdio_cmd->add_option("-s,--server", only_server,
+                        "expose only this server's tools and prompts, unprefixed");
 
   CLI11_PARSE(app, argc, argv);
   if (*serve_cmd) return serve(config_path, listen, log_level);

@@ -15,6 +15,10 @@ namespace toolbridge::config {
 // std::chrono::milliseconds' range.
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text);
 
+// The longest duration a config key accepts: 30 days. Longer ones overflow the clock's
+// nanoseconds once added to "now" (2562048h is the int64 limit), and no timeout means that.
+inline constexpr std::chrono::milliseconds kMaxConfigDuration = std::chrono::hours(720);
+
 // The shortest form parse_duration reads back exactly: "250ms", "30s", "1.5s", "1m30s", "2h".
 std::string format_duration(std::chrono::milliseconds d);
 

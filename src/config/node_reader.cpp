@@ -107,6 +107,11 @@ Duration NodeReader::duration(const Node& n, std::string_view path, bool allow_z
   if (n.kind == Node::Kind::kScalar) {
     if (auto d = parse_duration(n.scalar)) {
       if (d->count() == 0 && !allow_zero) fail(n.mark, path, "must be longer than 0");
+      if (*d > kMaxConfigDuration) {
+        fail(n.mark, path,
+             fmt::format("{} is longer than the limit of {} (30 days)", n.scalar,
+                         format_duration(kMaxConfigDuration)));
+      }
       return *d;
     }
   }

@@ -128,12 +128,17 @@ void read_args(const NodeReader& r, const Entry& e, const std::string& p, Server
     d.server.args.push_back(r.text(list[i], item_path(p, i)));
 }
 
+// A value may name a variable of the gateway's environment as ${env:NAME}; an unset one is an
+// error at load, not literal text the server would receive.
 void read_env(const NodeReader& r, const Entry& e, const std::string& p, ServerDraft& d) {
   for (const Entry& var : r.entries(e.value, p)) {
     if (var.key.empty() || var.key.find('=') != std::string::npos) {
       r.fail(var.key_mark, p, fmt::format("'{}' is not an environment variable name", var.key));
     }
-    if (!d.server.env.emplace(var.key, r.text(var.value, join_path(p, var.key))).second) {
+    const std::string path = join_path(p, var.key);
+    Expansion value = expand_env_refs(r.text(var.value, path));
+    if (!value.error.empty()) r.fail(var.value.mark, path, value.error);
+    if (!d.server.env.emplace(var.key, std::move(value.text)).second) {
       r.fail(var.key_mark, p, fmt::format("duplicate variable '{}'", var.key));
     }
   }

@@ -1,6 +1,7 @@
 #pragma once
 // One tree for both config formats, so validation is written once and every node knows where it
 // was written. Internal to the config component.
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,12 @@ struct Entry {
 // Throws ConfigError "SOURCE:LINE:COL: PATH: MESSAGE" (position and path left out when unknown).
 [[noreturn]] void throw_config_error(const std::string& source, Mark mark, std::string_view path,
                                      std::string_view message);
+
+// Bounds on a YAML document with its aliases expanded (each use of an alias counts again), so an
+// alias bomb is a config error rather than the gateway running out of memory.
+inline constexpr std::size_t kMaxYamlNodes = 100'000;
+inline constexpr std::size_t kMaxYamlTextBytes = 16 * 1024 * 1024;  // keys and scalars
+inline constexpr int kMaxYamlDepth = 64;
 
 // Each throws ConfigError with the position of the first syntax error.
 Node parse_yaml(const std::string& text, const std::string& source);

@@ -27,7 +27,12 @@ Expansion expand_env_refs(std::string_view raw) {
       return {{}, fmt::format("'{}' is not an environment variable name", name)};
     }
     const char* env = std::getenv(name.c_str());
-    if (!env) return {{}, fmt::format("environment variable {} is not set", name)};
+    if (!env) {
+      return {{},
+              fmt::format("environment variable {} (from ${{env:{}}}) is not set in the "
+                          "gateway's environment",
+                          name, name)};
+    }
     out.text.append(raw.substr(at, open - at));
     out.text += env;
     at = close + 1;

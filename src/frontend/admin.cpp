@@ -2,6 +2,7 @@
 
 #include <boost/beast/http.hpp>
 
+#include "call/trajectory_name.h"
 #include "frontend/client_identity.h"
 #include "frontend/router.h"
 #include "json/envelope.h"
@@ -54,11 +55,13 @@ asio::awaitable<void> Admin::release(transport::Exchange& ex, std::string_view p
   std::string refused;
   const std::string owner = owner_of(ex, refused);
   const bool bad_method = req.method() != http::verb::delete_;
-  if (bad_method || name.empty() || name.size() > 256 || owner.empty()) {
+  const std::string bad_name = gateway::trajectory_name_error(name);
+  if (bad_method || !bad_name.empty() || owner.empty()) {
     const auto status = bad_method ? http::status::method_not_allowed : http::status::bad_request;
     std::string message =
         "DELETE /sessions/NAME releases the per_session instances of session or trajectory NAME "
-        "(1 to 256 characters, percent-encoded)";
+        "(percent-encoded)";
+    if (!bad_name.empty()) message += ": " + bad_name;
     if (owner.empty() && !bad_method) message = refused;
     const std::string body = json::make_error({}, json::kInvalidRequest, message);
     const transport::Headers allow{{"Allow", "DELETE"}};

@@ -5,6 +5,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/json.hpp>
 
+#include "call/trajectory_name.h"
 #include "gateway/gateway.h"
 #include "mcp/protocol.h"
 
@@ -48,9 +49,10 @@ std::string take_meta(Call& call, std::string_view raw_meta) {
   if (const auto* t = meta.if_contains("progressToken")) call.progress_token = bj::serialize(*t);
   bool changed = false;
   if (const auto* t = meta.if_contains(kSessionMeta)) {
-    if (!t->is_string() || t->as_string().empty() || t->as_string().size() > 256) {
-      return std::string("_meta[\"") + std::string(kSessionMeta) +
-             "\"] must be a string of 1 to 256 characters";
+    const std::string where = "_meta[\"" + std::string(kSessionMeta) + "\"]";
+    if (!t->is_string()) return where + " must be a string; " + std::string(kTrajectoryNameRule);
+    if (std::string why = trajectory_name_error(t->as_string()); !why.empty()) {
+      return where + ": " + why;
     }
     call.trajectory = std::string(t->as_string());
     meta.erase(kSessionMeta);
@@ -245,9 +247,13 @@ void Methods::release(const Incoming& in) {
   // Frees a trajectory's per_session instances now (its name, or this session's own).
   const bj::object p = parse_object(in.params());
   const bj::value* named = p.if_contains("session");
-  if (named && (!named->is_string() || named->as_string().empty())) {
+  if (named && !named->is_string()) {
     return answer(
         in, json::make_error(in.id, json::kInvalidParams, "'session' must be a non-empty string"));
+  }
+  if (std::string why = named ? trajectory_name_error(named->as_string()) : std::string();
+      !why.empty()) {
+    return answer(in, json::make_error(in.id, json::kInvalidParams, "'session': " + why));
   }
   const std::string key = named ? std::string(named->as_string()) : in.session->id();
   std::string refused;

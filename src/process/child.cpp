@@ -2,9 +2,9 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
-#include <sched.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -17,18 +17,21 @@
 #include <cstring>
 #include <set>
 
+#include "process/cgroup_tree.h"
+#include "process/process_tree.h"
+
 extern char** environ;
 
 namespace toolbridge::process {
 
 namespace {
 
-constexpr const char* kAllowlist[] = {"PATH",   "HOME",   "USER",     "LOGNAME", "SHELL",
-                                      "LANG",   "LC_ALL", "LC_CTYPE", "TZ",      "TMPDIR",
-                                      "TERM",   "SYSTEMROOT"};
+constexpr const char* kAllowlist[] = {"PATH",  "HOME",   "USER",   "LOGNAME",
+                                      "SHELL", "LANG",   "LC_ALL", "LC_CTYPE",
+                                      "TZ",    "TMPDIR", "TERM",   "SYSTEMROOT"};
 
 bool is_executable(const std::string& path) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
 }
 
@@ -62,7 +65,9 @@ std::string resolve(const std::string& cmd, const std::map<std::string, std::str
   return {};
 }
 
-bool make_pipe(int fds[2]) { return ::pipe2(fds, O_CLOEXEC) == 0; }
+bool make_pipe(int fds[2]) {
+  return ::pipe2(fds, O_CLOEXEC) == 0;
+}
 
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
@@ -70,6 +75,14 @@ void close_fd(int& fd) {
 }
 
 }  // namespace
+
+std::string find_executable(const Spec& spec, std::string& error) {
+  if (spec.argv.empty() || spec.argv[0].empty()) {
+    error = "empty command";
+    return {};
+  }
+  return resolve(spec.argv[0], spec.env, spec.cwd, error);
+}
 
 std::map<std::string, std::string> build_env(const std::map<std::string, std::string>& configured,
                                              const std::vector<std::string>& extra_names) {
@@ -84,7 +97,9 @@ std::map<std::string, std::string> build_env(const std::map<std::string, std::st
   return env;
 }
 
-Child::Child(Child&& other) noexcept { *this = std::move(other); }
+Child::Child(Child&& other) noexcept {
+  *this = std::move(other);
+}
 
 Child& Child::operator=(Child&& other) noexcept {
   if (this != &other) {
@@ -94,17 +109,21 @@ Child& Child::operator=(Child&& other) noexcept {
     stdin_ = std::exchange(other.stdin_, -1);
     stdout_ = std::exchange(other.stdout_, -1);
     stderr_ = std::exchange(other.stderr_, -1);
+    cgroup_ = std::exchange(other.cgroup_, {});
     reaped_ = std::exchange(other.reaped_, false);
     status_ = other.status_;
   }
   return *this;
 }
 
-Child::~Child() { reset(); }
+Child::~Child() {
+  reset();
+}
 
 void Child::reset() noexcept {
   if (pid_ > 0 && !reaped_) {
     // Last resort: the orderly stop ladder lives in the instance; here nothing may survive.
+    kill_descendants(SIGKILL);
     ::kill(-pid_, SIGKILL);
     int status = 0;
     while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
@@ -112,6 +131,8 @@ void Child::reset() noexcept {
     reaped_ = true;
   }
   if (pid_ > 0) GroupReaper::remove(pid_);
+  // Whatever left the group with setsid() and is still in the instance's cgroup dies here.
+  cgroups::remove_leaf(std::exchange(cgroup_, {}));
   close_fd(pidfd_);
   close_fd(stdin_);
   close_fd(stdout_);
@@ -120,10 +141,19 @@ void Child::reset() noexcept {
   reaped_ = false;
 }
 
-void Child::close_stdin() { close_fd(stdin_); }
+void Child::close_stdin() {
+  close_fd(stdin_);
+}
 
 void Child::signal_group(int sig) const {
-  if (pid_ > 0 && !reaped_) ::kill(-pid_, sig);
+  if (pid_ <= 0 || reaped_) return;
+  kill_descendants(sig);
+  ::kill(-pid_, sig);
+}
+
+void Child::kill_descendants(int sig) const {
+  if (!cgroup_.empty()) return cgroups::signal_all(cgroup_, sig);
+  for (pid_t p : descendants_of(pid_)) ::kill(p, sig);
 }
 
 bool Child::try_reap() {
@@ -133,8 +163,10 @@ bool Child::try_reap() {
   if (r == pid_) {
     reaped_ = true;
     status_ = status;
-    // The leader is gone; members it left in the group (daemonised helpers) go with it.
+    // The leader is gone; members it left in the group or its cgroup (daemonised helpers) go
+    // with it.
     ::kill(-pid_, SIGKILL);
+    cgroups::signal_all(cgroup_, SIGKILL);
   }
   return reaped_;
 }
@@ -146,7 +178,8 @@ struct ChildSetup {
   const char* exe;
   char** argv;
   char** envp;
-  const char* cwd;  // null: inherit
+  const char* cwd;   // null: inherit
+  int cgroup_procs;  // the instance's cgroup.procs, or -1 without cgroups
   int in, out, err, report;
   pid_t parent;
   sigset_t parent_mask;
@@ -155,6 +188,8 @@ struct ChildSetup {
 // Not instrumented: it runs on a stack the sanitizers do not know, sharing our memory.
 __attribute__((no_sanitize("address", "undefined"))) int child_main(void* arg) {
   const auto& s = *static_cast<const ChildSetup*>(arg);
+  // First, so that everything it ever forks is in the instance's cgroup.
+  if (s.cgroup_procs >= 0) (void)!::write(s.cgroup_procs, "0", 1);
   for (int sig = 1; sig < NSIG; ++sig) ::signal(sig, SIG_DFL);
   sigset_t none;
   sigemptyset(&none);
@@ -167,7 +202,8 @@ __attribute__((no_sanitize("address", "undefined"))) int child_main(void* arg) {
   ::dup2(s.err, 2);
   ::fcntl(s.report, F_SETFD, FD_CLOEXEC);
   // Close every other inherited descriptor (listening sockets, other children's pipes).
-  if (s.report > 3 && ::syscall(SYS_close_range, 3U, static_cast<unsigned>(s.report - 1), 0U) != 0) {
+  if (s.report > 3 &&
+      ::syscall(SYS_close_range, 3U, static_cast<unsigned>(s.report - 1), 0U) != 0) {
     for (int fd = 3; fd < s.report; ++fd) ::close(fd);
   }
   ::syscall(SYS_close_range, static_cast<unsigned>(s.report + 1), ~0U, 0U);
@@ -182,23 +218,82 @@ __attribute__((no_sanitize("address", "undefined"))) int child_main(void* arg) {
   ::_exit(127);
 }
 
+// The executable to run, or empty with `error` set (missing command, missing cwd).
+std::string check_spec(const Spec& spec, std::string& error) {
+  std::string exe = find_executable(spec, error);
+  if (exe.empty()) return {};
+  if (!spec.cwd.empty()) {
+    struct stat st {};
+    if (::stat(spec.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      error = "working directory '" + spec.cwd + "' does not exist";
+      return {};
+    }
+  }
+  return exe;
+}
+
+// The four pipes of a spawn: the child's stdin, stdout, stderr and its exec error report.
+struct Pipes {
+  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, exec_err[2] = {-1, -1};
+  bool open(std::string& error) {
+    if (make_pipe(in) && make_pipe(out) && make_pipe(err) && make_pipe(exec_err)) return true;
+    error = std::string("pipe: ") + std::strerror(errno);
+    close_all();
+    return false;
+  }
+  void close_child_ends() {
+    close_fd(in[0]);
+    close_fd(out[1]);
+    close_fd(err[1]);
+    close_fd(exec_err[1]);
+  }
+  void close_all() {
+    for (int* p : {in, out, err, exec_err}) {
+      close_fd(p[0]);
+      close_fd(p[1]);
+    }
+  }
+};
+
+// clone(CLONE_VM | CLONE_VFORK), as posix_spawn does: no page tables are copied (fork of a
+// gateway with 1,000 instances costs milliseconds on its only thread), and the parent resumes
+// once the child has exec'd or failed to. The child runs on its own stack in our memory, so
+// every signal stays blocked until it has reset all handlers to their defaults.
+pid_t clone_child(ChildSetup& setup, int& clone_errno) {
+  sigset_t all;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &setup.parent_mask);
+  constexpr std::size_t kStackBytes = 256 * 1024;
+  void* stack = ::mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  pid_t pid = -1;
+  clone_errno = ENOMEM;
+  if (stack != MAP_FAILED) {
+    pid = ::clone(child_main, static_cast<char*>(stack) + kStackBytes,
+                  CLONE_VM | CLONE_VFORK | SIGCHLD, &setup);
+    clone_errno = errno;
+    ::munmap(stack, kStackBytes);
+  }
+  ::pthread_sigmask(SIG_SETMASK, &setup.parent_mask, nullptr);
+  return pid;
+}
+
+// The errno the child reported from chdir or execve; 0 once it has exec'd.
+int exec_error(int& report_fd) {
+  int child_errno = 0;
+  ssize_t n;
+  while ((n = ::read(report_fd, &child_errno, sizeof child_errno)) < 0 && errno == EINTR) {
+  }
+  close_fd(report_fd);
+  return n == sizeof child_errno ? child_errno : 0;
+}
+
 }  // namespace
 
 Child Child::spawn(const Spec& spec, std::string& error) {
   Child child;
-  if (spec.argv.empty() || spec.argv[0].empty()) {
-    error = "empty command";
-    return child;
-  }
-  const std::string exe = resolve(spec.argv[0], spec.env, spec.cwd, error);
+  const std::string exe = check_spec(spec, error);
   if (exe.empty()) return child;
-  if (!spec.cwd.empty()) {
-    struct stat st{};
-    if (::stat(spec.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      error = "working directory '" + spec.cwd + "' does not exist";
-      return child;
-    }
-  }
 
   // Everything the child touches is prepared before clone.
   std::vector<std::string> env_strings;
@@ -209,62 +304,42 @@ Child Child::spawn(const Spec& spec, std::string& error) {
   for (auto& e : env_strings) envp.push_back(e.data());
   envp.push_back(nullptr);
 
-  int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, exec_err[2] = {-1, -1};
-  if (!make_pipe(in) || !make_pipe(out) || !make_pipe(err) || !make_pipe(exec_err)) {
-    error = std::string("pipe: ") + std::strerror(errno);
-    for (int* p : {in, out, err, exec_err}) {
-      close_fd(p[0]);
-      close_fd(p[1]);
-    }
-    return child;
-  }
-  // clone(CLONE_VM | CLONE_VFORK), as posix_spawn does: no page tables are copied (fork of a
-  // gateway with 1,000 instances costs milliseconds on its only thread), and the parent resumes
-  // once the child has exec'd or failed to. The child runs on its own stack in our memory, so
-  // every signal stays blocked until it has reset all handlers to their defaults.
-  ChildSetup setup{exe.c_str(), argv.data(), envp.data(), spec.cwd.empty() ? nullptr : spec.cwd.c_str(),
-                   in[0], out[1], err[1], exec_err[1], ::getpid(), {}};
-  sigset_t all;
-  sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &setup.parent_mask);
-  constexpr std::size_t kStackBytes = 256 * 1024;
-  void* stack = ::mmap(nullptr, kStackBytes, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  pid_t pid = -1;
-  int fork_errno = ENOMEM;
-  if (stack != MAP_FAILED) {
-    pid = ::clone(child_main, static_cast<char*>(stack) + kStackBytes,
-                  CLONE_VM | CLONE_VFORK | SIGCHLD, &setup);
-    fork_errno = errno;
-    ::munmap(stack, kStackBytes);
-  }
-  ::pthread_sigmask(SIG_SETMASK, &setup.parent_mask, nullptr);
-  ::close(in[0]);
-  ::close(out[1]);
-  ::close(err[1]);
-  ::close(exec_err[1]);
+  Pipes pipes;
+  if (!pipes.open(error)) return child;
+  std::string cgroup = cgroups::make_leaf();
+  const std::string procs_path = cgroup + "/cgroup.procs";
+  const int cgroup_procs = cgroup.empty() ? -1 : ::open(procs_path.c_str(), O_WRONLY | O_CLOEXEC);
+  ChildSetup setup{exe.c_str(),
+                   argv.data(),
+                   envp.data(),
+                   spec.cwd.empty() ? nullptr : spec.cwd.c_str(),
+                   cgroup_procs,
+                   pipes.in[0],
+                   pipes.out[1],
+                   pipes.err[1],
+                   pipes.exec_err[1],
+                   ::getpid(),
+                   {}};
+  int clone_errno = 0;
+  const pid_t pid = clone_child(setup, clone_errno);
+  if (cgroup_procs >= 0) ::close(cgroup_procs);
+  pipes.close_child_ends();
   if (pid < 0) {
-    error = std::string("clone: ") + std::strerror(fork_errno);
-    ::close(in[1]);
-    ::close(out[0]);
-    ::close(err[0]);
-    ::close(exec_err[0]);
+    error = std::string("clone: ") + std::strerror(clone_errno);
+    pipes.close_all();
+    cgroups::remove_leaf(cgroup);
     return child;
   }
   // Set the group from this side too, so a signal to -pid cannot race the child's setpgid.
   ::setpgid(pid, pid);
   child.pid_ = pid;
-  child.stdin_ = in[1];
-  child.stdout_ = out[0];
-  child.stderr_ = err[0];
+  child.cgroup_ = std::move(cgroup);
+  child.stdin_ = std::exchange(pipes.in[1], -1);
+  child.stdout_ = std::exchange(pipes.out[0], -1);
+  child.stderr_ = std::exchange(pipes.err[0], -1);
   GroupReaper::add(pid);
 
-  int child_errno = 0;
-  ssize_t n;
-  while ((n = ::read(exec_err[0], &child_errno, sizeof child_errno)) < 0 && errno == EINTR) {
-  }
-  ::close(exec_err[0]);
-  if (n == sizeof child_errno) {
+  if (const int child_errno = exec_error(pipes.exec_err[0])) {
     error = "cannot execute '" + exe + "': " + std::strerror(child_errno);
     child.reset();
     return child;
@@ -284,7 +359,8 @@ std::string describe_status(int status) {
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
     const char* name = sigabbrev_np(sig);
-    return "killed by signal " + std::to_string(sig) + (name ? std::string(" (SIG") + name + ")" : "");
+    return "killed by signal " + std::to_string(sig) +
+           (name ? std::string(" (SIG") + name + ")" : "");
   }
   return "ended with status " + std::to_string(status);
 }
@@ -313,12 +389,16 @@ void send_to_reaper(char op, pid_t pgid) {
     std::size_t nl;
     while ((nl = pending.find('\n')) != std::string::npos) {
       const pid_t pgid = static_cast<pid_t>(std::atoi(pending.c_str() + 1));
-      if (pending[0] == '+') groups.insert(pgid);
-      else groups.erase(pgid);
+      if (pending[0] == '+')
+        groups.insert(pgid);
+      else
+        groups.erase(pgid);
       pending.erase(0, nl + 1);
     }
   }
   for (pid_t g : groups) ::kill(-g, SIGKILL);
+  // The cgroups also hold what left those groups with setsid().
+  if (!cgroups::root().empty()) cgroups::destroy_tree(cgroups::root(), 2000);
   ::_exit(0);
 }
 }  // namespace
@@ -359,8 +439,12 @@ void GroupReaper::stop() {
   }
 }
 
-void GroupReaper::add(pid_t pgid) { send_to_reaper('+', pgid); }
-void GroupReaper::remove(pid_t pgid) { send_to_reaper('-', pgid); }
+void GroupReaper::add(pid_t pgid) {
+  send_to_reaper('+', pgid);
+}
+void GroupReaper::remove(pid_t pgid) {
+  send_to_reaper('-', pgid);
+}
 
 std::size_t resident_bytes(pid_t pid) {
   if (pid <= 0) return 0;

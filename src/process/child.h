@@ -5,16 +5,16 @@
 
 #include <cstddef>
 #include <map>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace toolbridge::process {
 
 struct Spec {
-  std::vector<std::string> argv;             // argv[0] without '/' is looked up on the env's PATH
-  std::map<std::string, std::string> env;    // the complete environment of the child
-  std::string cwd;                           // empty: inherit
+  std::vector<std::string> argv;           // argv[0] without '/' is looked up on the env's PATH
+  std::map<std::string, std::string> env;  // the complete environment of the child
+  std::string cwd;                         // empty: inherit
 };
 
 // The environment a server gets: a small allowlist of the gateway's own variables (PATH, HOME,
@@ -23,8 +23,13 @@ struct Spec {
 std::map<std::string, std::string> build_env(const std::map<std::string, std::string>& configured,
                                              const std::vector<std::string>& extra_names);
 
-// A running child. Owns its pipes and its pid; destruction kills the whole group and reaps,
-// so no path leaves a process behind.
+// The file argv[0] of `spec` runs: a path as given (relative to spec.cwd when it has a '/'),
+// or the first executable match on the PATH of spec.env. Empty, with `error` saying why (not
+// found on PATH, not executable), when there is none; Child::spawn reports the same message.
+std::string find_executable(const Spec& spec, std::string& error);
+
+// A running child. Owns its pipes, its pid and its cgroup; destruction kills the whole group
+// and cgroup and reaps, so no path leaves a process behind, not even one that called setsid().
 class Child {
  public:
   Child() = default;
@@ -43,6 +48,8 @@ class Child {
   int release_pidfd() { return std::exchange(pidfd_, -1); }
 
   void close_stdin();
+  // `sig` to the child's process group and to every other descendant: its cgroup's members,
+  // or (without cgroups) the processes below it in /proc.
   void signal_group(int sig) const;
   // Non-blocking reap; true once the child has been reaped. `status` is the waitpid status.
   bool try_reap();
@@ -54,7 +61,9 @@ class Child {
 
  private:
   void reset() noexcept;
+  void kill_descendants(int sig) const;
   pid_t pid_ = -1;
+  std::string cgroup_;  // the instance's own cgroup v2 directory; empty without cgroups
   int pidfd_ = -1;
   int stdin_ = -1;
   int stdout_ = -1;
@@ -71,7 +80,8 @@ std::size_t resident_bytes(pid_t pid);
 
 // A watchdog process forked at start-up. The gateway tells it each child's process group; if
 // the gateway dies (even by SIGKILL), the watchdog sees its pipe close and kills every group
-// still registered. Parent-death signals alone miss grandchildren (npx -> node).
+// still registered, then the gateway's cgroup tree (cgroups::root(), so call cgroups::enable
+// first). Parent-death signals alone miss grandchildren (npx -> node).
 class GroupReaper {
  public:
   // Must be called before any thread starts. Returns false (and logs) if it cannot fork.

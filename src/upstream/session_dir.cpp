@@ -1,6 +1,7 @@
 #include "upstream/session_dir.h"
 
 #include <fmt/format.h>
+#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,21 +14,50 @@
 namespace toolbridge::upstream {
 
 namespace {
-void replace_all(std::string& text, std::string_view from, std::string_view to) {
-  for (std::size_t at = text.find(from); at != std::string::npos;
-       at = text.find(from, at + to.size())) {
-    text.replace(at, from.size(), to);
+
+// One pass from left to right: text a substitution inserts is never read again, so a value
+// that itself contains "${session.dir}" stays as it is.
+std::string substitute(std::string_view text, std::string_view id, std::string_view dir) {
+  std::string out;
+  while (!text.empty()) {
+    const std::size_t at = text.find("${session.");
+    out.append(text.substr(0, at));
+    if (at == std::string_view::npos) break;
+    text.remove_prefix(at);
+    if (text.starts_with("${session.id}")) {
+      out.append(id);
+      text.remove_prefix(13);
+    } else if (text.starts_with("${session.dir}")) {
+      out.append(dir);
+      text.remove_prefix(14);
+    } else {
+      out.push_back(text.front());
+      text.remove_prefix(1);
+    }
   }
+  return out;
 }
+
 }  // namespace
 
-config::Server for_session(const config::Server& server, std::string_view id,
+std::string session_identifier(std::string_view key) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(key.data(), key.size(), digest, &length, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string id = "s";
+  for (unsigned int i = 0; i < 16 && i < length; ++i) {
+    id += kHex[digest[i] >> 4];
+    id += kHex[digest[i] & 15];
+  }
+  return id;
+}
+
+config::Server for_session(const config::Server& server, std::string_view key,
                            std::string_view dir) {
   config::Server out = server;
-  auto expand = [&](std::string& text) {
-    replace_all(text, "${session.id}", id);
-    replace_all(text, "${session.dir}", dir);
-  };
+  const std::string id = session_identifier(key);
+  auto expand = [&](std::string& text) { text = substitute(text, id, dir); };
   for (auto& a : out.args) expand(a);
   for (auto& [k, v] : out.env) expand(v);
   expand(out.cwd);

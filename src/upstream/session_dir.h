@@ -9,8 +9,14 @@
 
 namespace toolbridge::upstream {
 
-// `server` with ${session.id} and ${session.dir} substituted in args, env values and cwd.
-config::Server for_session(const config::Server& server, std::string_view id, std::string_view dir);
+// What ${session.id} becomes for the session or trajectory `key`: "s" and 32 hex digits of its
+// SHA-256, so caller text never reaches argv, env or paths, and the same name gets the same id.
+std::string session_identifier(std::string_view key);
+
+// `server` with ${session.id} (session_identifier(key)) and ${session.dir} substituted in args,
+// env values and cwd, in a single pass.
+config::Server for_session(const config::Server& server, std::string_view key,
+                           std::string_view dir);
 
 // One directory per instance, SERVER-NUMBER, under a root made on first use (empty root:
 // $TMPDIR/toolbridge-PID, or /tmp/toolbridge-PID).

@@ -133,3 +133,39 @@ def test_check_config_missing_file(tmp_path, binaries):
     p = check_config(tmp_path / "nope.yaml")
     assert p.returncode != 0, show(p)
     assert "nope.yaml" in p.stdout + p.stderr, show(p)
+
+
+def test_check_config_reports_a_command_not_on_path_or_not_executable(tmp_path, binaries):
+    not_exec = tmp_path / "server.sh"
+    not_exec.write_text("#!/bin/sh\n")
+    not_exec.chmod(0o644)
+    path = write_config(tmp_path, {"ok": fixture_server(),
+                                   "missing": {"command": "tb-no-such-server-xyz"},
+                                   "plain": {"command": str(not_exec)}})
+    p = check_config(path)
+    assert p.returncode != 0, show(p)
+    err = p.stderr
+    assert "servers.missing.command: command 'tb-no-such-server-xyz' not found on PATH" in err, show(p)
+    assert f"servers.plain.command: cannot execute '{not_exec}': not an executable file" in err, show(p)
+    assert "servers.ok" not in err, show(p)
+
+
+@pytest.mark.parametrize("text,needle", [
+    ("servers:\n  s:\n    command: /bin/true\n    env: {X: \"${env:TB_CLI_TEST_UNSET}\"}\n",
+     "servers.s.env.X: environment variable TB_CLI_TEST_UNSET"),
+    ("servers:\n  s:\n    command: /bin/true\n    call_timeout: 2562048h\n",
+     "servers.s.call_timeout: 2562048h is longer than the limit of 720h"),
+    ("a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+     "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+     "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+     "g: &g [*f, *f, *f, *f, *f, *f, *f, *f, *f]\nh: &h [*g, *g, *g, *g, *g, *g, *g, *g, *g]\n"
+     "servers: {}\n", "an alias bomb?"),
+])
+def test_check_config_rejects_unset_env_long_durations_and_alias_bombs(tmp_path, binaries, text, needle):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    env = {k: v for k, v in os.environ.items() if k != "TB_CLI_TEST_UNSET"}
+    p = subprocess.run([str(toolbridge_bin()), "check-config", str(path)], capture_output=True, text=True,
+                       timeout=60, env=env)
+    assert p.returncode == 1, show(p)
+    assert needle in p.stderr and "bad.yaml:" in p.stderr, show(p)

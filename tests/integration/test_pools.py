@@ -58,6 +58,35 @@ def environ_of(pid: int) -> dict[str, str]:
 
 # ---- per_session -------------------------------------------------------------------------------
 
+def test_trajectory_names_are_checked_at_the_edge_and_never_reach_the_server(gateway_factory):
+    import hashlib
+    gw = gateway_factory({"fixture": fixture_server(policy="per_session", spares=0,
+                                                    env={"SID": "${session.id}|${session.dir}"})})
+    sess = RawSession(gw.mcp_url).initialize()
+    try:
+        for bad, rule in [("../../tmp/x", "character 1 ('.') is not allowed first"),
+                          ("--config=/etc/shadow", "character 1 ('-') is not allowed first"),
+                          ("a\0b", "character 2 (U+0000) is not allowed"),
+                          ("${session.dir}", "character 1 ('$') is not allowed first"),
+                          ("x" * 10000, "longer than 256 characters"),
+                          ("\u00e9" * 257, "longer than 256 characters")]:
+            answer = sess.request("tools/call", {"name": "fixture__pid", "arguments": {},
+                                                 "_meta": {"toolbridge/session": bad}}, 1)
+            assert answer.get("error", {}).get("code") == -32602, answer
+            assert rule in answer["error"]["message"], answer["error"]["message"]
+            assert "letters and digits of any script" in answer["error"]["message"]
+            released = sess.request("toolbridge/release", {"session": bad}, 2)
+            assert released.get("error", {}).get("code") == -32602, released
+        name = "t\u00e9:1"
+        pid = int(tool_text(sess, "fixture__pid", trajectory=name))
+        sid, _, directory = environ_of(pid)["SID"].partition("|")
+        assert sid == "s" + hashlib.sha256(name.encode()).hexdigest()[:32]
+        assert directory.startswith("/") and name not in directory
+        assert gw.health()["servers"]["fixture"]["sessions_bound"] == 1
+    finally:
+        sess.close()
+
+
 def test_server_memory_per_session_isolates_state_and_release_removes_process_and_dir(
         gateway_factory, tmp_path):
     root = tmp_path / "sessions"
@@ -429,15 +458,17 @@ def test_release_endpoint_checks_method_origin_and_name(gateway_factory):
     base = gw.mcp_url[: -len("/mcp")]
     sess = RawSession(gw.mcp_url).initialize()
     try:
-        tool_text(sess, "fixture__echo", {"text": "x"}, trajectory="a b/c")
+        tool_text(sess, "fixture__echo", {"text": "x"}, trajectory="a.b:\u00e9")
         with httpx.Client(timeout=10) as client:
             assert client.get(f"{base}/sessions/x").status_code == 405
-            evil = client.delete(f"{base}/sessions/a%20b%2Fc", headers={"Origin": "http://evil.example"})
+            evil = client.delete(f"{base}/sessions/a.b:%C3%A9", headers={"Origin": "http://evil.example"})
             assert evil.status_code == 403 and "allowed_origins" in evil.text
             long = client.delete(f"{base}/sessions/{'x' * 300}")
             assert long.status_code == 400 and "256" in long.text
+            path = client.delete(f"{base}/sessions/a%20b%2Fc")
+            assert path.status_code == 400 and "character 2 (U+0020) is not allowed" in path.text, path.text
             assert gw.health()["servers"]["fixture"]["sessions_bound"] == 1
-            ok = client.delete(f"{base}/sessions/a%20b%2Fc")
+            ok = client.delete(f"{base}/sessions/a.b:%C3%A9")
             assert ok.status_code == 200 and ok.json() == {"released": 1}
         assert gw.health()["servers"]["fixture"]["sessions_bound"] == 0
     finally:

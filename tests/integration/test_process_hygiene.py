@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
+import uuid
 
 import pytest
 
@@ -120,4 +121,131 @@ def test_restarted_instance_is_reaped(tmp_path):
         assert len(after) == 1 and after[0].pid != before[0].pid, describe(after)
         gw.close()
     finally:
+        gw.kill_quietly()
+
+
+# ---- a grandchild that leaves the process group with setsid() --------------------------------
+
+def escaping_server(marker: str, **extra) -> dict:
+    """A Python parent that starts a setsid()'d sleeper (its argv ends with `marker`), then runs
+    the fixture as its child: signals to the instance's process group miss the sleeper."""
+    sleeper = f"[{str(VENV_BIN / 'python')!r}, '-c', 'import time; time.sleep(600)', {marker!r}]"
+    launcher = ("import subprocess, sys; "
+                f"subprocess.Popen({sleeper}, start_new_session=True, stdin=subprocess.DEVNULL, "
+                "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); "
+                f"sys.exit(subprocess.call([{str(fixture_bin())!r}]))")
+    return {"command": str(VENV_BIN / "python"), "args": ["-c", launcher], **extra}
+
+
+def sleepers(marker: str) -> list[ProcInfo]:
+    out = []
+    for p in proc_table().values():
+        try:
+            argv = open(f"/proc/{p.pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if marker.encode() in argv and p.state != "Z":
+            out.append(p)
+    return out
+
+
+def wait_sleepers(marker: str, count: int, timeout: float = 20.0) -> list[ProcInfo]:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = sleepers(marker)
+        if len(found) >= count or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
+def gateway_cgroup(pid: int):
+    """The gateway's cgroup tree for its instances (toolbridge-PID), or None without cgroup v2."""
+    from pathlib import Path
+    mount = None
+    for line in open("/proc/self/mountinfo"):
+        if " - cgroup2 " in line and line.split()[3] == "/":
+            mount = line.split()[4]
+    try:
+        own = next(l[3:].strip() for l in open(f"/proc/{pid}/cgroup") if l.startswith("0::"))
+    except (OSError, StopIteration):
+        return None
+    if mount is None:
+        return None
+    path = Path(mount + own) / f"toolbridge-{pid}"
+    return path if path.exists() else None
+
+
+def escaping_gateway(tmp_path, marker: str, **extra) -> tuple[Gateway, list[ProcInfo]]:
+    gw = Gateway(tmp_path, {"escaper": escaping_server(marker, **extra)})
+    gw.start()
+    try:
+        gw.wait_ready()
+        found = wait_sleepers(marker, 1)
+        assert found, "the setsid()'d sleeper never started"
+        assert all(p.pgrp != gw.proc.pid for p in found)
+    except BaseException:
+        gw.kill_quietly()
+        kill_procs(sleepers(marker))
+        raise
+    return gw, found
+
+
+def test_setsid_grandchild_is_killed_on_sigterm(tmp_path):
+    marker = f"tb-escaper-{uuid.uuid4().hex}"
+    gw, found = escaping_gateway(tmp_path, marker)
+    try:
+        cgroup = gateway_cgroup(gw.proc.pid)
+        gw.proc.send_signal(signal.SIGTERM)
+        assert gw.proc.wait(10) == 0, gw.stderr_tail()
+        left = wait_gone(found, 3.0)
+        assert not left, f"alive 3 s after the gateway stopped:\n{describe(left)}"
+        assert cgroup is None or not cgroup.exists(), f"{cgroup} left behind"
+    finally:
+        kill_procs(sleepers(marker))
+        gw.kill_quietly()
+
+
+def test_setsid_grandchild_is_killed_when_the_gateway_is_sigkilled(tmp_path):
+    marker = f"tb-escaper-{uuid.uuid4().hex}"
+    gw, found = escaping_gateway(tmp_path, marker)
+    try:
+        cgroup = gateway_cgroup(gw.proc.pid)
+        gw.proc.send_signal(signal.SIGKILL)
+        gw.proc.wait(5)
+        left = wait_gone(found, 3.0)
+        assert not left, f"alive 3 s after the gateway was SIGKILLed:\n{describe(left)}"
+        deadline = time.monotonic() + 3.0
+        while cgroup is not None and cgroup.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert cgroup is None or not cgroup.exists(), f"{cgroup} left behind by the watchdog"
+    finally:
+        kill_procs(sleepers(marker))
+        gw.kill_quietly()
+
+
+def test_setsid_grandchild_is_killed_on_session_release(tmp_path):
+    from tb_support import RawSession, read_proc, text_of
+
+    marker = f"tb-escaper-{uuid.uuid4().hex}"
+    gw = Gateway(tmp_path, {"escaper": escaping_server(marker, policy="per_session", spares=0)})
+    gw.start()
+    try:
+        gw.wait_ready()
+        sess = RawSession(gw.mcp_url).initialize()
+        answer = sess.request("tools/call", {"name": "escaper__pid", "arguments": {},
+                                             "_meta": {"toolbridge/session": "traj-1"}}, 1)
+        assert "result" in answer and not answer["result"].get("isError"), answer
+        launcher = read_proc(int(text_of(answer["result"]))).ppid
+        deadline = time.monotonic() + 20
+        while not (mine := [p for p in sleepers(marker) if p.ppid == launcher]):
+            assert time.monotonic() < deadline, "the trajectory's instance started no sleeper"
+            time.sleep(0.05)
+        released = sess.request("toolbridge/release", {"session": "traj-1"}, 2)
+        assert released["result"] == {"released": 1}, released
+        left = wait_gone(mine, 5.0)
+        assert not left, f"alive 5 s after its session was released:\n{describe(left)}"
+        sess.close()
+        gw.close()
+    finally:
+        kill_procs(sleepers(marker))
         gw.kill_quietly()

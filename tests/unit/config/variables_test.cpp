@@ -48,7 +48,8 @@ TEST(ConfigVariables, LeavesOtherTextAlone) {
 TEST(ConfigVariables, SaysWhyAReferenceCannotBeExpanded) {
   ::unsetenv("TB_VARIABLES_TEST_UNSET");
   EXPECT_EQ(expand_env_refs("${env:TB_VARIABLES_TEST_UNSET}").error,
-            "environment variable TB_VARIABLES_TEST_UNSET is not set");
+            "environment variable TB_VARIABLES_TEST_UNSET (from ${env:TB_VARIABLES_TEST_UNSET}) is "
+            "not set in the gateway's environment");
   EXPECT_EQ(expand_env_refs("x ${env:HOME").error, "'${env:' without a closing '}'");
   EXPECT_EQ(expand_env_refs("${env:1BAD}").error, "'1BAD' is not an environment variable name");
   EXPECT_EQ(expand_env_refs("${env:}").error, "'' is not an environment variable name");
