@@ -303,9 +303,10 @@ TEST(Config, JsonNearMissesOfOurKeysAreErrorsButOtherToolsKeysAreNot) {
   // The gateway object is ours alone, so it is strict even in JSON.
   EXPECT_EQ(json_error("{\"gateway\": {\"port\": 1}}"),
             "cfg.json:1:14: gateway: unknown key 'port'; expected one of: listen, allowed_origins, "
-            "max_body_bytes, "
-            "max_sessions, session_idle_ttl, start_concurrency, tool_naming, separator, log_level, "
-            "shutdown_grace, session_dir_root");
+            "max_body_bytes, max_sessions, max_sessions_per_client, max_connections, "
+            "max_connections_per_client, idle_timeout, write_timeout, session_idle_ttl, "
+            "start_concurrency, tool_naming, separator, log_level, shutdown_grace, "
+            "session_dir_root");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -460,8 +461,8 @@ TEST(Config, HeaderValuesMayNameEnvironmentVariables) {
             "Bearer sekret!");
   EXPECT_EQ(yaml_error("servers:\n  r:\n    url: http://h/\n    headers:\n      A: "
                        "${env:TB_CONFIG_TEST_UNSET}\n"),
-            "cfg.yaml:5:10: servers.r.headers.A: environment variable TB_CONFIG_TEST_UNSET is not "
-            "set");
+            "cfg.yaml:5:10: servers.r.headers.A: environment variable TB_CONFIG_TEST_UNSET (from "
+            "${env:TB_CONFIG_TEST_UNSET}) is not set in the gateway's environment");
   EXPECT_EQ(yaml_error("servers:\n  r:\n    url: http://h/\n    headers:\n      A: ${env:X\n"),
             "cfg.yaml:5:10: servers.r.headers.A: '${env:' without a closing '}'");
   EXPECT_EQ(yaml_error("servers:\n  r:\n    url: http://h/\n    headers:\n      'A B': x\n"),
