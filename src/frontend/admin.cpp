@@ -64,8 +64,9 @@ asio::awaitable<void> Admin::release(transport::Exchange& ex, std::string_view p
     if (!bad_name.empty()) message += ": " + bad_name;
     if (owner.empty() && !bad_method) message = refused;
     const std::string body = json::make_error({}, json::kInvalidRequest, message);
-    const transport::Headers allow{{"Allow", "DELETE"}};
-    co_await ex.reply(status, "application/json", body, bad_method ? allow : transport::Headers{});
+    transport::Headers headers;
+    if (bad_method) headers.emplace_back("Allow", "DELETE");
+    co_await ex.reply(status, "application/json", body, headers);
     co_return;
   }
   const std::size_t n = gateway_.release_for(name, owner, refused);
