@@ -7,7 +7,7 @@
 namespace toolbridge::frontend {
 
 std::string owner_of(const transport::Exchange& ex, std::string& error) {
-  const std::string tenant = header(ex.request(), kTenantHeader);
+  const std::string tenant(header(ex.request(), kTenantHeader));
   if (tenant.empty()) return "address " + ex.client();
   const bool valid = tenant.size() <= 128 && std::all_of(tenant.begin(), tenant.end(), [](char c) {
                        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||

@@ -116,7 +116,7 @@ asio::awaitable<void> LegacySse::post_message(Exchange& ex) {
                       "application/json", answer, {});
     co_return;
   }
-  const std::string content_type = header(req, "Content-Type");
+  const std::string_view content_type = header(req, "Content-Type");
   if (!content_type.empty() && content_type.find("application/json") == std::string::npos) {
     co_await ex.reply(http::status::unsupported_media_type, "application/json",
                       error_body("Content-Type must be application/json"), {});

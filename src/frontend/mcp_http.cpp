@@ -27,7 +27,7 @@ constexpr auto kSseKeepalive = std::chrono::seconds(15);
 // The Accept and Content-Type rules of a POST; empty if they hold, else the 406/415 message.
 std::pair<http::status, std::string> check_media_types(const transport::Request& req,
                                                        bool& accepts_sse) {
-  const std::string accept = header(req, "Accept");
+  const std::string_view accept = header(req, "Accept");
   accepts_sse = accept.find("text/event-stream") != std::string::npos;
   const bool accepts_json = accept.empty() ||
                             accept.find("application/json") != std::string::npos ||
@@ -36,7 +36,7 @@ std::pair<http::status, std::string> check_media_types(const transport::Request&
     return {http::status::not_acceptable,
             "Not Acceptable: Accept must include application/json and/or text/event-stream"};
   }
-  const std::string content_type = header(req, "Content-Type");
+  const std::string_view content_type = header(req, "Content-Type");
   if (!content_type.empty() && content_type.find("application/json") == std::string::npos) {
     return {http::status::unsupported_media_type,
             "Unsupported Media Type: Content-Type must be application/json"};
@@ -99,7 +99,7 @@ McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, cons
     out.headers.emplace_back("Mcp-Session-Id", out.session->id());
     return out;
   }
-  const std::string session_id = header(req, "Mcp-Session-Id");
+  const std::string_view session_id = header(req, "Mcp-Session-Id");
   out.status = http::status::bad_request;
   if (session_id.empty()) {
     out.error =
@@ -116,12 +116,12 @@ McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, cons
     return out;
   }
   // The spec rejects only invalid or unsupported versions; the session keeps the negotiated one.
-  const std::string version = header(req, "MCP-Protocol-Version");
+  const std::string_view version = header(req, "MCP-Protocol-Version");
   const std::string negotiated(mcp::to_string(out.session->version));
   if (!version.empty() && !mcp::parse_version(version)) {
     out.error = json::make_error({}, json::kInvalidRequest,
-                                 "Bad Request: unsupported MCP-Protocol-Version '" + version +
-                                     "' (negotiated: " + negotiated + ")");
+                                 "Bad Request: unsupported MCP-Protocol-Version '" +
+                                     std::string(version) + "' (negotiated: " + negotiated + ")");
     return out;
   }
   if (m.batch && !mcp::allows_batches(out.session->version)) {
@@ -246,7 +246,7 @@ asio::awaitable<void> McpHttp::get(Exchange& ex) {
     co_await ex.reply(http::status::not_acceptable, "application/json", body, {});
     co_return;
   }
-  const std::string id = header(req, "Mcp-Session-Id");
+  const std::string id(header(req, "Mcp-Session-Id"));
   auto session = gateway_.find_session(id);
   if (!session) {
     const bool missing = id.empty();
@@ -282,7 +282,7 @@ asio::awaitable<void> McpHttp::get(Exchange& ex) {
 }
 
 asio::awaitable<void> McpHttp::del(Exchange& ex) {
-  const std::string id = header(ex.request(), "Mcp-Session-Id");
+  const std::string id(header(ex.request(), "Mcp-Session-Id"));
   auto session = gateway_.find_session(id);
   if (!session) {
     const std::string body = json::make_error(

@@ -3,6 +3,7 @@
 // messages (answered as JSON, or as an SSE stream once something else must go out first), GET
 // opens the session's stream for messages not tied to a POST, DELETE ends the session.
 #include <boost/asio/awaitable.hpp>
+#include <boost/container/small_vector.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,7 +27,7 @@ class McpHttp {
   struct Messages {
     bool batch = false;
     std::vector<std::string> texts;  // batch elements (a single message stays in the body)
-    std::vector<json::Envelope> envelopes;
+    boost::container::small_vector<json::Envelope, 1> envelopes;  // one inline: the usual POST
     std::string error;  // the JSON-RPC error to answer with 400 instead
   };
   static Messages read_messages(const std::string& body);

@@ -21,17 +21,20 @@ bool origin_allowed(std::string_view origin, const std::vector<std::string>& all
 }
 
 std::string rebinding_refusal(const transport::Request& req, const config::Gateway& gateway) {
-  const std::string origin = header(req, "Origin");
+  const std::string_view origin = header(req, "Origin");
   if (!origin_allowed(origin, gateway.allowed_origins)) {
-    return "Forbidden: Origin '" + origin + "' is not allowed (gateway.allowed_origins)";
+    return "Forbidden: Origin '" + std::string(origin) +
+           "' is not allowed (gateway.allowed_origins)";
   }
   // DNS rebinding sends the attacker's name as Host.
-  const std::string host = header(req, "Host");
+  const std::string_view host = header(req, "Host");
   if (transport::is_loopback_address(gateway.host) && !host.empty() &&
-      !transport::is_loopback_host(host) &&
-      !origin_allowed("http://" + host, gateway.allowed_origins) &&
-      !origin_allowed("https://" + host, gateway.allowed_origins)) {
-    return "Forbidden: Host '" + host + "' is not a loopback name (gateway.allowed_origins)";
+      !transport::is_loopback_host(host)) {
+    const std::string name(host);
+    if (!origin_allowed("http://" + name, gateway.allowed_origins) &&
+        !origin_allowed("https://" + name, gateway.allowed_origins)) {
+      return "Forbidden: Host '" + name + "' is not a loopback name (gateway.allowed_origins)";
+    }
   }
   return {};
 }

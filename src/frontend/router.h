@@ -41,6 +41,6 @@ class Router {
 };
 
 // The value of a request header, empty if absent.
-std::string header(const transport::Request& req, std::string_view name);
+std::string_view header(const transport::Request& req, std::string_view name);
 
 }  // namespace toolbridge::frontend

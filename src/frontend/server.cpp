@@ -83,16 +83,22 @@ void Server::add_routes() {
   router_.fallback([this](Exchange& ex, std::string_view) { return admin_.not_found(ex); });
 }
 
+namespace {
+
+asio::awaitable<void> refuse(Exchange& ex, std::string refusal) {
+  const std::string body = json::make_error({}, json::kInvalidRequest, refusal);
+  co_await ex.reply(http::status::forbidden, "application/json", body, {});
+}
+
+}  // namespace
+
 Handler Server::guarded(Handler handler) {
+  // Not a coroutine when the request may go on: the handler's awaitable is returned as is.
   return [this, handler = std::move(handler)](Exchange& ex,
                                               std::string_view path) -> asio::awaitable<void> {
-    const std::string refusal = rebinding_refusal(ex.request(), gateway_.config().gateway);
-    if (!refusal.empty()) {
-      const std::string body = json::make_error({}, json::kInvalidRequest, refusal);
-      co_await ex.reply(http::status::forbidden, "application/json", body, {});
-      co_return;
-    }
-    co_await handler(ex, path);
+    std::string refusal = rebinding_refusal(ex.request(), gateway_.config().gateway);
+    if (refusal.empty()) return handler(ex, path);
+    return refuse(ex, std::move(refusal));
   };
 }
 

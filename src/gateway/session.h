@@ -3,6 +3,8 @@
 // streams that carry messages to it, and the requests it has in flight.
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/container/deque.hpp>
+#include <boost/container/small_vector.hpp>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -48,7 +50,9 @@ class Channel {
     closed = true;
     wake.cancel();
   }
-  std::deque<std::string> queue;
+  // boost's deque allocates nothing until the first push (std::deque allocates when built, and a
+  // Channel is built for every POST).
+  boost::container::deque<std::string> queue;
   std::size_t queued_bytes = 0;
   bool overflowed = false;
   boost::asio::steady_timer wake;
@@ -70,8 +74,9 @@ class PostStream : public upstream::CallSink, public std::enable_shared_from_thi
 
   // Responses still owed to this POST (calls in flight).
   std::size_t outstanding = 0;
-  std::vector<std::string> responses;  // collected in arrival order
-  Channel channel;                     // events (notifications, server requests) + wake-ups
+  // Collected in arrival order; one inline (a POST is mostly one call), more for a batch.
+  boost::container::small_vector<std::string, 1> responses;
+  Channel channel;  // events (notifications, server requests) + wake-ups
   bool finished() const { return outstanding == 0; }
   bool can_stream() const { return can_stream_; }
   // Set once the HTTP exchange has ended; late messages go to the session's GET stream.

@@ -12,7 +12,7 @@ std::shared_ptr<Session> SessionTable::add(boost::asio::io_context& io, const st
 }
 
 std::shared_ptr<Session> SessionTable::find(std::string_view id) const {
-  auto it = sessions_.find(std::string(id));
+  auto it = sessions_.find(id);
   return it == sessions_.end() ? nullptr : it->second;
 }
 

@@ -14,7 +14,12 @@ namespace toolbridge::gateway {
 
 class SessionTable {
  public:
-  using Map = std::unordered_map<std::string, std::shared_ptr<Session>>;
+  // Looked up by the header's string_view without making a std::string per request.
+  struct Hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  using Map = std::unordered_map<std::string, std::shared_ptr<Session>, Hash, std::equal_to<>>;
 
   std::shared_ptr<Session> add(boost::asio::io_context& io, const std::string& client);
   std::shared_ptr<Session> find(std::string_view id) const;

@@ -344,18 +344,39 @@ std::string with_id(std::string_view message, Span id, std::string_view new_id) 
   return out;
 }
 
-std::string quote(std::string_view s) { return boost::json::serialize(boost::json::string(s)); }
-
 namespace {
-// {"jsonrpc":"2.0"[,"id":ID],"method":"M"[,"params":P]}: requests and notifications alike.
+// Printable ASCII without '"' or '\\' is its own JSON string body (method names, most messages).
+bool needs_escaping(std::string_view s) {
+  for (const char c : s) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f ||
+        c == '"' || c == '\\')
+      return true;
+  }
+  return false;
+}
+
+void append_quoted(std::string& out, std::string_view s) {
+  if (needs_escaping(s)) {
+    out += boost::json::serialize(boost::json::string(s));
+    return;
+  }
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+// {"jsonrpc":"2.0"[,"id":ID],"method":"M"[,"params":P]}: requests and notifications alike,
+// built in one allocation (this runs for every forwarded call).
 std::string method_message(std::string_view id, std::string_view method, std::string_view params) {
-  std::string out = R"({"jsonrpc":"2.0")";
+  std::string out;
+  out.reserve(48 + id.size() + method.size() + params.size());
+  out += R"({"jsonrpc":"2.0")";
   if (!id.empty()) {
     out += R"(,"id":)";
     out += id;
   }
   out += R"(,"method":)";
-  out += quote(method);
+  append_quoted(out, method);
   if (!params.empty()) {
     out += R"(,"params":)";
     out += params;
@@ -364,6 +385,12 @@ std::string method_message(std::string_view id, std::string_view method, std::st
   return out;
 }
 }  // namespace
+
+std::string quote(std::string_view s) {
+  std::string out;
+  append_quoted(out, s);
+  return out;
+}
 
 std::string make_request(std::string_view id, std::string_view method, std::string_view params) {
   return method_message(id, method, params);

@@ -40,6 +40,7 @@ struct HttpServer::Connection {
   Phase phase = Phase::kWaiting;
   SweepClock::time_point since;
   std::function<void()> on_peer_closed;
+  std::string head;     // response status line and headers, reused from request to request
   bool counted = true;  // still counted in live_ and per_client_
 };
 
@@ -51,12 +52,13 @@ bool header_safe(std::string_view text) {
   return text.find_first_of("\r\n") == text.npos;
 }
 
-// The status line and headers of a response, written by hand: Beast's fields and serializer
-// cost more per call than the rest of the response path.
-std::string response_head(const Request& req, http::status status, std::string_view content_type,
-                          const Headers& headers, std::string_view framing) {
-  std::string head;
-  head.reserve(160);
+// The status line and headers of a response, written by hand into the connection's reused
+// buffer: Beast's fields and serializer cost more per call than the rest of the response path.
+// `content_length` < 0: chunked (a stream).
+void response_head(std::string& head, const Request& req, http::status status,
+                   std::string_view content_type, const Headers& headers,
+                   long long content_length) {
+  head.clear();
   head += req.version() == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
   head += std::to_string(static_cast<unsigned>(status));
   head += ' ';
@@ -77,9 +79,14 @@ std::string response_head(const Request& req, http::status status, std::string_v
   const bool keep_alive = req.keep_alive();
   if (req.version() == 10 && keep_alive) head += "Connection: keep-alive\r\n";
   if (req.version() != 10 && !keep_alive) head += "Connection: close\r\n";
-  head += framing;
+  if (content_length < 0) {
+    head += "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n";
+  } else {
+    head += "Content-Length: ";
+    head += std::to_string(content_length);
+    head += "\r\n";
+  }
   head += "\r\n";
-  return head;
 }
 
 // The answer to a connection over the caps: written without waiting (the socket buffer takes
@@ -91,17 +98,16 @@ void refuse(tcp::socket& socket) {
     return "HTTP/1.1 503 Service Unavailable\r\nServer: toolbridge\r\nContent-Type: "
            "application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " +
            std::to_string(body.size()) + "\r\n\r\n" + body;
-}
-();
-const int fd = socket.native_handle();
-std::array<char, 4096> sink;
-while (::recv(fd, sink.data(), sink.size(), MSG_DONTWAIT) > 0) {
-}
-[[maybe_unused]] const ssize_t n =
-    ::send(fd, kResponse.data(), kResponse.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-boost::system::error_code ec;
-socket.shutdown(tcp::socket::shutdown_send, ec);
-socket.close(ec);
+  }();
+  const int fd = socket.native_handle();
+  std::array<char, 4096> sink;
+  while (::recv(fd, sink.data(), sink.size(), MSG_DONTWAIT) > 0) {
+  }
+  [[maybe_unused]] const ssize_t n =
+      ::send(fd, kResponse.data(), kResponse.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  boost::system::error_code ec;
+  socket.shutdown(tcp::socket::shutdown_send, ec);
+  socket.close(ec);
 }
 
 class BeastExchange final : public Exchange {
@@ -114,19 +120,17 @@ class BeastExchange final : public Exchange {
 
   asio::awaitable<void> reply(http::status status, std::string_view content_type, std::string body,
                               const Headers& headers) override {
-    const std::string framing = "Content-Length: " + std::to_string(body.size()) + "\r\n";
-    const std::string head = response_head(req_, status, content_type, headers, framing);
-    const std::array<asio::const_buffer, 2> buffers{asio::buffer(head), asio::buffer(body)};
+    response_head(conn_.head, req_, status, content_type, headers,
+                  static_cast<long long>(body.size()));
+    const std::array<asio::const_buffer, 2> buffers{asio::buffer(conn_.head), asio::buffer(body)};
     co_await write(buffers);
     replied_ = true;
   }
 
   asio::awaitable<bool> begin_stream(http::status status, std::string_view content_type,
                                      const Headers& headers) override {
-    const std::string head =
-        response_head(req_, status, content_type, headers,
-                      "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n");
-    const std::array<asio::const_buffer, 1> buffers{asio::buffer(head)};
+    response_head(conn_.head, req_, status, content_type, headers, -1);
+    const std::array<asio::const_buffer, 1> buffers{asio::buffer(conn_.head)};
     co_await write(buffers);
     replied_ = true;
     streaming_ = true;
