@@ -67,6 +67,9 @@ struct Server {
   Duration stop_grace{2'000};                  // each step of close stdin -> SIGTERM -> SIGKILL
   std::size_t max_line_bytes = 64u << 20;      // one message from the server
   std::size_t max_in_flight = 256;             // requests multiplexed on one instance
+  std::size_t max_write_queue_bytes = 16u << 20;  // stdio: bytes waiting for the server to read
+  std::size_t max_server_requests = 16;           // its requests to agents awaiting an answer
+  Duration server_request_timeout{120'000};       // then the server gets an error reply
 
   Policy policy = Policy::kShared;
   std::size_t min_instances = 1;               // pool: kept running even when idle

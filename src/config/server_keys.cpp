@@ -281,6 +281,14 @@ constexpr KeyReader kLifecycleKeyReaders[] = {
      [](R r, E e, P p, D d) { d.server.stop_grace = r.duration(e.value, p, /*allow_zero=*/true); }},
     {"max_line_bytes", [](R r, E e, P p, D d) { d.server.max_line_bytes = r.size(e.value, p); }},
     {"max_in_flight", [](R r, E e, P p, D d) { d.server.max_in_flight = r.count(e.value, p); }},
+    {"max_write_queue_bytes",
+     [](R r, E e, P p, D d) { d.server.max_write_queue_bytes = r.size(e.value, p); }},
+    {"max_server_requests",
+     [](R r, E e, P p, D d) { d.server.max_server_requests = r.count(e.value, p); }},
+    {"server_request_timeout",
+     [](R r, E e, P p, D d) {
+       d.server.server_request_timeout = r.duration(e.value, p, /*allow_zero=*/false);
+     }},
 };
 
 constexpr KeyReader kPlacementKeyReaders[] = {

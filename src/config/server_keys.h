@@ -15,7 +15,7 @@
 
 namespace toolbridge::config {
 
-inline constexpr std::array<std::string_view, 39> kServerKeys{
+inline constexpr std::array<std::string_view, 42> kServerKeys{
     "command",
     "args",
     "env",
@@ -30,6 +30,9 @@ inline constexpr std::array<std::string_view, 39> kServerKeys{
     "ping_timeout",
     "max_line_bytes",
     "max_in_flight",
+    "max_write_queue_bytes",
+    "max_server_requests",
+    "server_request_timeout",
     "idempotent_tools",
     "max_retries",
     "breaker_threshold",
