@@ -392,6 +392,10 @@ std::optional<std::vector<std::string>> split_batch(std::string_view text, std::
     problem = "not JSON: trailing characters after the batch";
     return std::nullopt;
   }
+  if (s.too_deep()) {
+    problem = fmt_too_deep();
+    return std::nullopt;
+  }
   return out;
 }
 

@@ -15,7 +15,7 @@ enum class Kind { kRequest, kNotification, kResponse, kInvalid };
 // The one JSON nesting limit: arrays and objects of one message, its own object included. The
 // envelope scanner and every Boost.JSON parse (json/parse.h) apply it; legitimate messages
 // (tool schemas, arguments) stay far below it.
-inline constexpr std::size_t kMaxDepth = 64;
+inline constexpr std::size_t kMaxDepth = 128;
 
 struct Span {
   std::size_t offset = 0;

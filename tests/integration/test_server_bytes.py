@@ -1,5 +1,5 @@
 """What servers send us at the byte level never wedges an instance: invalid UTF-8 is replaced by
-U+FFFD, a message nested deeper than the JSON depth limit (64) is dropped with a precise error
+U+FFFD, a message nested deeper than the JSON depth limit (128) is dropped with a precise error
 for the request it answers, and clients' deep arguments or bad bytes get precise answers too."""
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def test_deep_schema_or_latin1_description_is_listed(tmp_path, binaries, mode, a
 
 
 def test_results_with_bad_bytes_or_too_deep(tmp_path, binaries):
-    servers = {"ff": rogue("ff-result"), "deep": rogue("deep-result", "100"),
+    servers = {"ff": rogue("ff-result"), "deep": rogue("deep-result", "300"),
                "fine": rogue("deep-result", "40")}
     gw = start(tmp_path, servers, ready=list(servers))
     s = RawSession(gw.mcp_url).initialize()
@@ -107,11 +107,11 @@ def test_results_with_bad_bytes_or_too_deep(tmp_path, binaries):
         began = time.monotonic()
         answer = s.call_tool("deep__echo", {}, 2)
         assert time.monotonic() - began < 5
-        assert "nested deeper than 64" in json.dumps(answer), answer
+        assert "nested deeper than 128" in json.dumps(answer), answer
         answer = s.call_tool("fine__echo", {}, 3)
         assert "result" in answer, answer
         # The instance is still serving.
-        assert "nested deeper than 64" in json.dumps(s.call_tool("deep__echo", {}, 4))
+        assert "nested deeper than 128" in json.dumps(s.call_tool("deep__echo", {}, 4))
     finally:
         s.close()
         gw.close()
@@ -123,9 +123,9 @@ def test_client_arguments_nested_deep(tmp_path, binaries):
     try:
         answer = s.call_tool("rogue__echo", {"text": "deep", "more": nested(40)}, 1)
         assert "result" in answer and text_of(answer["result"]) == "deep", answer
-        answer = s.call_tool("rogue__echo", {"text": "deeper", "more": nested(100)}, 2)
+        answer = s.call_tool("rogue__echo", {"text": "deeper", "more": nested(300)}, 2)
         assert "error" in answer, answer
-        assert "nested deeper than 64" in answer["error"]["message"], answer
+        assert "nested deeper than 128" in answer["error"]["message"], answer
         assert "Unknown tool" not in answer["error"]["message"], answer
     finally:
         s.close()

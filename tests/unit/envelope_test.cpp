@@ -36,20 +36,29 @@ TEST(Envelope, NestedUpToTheLimitIsAccepted) {
 }
 
 TEST(Envelope, NestedPastTheLimitIsRejectedButItsIdIsRead) {
-  for (std::size_t depth : {kMaxDepth + 1, std::size_t{100}, std::size_t{200000}}) {
+  for (std::size_t depth : {kMaxDepth + 1, std::size_t{300}, std::size_t{200000}}) {
     const std::string m = nested_result(depth, "\"abc\"");
     const Envelope e = parse_envelope(m);
     EXPECT_EQ(e.kind, Kind::kInvalid);
     EXPECT_TRUE(e.too_deep);
     EXPECT_EQ(e.id.in(m), "\"abc\"");
-    EXPECT_NE(e.problem.find("nested deeper than 64"), std::string::npos) << e.problem;
+    EXPECT_NE(e.problem.find("nested deeper than 128"), std::string::npos) << e.problem;
   }
   // The id after the deep member is found too.
   const std::string late =
-      R"({"jsonrpc":"2.0","result":)" + std::string(80, '[') + std::string(80, ']') + R"(,"id":9})";
+      R"({"jsonrpc":"2.0","result":)" + std::string(150, '[') + std::string(150, ']') + R"(,"id":9})";
   const Envelope e = parse_envelope(late);
   EXPECT_TRUE(e.too_deep);
   EXPECT_EQ(e.id.in(late), "9");
+}
+
+TEST(Envelope, BatchNestedPastTheLimitIsRefused) {
+  std::string problem;
+  EXPECT_FALSE(split_batch(std::string(600, '[') + std::string(600, ']'), problem));
+  EXPECT_NE(problem.find("nested deeper than 128"), std::string::npos) << problem;
+  const std::string inner = R"({"jsonrpc":"2.0","id":1,"result":)" +
+                            std::string(kMaxDepth - 3, '[') + std::string(kMaxDepth - 3, ']') + "}";
+  EXPECT_TRUE(split_batch("[" + inner + "]", problem)) << problem;
 }
 
 TEST(Envelope, TooDeepAndTruncatedIsNotJson) {
