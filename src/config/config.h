@@ -70,6 +70,11 @@ struct Server {
   std::size_t max_write_queue_bytes = 16u << 20;  // stdio: bytes waiting for the server to read
   std::size_t max_server_requests = 16;           // its requests to agents awaiting an answer
   Duration server_request_timeout{120'000};       // then the server gets an error reply
+  // Garbage from the server (invalid lines, dropped writes) and its stderr: logged in full up
+  // to this many lines per log_interval, then summed up in one line; always counted.
+  std::size_t log_garbage_lines = 5;
+  std::size_t log_stderr_lines = 100;
+  Duration log_interval{10'000};
 
   Policy policy = Policy::kShared;
   std::size_t min_instances = 1;               // pool: kept running even when idle

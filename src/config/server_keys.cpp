@@ -289,6 +289,18 @@ constexpr KeyReader kLifecycleKeyReaders[] = {
      [](R r, E e, P p, D d) {
        d.server.server_request_timeout = r.duration(e.value, p, /*allow_zero=*/false);
      }},
+    {"log_garbage_lines",
+     [](R r, E e, P p, D d) {
+       d.server.log_garbage_lines = r.zero_or_count(e.value, p, 1'000'000);
+     }},
+    {"log_stderr_lines",
+     [](R r, E e, P p, D d) {
+       d.server.log_stderr_lines = r.zero_or_count(e.value, p, 1'000'000);
+     }},
+    {"log_interval",
+     [](R r, E e, P p, D d) {
+       d.server.log_interval = r.duration(e.value, p, /*allow_zero=*/false);
+     }},
 };
 
 constexpr KeyReader kPlacementKeyReaders[] = {

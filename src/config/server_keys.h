@@ -15,7 +15,7 @@
 
 namespace toolbridge::config {
 
-inline constexpr std::array<std::string_view, 42> kServerKeys{
+inline constexpr std::array<std::string_view, 45> kServerKeys{
     "command",
     "args",
     "env",
@@ -33,6 +33,9 @@ inline constexpr std::array<std::string_view, 42> kServerKeys{
     "max_write_queue_bytes",
     "max_server_requests",
     "server_request_timeout",
+    "log_garbage_lines",
+    "log_stderr_lines",
+    "log_interval",
     "idempotent_tools",
     "max_retries",
     "breaker_threshold",

@@ -24,11 +24,6 @@ using namespace std::chrono_literals;
 
 namespace {
 constexpr std::size_t kStderrTailLines = 5;
-// Garbage from a server: this many lines logged in full per interval, the rest summed up.
-constexpr std::size_t kNoiseBurst = 5;
-constexpr std::chrono::milliseconds kNoiseInterval{10'000};
-// A server's stderr is its log: more of it is worth keeping, but not a flood.
-constexpr std::size_t kStderrBurst = 100;
 
 std::string tail_text(const std::deque<std::string>& lines) {
   std::string out;
@@ -50,10 +45,10 @@ Instance::Instance(asio::io_context& io, config::Server server, std::uint64_t nu
       pidfd_(io),
       framer_(server_.max_line_bytes),
       exited_(io, asio::steady_timer::time_point::max()),
-      invalid_log_(base::steady_clock(), kNoiseBurst, kNoiseInterval),
-      repaired_log_(base::steady_clock(), kNoiseBurst, kNoiseInterval),
-      stderr_log_(base::steady_clock(), kStderrBurst, kNoiseInterval),
-      dropped_log_(base::steady_clock(), kNoiseBurst, kNoiseInterval) {}
+      invalid_log_(base::steady_clock(), server_.log_garbage_lines, server_.log_interval),
+      repaired_log_(base::steady_clock(), server_.log_garbage_lines, server_.log_interval),
+      stderr_log_(base::steady_clock(), server_.log_stderr_lines, server_.log_interval),
+      dropped_log_(base::steady_clock(), server_.log_garbage_lines, server_.log_interval) {}
 
 Instance::~Instance() {
   // Descriptors close with their owners; Child's destructor kills and reaps if stop() never ran.
@@ -332,8 +327,8 @@ asio::awaitable<void> Instance::read_stderr() {
     const bool ok = lines.feed(std::string_view(buf.data(), n), [this](std::string_view l) {
       const NoiseLog::Verdict v = stderr_log_.record();
       if (v.suppressed) {
-        spdlog::info("[{}#{}] {} more stderr lines in the last {} s", server_.name, number_,
-                     v.suppressed, v.interval.count() / 1000);
+        spdlog::info("[{}#{}] {} more stderr lines in the last {:g} s", server_.name, number_,
+                     v.suppressed, static_cast<double>(v.interval.count()) / 1000.0);
       }
       if (v.log) spdlog::info("[{}#{}] {}", server_.name, number_, l);
       stderr_tail_.emplace_back(l.substr(0, 300));

@@ -37,8 +37,8 @@ void Instance::on_line(std::string_view line) {
     env = json::parse_envelope(line);
     const NoiseLog::Verdict v = repaired_log_.record();
     if (v.suppressed) {
-      spdlog::warn("[{}#{}] {} more messages with invalid UTF-8 in the last {} s", server_.name,
-                   number_, v.suppressed, v.interval.count() / 1000);
+      spdlog::warn("[{}#{}] {} more messages with invalid UTF-8 in the last {:g} s", server_.name,
+                   number_, v.suppressed, static_cast<double>(v.interval.count()) / 1000.0);
     }
     if (v.log) {
       spdlog::warn("[{}#{}] a message held invalid UTF-8; passed on with U+FFFD: {:.200}",
@@ -62,8 +62,8 @@ void Instance::on_invalid(std::string_view line, const json::Envelope& env) {
   if (on_invalid_line) on_invalid_line();
   const NoiseLog::Verdict v = invalid_log_.record();
   if (v.suppressed) {
-    spdlog::warn("[{}#{}] {} more invalid lines in the last {} s", server_.name, number_,
-                 v.suppressed, v.interval.count() / 1000);
+    spdlog::warn("[{}#{}] {} more invalid lines in the last {:g} s", server_.name, number_,
+                 v.suppressed, static_cast<double>(v.interval.count()) / 1000.0);
   }
   if (v.log) {
     spdlog::warn("[{}#{}] ignored a line that is not JSON-RPC ({}): {:.200}", server_.name, number_,

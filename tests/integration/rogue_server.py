@@ -13,6 +13,7 @@ Modes:
   ff-result          tools/call answers with a text holding a \\xff byte
   list-changed N     each tools/call first sends N notifications/tools/list_changed
   garbage N          each tools/call first prints N lines that are not JSON-RPC
+  stderr N           each tools/call first prints N lines to stderr
   sampling           each tools/call sends a sampling/createMessage request and waits for it
   deaf               stops reading its stdin once it has listed its tools
 """
@@ -65,6 +66,9 @@ def on_call(req_id, params) -> None:
     if MODE == "garbage":
         out.write(b"this is not JSON-RPC\n" * ARG)
         out.flush()
+    if MODE == "stderr":
+        sys.stderr.write("stderr flood line\n" * ARG)
+        sys.stderr.flush()
     if MODE == "sampling":
         send(json.dumps({"jsonrpc": "2.0", "id": "s1", "method": "sampling/createMessage",
                          "params": {"messages": [], "maxTokens": 1}}).encode())

@@ -108,3 +108,19 @@ def test_sampling_request_the_agent_never_answers_times_out(tmp_path, binaries):
     finally:
         s.close()
         gw.close()
+
+
+@pytest.mark.parametrize("mode,key,marker", [("garbage", "log_garbage_lines", "ignored a line"),
+                                             ("stderr", "log_stderr_lines", "stderr flood line")])
+def test_log_rate_is_configurable(tmp_path, binaries, mode, key, marker):
+    gw = start(tmp_path, {"rogue": rogue(mode, "5000", **{key: 3, "log_interval": "1m"})})
+    s = RawSession(gw.mcp_url).initialize()
+    try:
+        answer = s.call_tool("rogue__echo", {"text": "ok"}, 1)
+        assert text_of(answer["result"]) == "ok", answer
+        time.sleep(0.5)
+        logged = gw.stderr_path.read_text(errors="replace").count(marker)
+        assert logged == 3, f"{logged} lines logged in full, want 3"
+    finally:
+        s.close()
+        gw.close()
