@@ -2,6 +2,7 @@
 
 #include <boost/json.hpp>
 
+#include "json/parse.h"
 #include "upstream/upstream.h"
 
 namespace toolbridge::catalog {
@@ -94,7 +95,7 @@ std::optional<Result> ResolveStage::resolve_named(gateway::Call& call) const {
 std::optional<Result> ResolveStage::resolve_completion(gateway::Call& call) const {
   // The reference is small: it is parsed, renamed and put back; the rest stays raw.
   boost::system::error_code ec;
-  bj::value ref = bj::parse(call.member("ref"), ec);
+  bj::value ref = json::parse(call.member("ref"), ec);
   if (!ec && ref.is_object()) {
     auto& r = ref.as_object();
     const auto* type = r.if_contains("type");

@@ -63,10 +63,18 @@ struct Server {
   Duration breaker_cooldown{10'000};
   Duration restart_backoff_initial{500};
   Duration restart_backoff_max{30'000};
-  Duration ping_timeout{5'000};            // after a call's deadline: no pong -> recycled
-  Duration stop_grace{2'000};              // each step of close stdin -> SIGTERM -> SIGKILL
-  std::size_t max_line_bytes = 64u << 20;  // one message from the server
-  std::size_t max_in_flight = 256;         // requests multiplexed on one instance
+  Duration ping_timeout{5'000};                // after a call's deadline: no pong -> recycled
+  Duration stop_grace{2'000};                  // each step of close stdin -> SIGTERM -> SIGKILL
+  std::size_t max_line_bytes = 64u << 20;      // one message from the server
+  std::size_t max_in_flight = 256;             // requests multiplexed on one instance
+  std::size_t max_write_queue_bytes = 16u << 20;  // stdio: bytes waiting for the server to read
+  std::size_t max_server_requests = 16;           // its requests to agents awaiting an answer
+  Duration server_request_timeout{120'000};       // then the server gets an error reply
+  // Garbage from the server (invalid lines, dropped writes) and its stderr: logged in full up
+  // to this many lines per log_interval, then summed up in one line; always counted.
+  std::size_t log_garbage_lines = 5;
+  std::size_t log_stderr_lines = 100;
+  Duration log_interval{10'000};
 
   Policy policy = Policy::kShared;
   std::size_t min_instances = 1;  // pool: kept running even when idle

@@ -286,6 +286,26 @@ constexpr KeyReader kLifecycleKeyReaders[] = {
      [](R r, E e, P p, D d) { d.server.stop_grace = r.duration(e.value, p, /*allow_zero=*/true); }},
     {"max_line_bytes", [](R r, E e, P p, D d) { d.server.max_line_bytes = r.size(e.value, p); }},
     {"max_in_flight", [](R r, E e, P p, D d) { d.server.max_in_flight = r.count(e.value, p); }},
+    {"max_write_queue_bytes",
+     [](R r, E e, P p, D d) { d.server.max_write_queue_bytes = r.size(e.value, p); }},
+    {"max_server_requests",
+     [](R r, E e, P p, D d) { d.server.max_server_requests = r.count(e.value, p); }},
+    {"server_request_timeout",
+     [](R r, E e, P p, D d) {
+       d.server.server_request_timeout = r.duration(e.value, p, /*allow_zero=*/false);
+     }},
+    {"log_garbage_lines",
+     [](R r, E e, P p, D d) {
+       d.server.log_garbage_lines = r.zero_or_count(e.value, p, 1'000'000);
+     }},
+    {"log_stderr_lines",
+     [](R r, E e, P p, D d) {
+       d.server.log_stderr_lines = r.zero_or_count(e.value, p, 1'000'000);
+     }},
+    {"log_interval",
+     [](R r, E e, P p, D d) {
+       d.server.log_interval = r.duration(e.value, p, /*allow_zero=*/false);
+     }},
 };
 
 constexpr KeyReader kPlacementKeyReaders[] = {

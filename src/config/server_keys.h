@@ -15,7 +15,7 @@
 
 namespace toolbridge::config {
 
-inline constexpr std::array<std::string_view, 39> kServerKeys{
+inline constexpr std::array<std::string_view, 45> kServerKeys{
     "command",
     "args",
     "env",
@@ -30,6 +30,12 @@ inline constexpr std::array<std::string_view, 39> kServerKeys{
     "ping_timeout",
     "max_line_bytes",
     "max_in_flight",
+    "max_write_queue_bytes",
+    "max_server_requests",
+    "server_request_timeout",
+    "log_garbage_lines",
+    "log_stderr_lines",
+    "log_interval",
     "idempotent_tools",
     "max_retries",
     "breaker_threshold",

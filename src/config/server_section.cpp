@@ -21,8 +21,8 @@ constexpr std::array<std::string_view, 2> kPerSessionOnlyKeys{"rebind_on_exit", 
 constexpr std::array<std::string_view, 3> kNotSharedKeys{"max_instances", "spares",
                                                          "checkout_timeout"};
 // Keys that belong to one kind of server only (stdio command vs remote url).
-constexpr std::array<std::string_view, 5> kStdioOnlyKeys{"args", "env", "inherit_env", "cwd",
-                                                         "max_rss_mb"};
+constexpr std::array<std::string_view, 6> kStdioOnlyKeys{
+    "args", "env", "inherit_env", "cwd", "max_rss_mb", "max_write_queue_bytes"};
 constexpr std::array<std::string_view, 6> kRemoteOnlyKeys{
     "transport", "headers", "tls_verify", "ca_file", "max_connections", "connect_timeout"};
 

@@ -66,7 +66,9 @@ McpHttp::Messages McpHttp::read_messages(const std::string& body) {
   }
   m.envelopes.push_back(json::parse_envelope(body));
   const json::Envelope& first = m.envelopes.front();
-  if (first.kind == json::Kind::kInvalid) {
+  // Too deep but with a readable id: answered by the method table, under that id.
+  const bool answerable = first.too_deep && !first.id.empty();
+  if (first.kind == json::Kind::kInvalid && !answerable) {
     const bool parse = first.problem.starts_with("not JSON");
     const std::string message = (parse ? "Parse error: " : "Invalid Request: ") + first.problem;
     m.error = json::make_error({}, parse ? json::kParseError : json::kInvalidRequest, message);

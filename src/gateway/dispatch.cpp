@@ -10,6 +10,7 @@
 #include <boost/json.hpp>
 #include <optional>
 
+#include "json/parse.h"
 #include "upstream/upstream.h"
 
 namespace toolbridge::gateway {
@@ -118,7 +119,7 @@ Result classify_response(std::string response) {
   const json::Envelope env = json::parse_envelope(response);
   if (!env.error.empty()) {
     boost::system::error_code ec;
-    const boost::json::value err = boost::json::parse(env.error.in(response), ec);
+    const boost::json::value err = json::parse(env.error.in(response), ec);
     const auto* code = !ec && err.is_object() ? err.as_object().if_contains("code") : nullptr;
     const auto* text = !ec && err.is_object() ? err.as_object().if_contains("message") : nullptr;
     r.fault = fault_of_code(code && code->is_int64() ? code->as_int64() : 0);

@@ -7,6 +7,8 @@
 
 #include "call/trajectory_name.h"
 #include "gateway/gateway.h"
+#include "json/parse.h"
+#include "json/utf8.h"
 #include "mcp/protocol.h"
 
 namespace toolbridge::gateway {
@@ -24,7 +26,7 @@ constexpr std::string_view kSessionMeta = "toolbridge/session";
 bj::object parse_object(std::string_view text) {
   if (text.empty()) return {};
   boost::system::error_code ec;
-  bj::value v = bj::parse(text, ec);
+  bj::value v = json::parse(text, ec);
   if (ec || !v.is_object()) return {};
   return std::move(v.as_object());
 }
@@ -43,7 +45,7 @@ bool fault_is_tool_result(Fault f) {
 // error message for a malformed key.
 std::string take_meta(Call& call, std::string_view raw_meta) {
   boost::system::error_code ec;
-  bj::value v = bj::parse(raw_meta, ec);
+  bj::value v = json::parse(raw_meta, ec);
   if (ec || !v.is_object()) return {};
   auto& meta = v.as_object();
   if (const auto* t = meta.if_contains("progressToken")) call.progress_token = bj::serialize(*t);
@@ -112,12 +114,20 @@ void Methods::handle(const std::shared_ptr<Session>& session,
 void Methods::handle(const std::shared_ptr<Session>& session,
                      const std::shared_ptr<PostStream>& stream, const json::Envelope& env,
                      std::string_view message) {
+  if (env.invalid_utf8) {
+    // Nothing a client sent is echoed raw: its invalid bytes become U+FFFD first.
+    const std::string repaired = json::replace_invalid_utf8(message);
+    const json::Envelope fixed = json::parse_envelope(repaired);
+    return handle(session, stream, fixed, repaired);
+  }
   Incoming in{session, stream, env, message, std::string(env.id.in(message))};
   switch (env.kind) {
     case json::Kind::kInvalid: {
       const bool parse = env.problem.starts_with("not JSON");
+      // A message too deep still gets its answer under its own id when that was readable.
+      const std::string id = env.too_deep ? in.id : std::string();
       return answer(
-          in, json::make_error({}, parse ? json::kParseError : json::kInvalidRequest, env.problem));
+          in, json::make_error(id, parse ? json::kParseError : json::kInvalidRequest, env.problem));
     }
     case json::Kind::kResponse: {
       // The agent answering a request a server sent through us (sampling, elicitation, roots).

@@ -8,11 +8,11 @@
 
 #include <boost/json.hpp>
 
+#include "json/utf8.h"
+
 namespace toolbridge::json {
 
 namespace {
-
-constexpr int kMaxDepth = 512;
 
 // A validating skipper: walks one JSON value without building anything, so a 1 MB result
 // costs one pass over its bytes. Positions are byte offsets into `t`.
@@ -24,7 +24,8 @@ class Scanner {
   bool at_end() const { return p_ >= t_.size(); }
   char peek() const { return p_ < t_.size() ? t_[p_] : '\0'; }
   void ws() {
-    while (p_ < t_.size() && (t_[p_] == ' ' || t_[p_] == '\t' || t_[p_] == '\n' || t_[p_] == '\r')) {
+    while (p_ < t_.size() &&
+           (t_[p_] == ' ' || t_[p_] == '\t' || t_[p_] == '\n' || t_[p_] == '\r')) {
       ++p_;
     }
   }
@@ -34,16 +35,31 @@ class Scanner {
     return true;
   }
 
-  bool value(int depth = 0) {
-    if (depth > kMaxDepth) return false;
+  // Past the limit a message is still walked (iteratively, so nothing overflows) to read its id.
+  bool too_deep() const { return too_deep_; }
+  bool invalid_utf8() const { return invalid_utf8_; }
+
+  // `depth`: how many arrays and objects enclose this value.
+  bool value(std::size_t depth = 0) {
+    if ((peek() == '{' || peek() == '[') && depth >= kMaxDepth) {
+      too_deep_ = true;
+      return skip_nested();
+    }
     switch (peek()) {
-      case '{': return object(depth);
-      case '[': return array(depth);
-      case '"': return string();
-      case 't': return literal("true");
-      case 'f': return literal("false");
-      case 'n': return literal("null");
-      default: return number();
+      case '{':
+        return object(depth);
+      case '[':
+        return array(depth);
+      case '"':
+        return string();
+      case 't':
+        return literal("true");
+      case 'f':
+        return literal("false");
+      case 'n':
+        return literal("null");
+      default:
+        return number();
     }
   }
 
@@ -55,6 +71,12 @@ class Scanner {
       const unsigned char c = static_cast<unsigned char>(t_[p_++]);
       if (c == '"') return true;
       if (c < 0x20) return false;
+      if (c >= 0x80) {
+        const std::size_t n = utf8_sequence_length(t_.substr(p_ - 1));
+        if (n == 0) invalid_utf8_ = true;  // one byte; the caller decides what to do with it
+        if (n > 1) p_ += n - 1;
+        continue;
+      }
       if (c != '\\') continue;
       if (p_ >= t_.size()) return false;
       const char e = t_[p_++];
@@ -70,7 +92,22 @@ class Scanner {
   }
 
  private:
-  bool object(int depth) {
+  // Brackets counted, strings checked, nothing else: enough to find where the value ends.
+  bool skip_nested() {
+    std::size_t open = 0;
+    while (p_ < t_.size()) {
+      const char c = t_[p_];
+      if (c == '"') {
+        if (!string()) return false;
+        continue;
+      }
+      ++p_;
+      if (c == '{' || c == '[') ++open;
+      if ((c == '}' || c == ']') && --open == 0) return true;
+    }
+    return false;
+  }
+  bool object(std::size_t depth) {
     ++p_;
     ws();
     if (eat('}')) return true;
@@ -86,7 +123,7 @@ class Scanner {
       if (!eat(',')) return false;
     }
   }
-  bool array(int depth) {
+  bool array(std::size_t depth) {
     ++p_;
     ws();
     if (eat(']')) return true;
@@ -124,7 +161,7 @@ class Scanner {
   }
 
   // Large tool results are mostly string bytes that need no attention: step over them 16 at a
-  // time until a quote, a backslash or a control character.
+  // time until a quote, a backslash, a control character or a byte past ASCII.
   void skip_plain_string_bytes() {
 #ifdef __SSE2__
     const __m128i quote = _mm_set1_epi8('"');
@@ -136,7 +173,8 @@ class Scanner {
       const __m128i hit = _mm_or_si128(
           _mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, backslash)),
           _mm_cmplt_epi8(_mm_xor_si128(chunk, flip), below_space));  // unsigned byte < 0x20
-      const int mask = _mm_movemask_epi8(hit);
+      // Bytes past ASCII stop the fast path too: their UTF-8 is checked one sequence at a time.
+      const int mask = _mm_movemask_epi8(hit) | _mm_movemask_epi8(chunk);
       if (mask != 0) {
         p_ += static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
         return;
@@ -148,7 +186,14 @@ class Scanner {
 
   std::string_view t_;
   std::size_t p_ = 0;
+  bool too_deep_ = false;
+  bool invalid_utf8_ = false;
 };
+
+std::string fmt_too_deep() {
+  return "nested deeper than " + std::to_string(kMaxDepth) +
+         " levels of arrays and objects (toolbridge's JSON depth limit)";
+}
 
 Envelope invalid(std::string problem) {
   Envelope e;
@@ -157,8 +202,15 @@ Envelope invalid(std::string problem) {
 }
 
 // Unescapes a JSON string token (quotes included). Only called for short member values.
+// Invalid UTF-8 comes out as U+FFFD: names and methods are echoed in messages.
 std::string unescape(std::string_view token) {
-  if (token.find('\\') == std::string_view::npos) return std::string(token.substr(1, token.size() - 2));
+  std::string repaired;
+  if (!is_valid_utf8(token)) {
+    repaired = replace_invalid_utf8(token);
+    token = repaired;
+  }
+  if (token.find('\\') == std::string_view::npos)
+    return std::string(token.substr(1, token.size() - 2));
   boost::system::error_code ec;
   auto v = boost::json::parse(token, ec);
   return ec || !v.is_string() ? std::string() : std::string(v.get_string());
@@ -191,7 +243,7 @@ Envelope parse_envelope(std::string_view text) {
     s.ws();
     const std::size_t start = s.pos();
     const char lead = s.peek();
-    if (!s.value()) return invalid("not JSON: malformed value of \"" + key + "\"");
+    if (!s.value(1)) return invalid("not JSON: malformed value of \"" + key + "\"");
     const Span span{start, s.pos() - start};
     const std::string_view raw = span.in(text);
     if (key == "jsonrpc") {
@@ -222,6 +274,14 @@ Envelope parse_envelope(std::string_view text) {
   }
   s.ws();
   if (!s.at_end()) return invalid("not JSON: trailing characters after the object");
+  e.invalid_utf8 = s.invalid_utf8();
+  if (s.too_deep()) {
+    Envelope deep = invalid(fmt_too_deep());
+    deep.too_deep = true;
+    deep.id = e.id;
+    deep.method = std::move(e.method);
+    return deep;
+  }
   if (!has_version) return invalid("missing \"jsonrpc\": \"2.0\"");
   if (!e.method.empty()) {
     e.kind = has_id ? Kind::kRequest : Kind::kNotification;
@@ -314,7 +374,7 @@ std::optional<std::vector<std::string>> split_batch(std::string_view text, std::
     for (;;) {
       s.ws();
       const std::size_t start = s.pos();
-      if (!s.value()) {
+      if (!s.value(1)) {
         problem = "not JSON: malformed batch element";
         return std::nullopt;
       }
@@ -330,6 +390,10 @@ std::optional<std::vector<std::string>> split_batch(std::string_view text, std::
   s.ws();
   if (!s.at_end()) {
     problem = "not JSON: trailing characters after the batch";
+    return std::nullopt;
+  }
+  if (s.too_deep()) {
+    problem = fmt_too_deep();
     return std::nullopt;
   }
   return out;

@@ -12,6 +12,11 @@ namespace toolbridge::json {
 
 enum class Kind { kRequest, kNotification, kResponse, kInvalid };
 
+// The one JSON nesting limit: arrays and objects of one message, its own object included. The
+// envelope scanner and every Boost.JSON parse (json/parse.h) apply it; legitimate messages
+// (tool schemas, arguments) stay far below it.
+inline constexpr std::size_t kMaxDepth = 128;
+
 struct Span {
   std::size_t offset = 0;
   std::size_t length = 0;
@@ -21,12 +26,18 @@ struct Span {
 
 struct Envelope {
   Kind kind = Kind::kInvalid;
-  Span id;                    // raw JSON of "id" (number or string), empty if absent
-  std::string method;         // unescaped
-  Span params;                // raw JSON of "params", empty if absent
-  Span result;                // raw JSON of "result"
-  Span error;                 // raw JSON of "error"
-  std::string problem;        // why kind is kInvalid
+  Span id;              // raw JSON of "id" (number or string), empty if absent
+  std::string method;   // unescaped
+  Span params;          // raw JSON of "params", empty if absent
+  Span result;          // raw JSON of "result"
+  Span error;           // raw JSON of "error"
+  std::string problem;  // why kind is kInvalid
+  // kInvalid because nested deeper than kMaxDepth; `id` is still set when it was readable, so
+  // the request it answers can be told.
+  bool too_deep = false;
+  // Some string holds invalid UTF-8: pass on replace_invalid_utf8(text) (json/utf8.h) and its
+  // envelope instead.
+  bool invalid_utf8 = false;
 };
 
 // `text` must stay alive while spans are used. Accepts any JSON object; classifies it.
@@ -74,7 +85,7 @@ inline constexpr int kInternalError = -32603;
 // Implementation-defined server errors used by the gateway.
 inline constexpr int kUpstreamUnavailable = -32001;  // server not running / restarting
 inline constexpr int kRequestTimeout = -32002;
-inline constexpr int kUpstreamFailed = -32003;       // instance died with the call pending
+inline constexpr int kUpstreamFailed = -32003;  // instance died with the call pending
 inline constexpr int kOverloaded = -32004;
 // The instance failed before the request reached it: running it elsewhere cannot run it twice.
 inline constexpr int kNotSent = -32005;

@@ -5,12 +5,16 @@
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+
+#include "json/parse.h"
+#include "json/utf8.h"
 
 namespace toolbridge::upstream {
 
@@ -29,15 +33,6 @@ std::string tail_text(const std::deque<std::string>& lines) {
   }
   return out;
 }
-
-// Reads a top-level member of a small JSON object given as text; null if absent or not JSON.
-bj::value member(std::string_view object_text, std::string_view key) {
-  boost::system::error_code ec;
-  bj::value v = bj::parse(object_text, ec);
-  if (ec || !v.is_object()) return nullptr;
-  if (const auto* m = v.as_object().if_contains(key)) return *m;
-  return nullptr;
-}
 }  // namespace
 
 Instance::Instance(asio::io_context& io, config::Server server, std::uint64_t number)
@@ -49,7 +44,11 @@ Instance::Instance(asio::io_context& io, config::Server server, std::uint64_t nu
       stderr_(io),
       pidfd_(io),
       framer_(server_.max_line_bytes),
-      exited_(io, asio::steady_timer::time_point::max()) {}
+      exited_(io, asio::steady_timer::time_point::max()),
+      invalid_log_(base::steady_clock(), server_.log_garbage_lines, server_.log_interval),
+      repaired_log_(base::steady_clock(), server_.log_garbage_lines, server_.log_interval),
+      stderr_log_(base::steady_clock(), server_.log_stderr_lines, server_.log_interval),
+      dropped_log_(base::steady_clock(), server_.log_garbage_lines, server_.log_interval) {}
 
 Instance::~Instance() {
   // Descriptors close with their owners; Child's destructor kills and reaps if stop() never ran.
@@ -64,7 +63,8 @@ asio::awaitable<std::string> Instance::start() {
     handlers.on_sent = [weak = weak_from_this()](std::uint64_t call_id) {
       auto self = weak.lock();
       if (!self) return;
-      if (auto it = self->pending_.find(call_id); it != self->pending_.end()) it->second.sent = true;
+      if (auto it = self->pending_.find(call_id); it != self->pending_.end())
+        it->second.sent = true;
     };
     handlers.on_failure = [weak = weak_from_this()](const std::string& reason) {
       if (auto self = weak.lock()) self->fail(reason);
@@ -97,9 +97,12 @@ asio::awaitable<std::string> Instance::start() {
   spdlog::debug("[{}] started instance {} (pid {})", server_.name, number_, child_.pid());
 
   auto self = shared_from_this();
-  asio::co_spawn(io_, [self]() { return self->read_stdout(); }, asio::detached);
-  asio::co_spawn(io_, [self]() { return self->read_stderr(); }, asio::detached);
-  asio::co_spawn(io_, [self]() { return self->watch_exit(); }, asio::detached);
+  asio::co_spawn(
+      io_, [self]() { return self->read_stdout(); }, asio::detached);
+  asio::co_spawn(
+      io_, [self]() { return self->read_stderr(); }, asio::detached);
+  asio::co_spawn(
+      io_, [self]() { return self->watch_exit(); }, asio::detached);
   std::string result = co_await initialize();
   co_return result;
 }
@@ -113,20 +116,35 @@ void Instance::call(std::string_view method, std::string params, std::string cal
                                            (exit_reason_.empty() ? "" : ": " + exit_reason_)));
     return;
   }
-  if (pending_.size() >= server_.max_in_flight) {
+  if (in_flight() >= server_.max_in_flight) {
     // Backpressure instead of an unbounded pile-up on one process.
     sink->on_response(json::make_error(
         caller_id, json::kOverloaded,
         fmt::format("server '{}' already has {} requests in flight (max_in_flight); retry after "
                     "one finishes",
-                    server_.name, pending_.size())));
+                    server_.name, in_flight())));
+    return;
+  }
+  if (!remote_ && queued_bytes_ >= server_.max_write_queue_bytes) {
+    // A server that does not read its stdin must not grow our memory: refuse, do not queue.
+    sink->on_response(json::make_error(
+        caller_id, json::kOverloaded,
+        fmt::format("server '{}' is not reading its input: {} bytes already wait for it "
+                    "(max_write_queue_bytes); retry later",
+                    server_.name, queued_bytes_)));
     return;
   }
   const std::uint64_t id = next_id_++;
   const std::string id_text = std::to_string(id);
   if (!progress_token.empty()) {
     // The server sees our token (the upstream id, unique on this instance); progress maps back.
-    bj::value p = bj::parse(params);
+    boost::system::error_code ec;
+    bj::value p = json::parse(params, ec);
+    if (ec || !p.is_object()) {
+      sink->on_response(json::make_error(caller_id, json::kInvalidParams,
+                                         "params could not be read: " + ec.message()));
+      return;
+    }
     auto& meta = p.as_object()["_meta"];
     if (!meta.is_object()) meta = bj::object{};
     meta.as_object()["progressToken"] = id;
@@ -154,7 +172,7 @@ void Instance::call(std::string_view method, std::string params, std::string cal
     p.sink->on_response(json::make_error(
         p.caller_id, json::kRequestTimeout,
         fmt::format("{} timed out after {:g} s; the request was cancelled", p.display_name, secs)));
-    if (self->pending_.empty() && self->on_idle) self->on_idle();
+    if (self->in_flight() == 0 && self->on_idle) self->on_idle();
   });
   pending_.emplace(id, std::move(entry));
   last_call_id_ = id;
@@ -183,11 +201,11 @@ void Instance::cancel(const std::shared_ptr<CallSink>& sink, std::string_view ca
   for (auto it = pending_.begin(); it != pending_.end(); ++it) {
     if (it->second.sink != sink || it->second.caller_id != caller_id) continue;
     write(json::make_notification("notifications/cancelled",
-                                  R"({"requestId":)" + std::to_string(it->first) +
-                                      R"(,"reason":)" + json::quote(reason) + "}"));
+                                  R"({"requestId":)" + std::to_string(it->first) + R"(,"reason":)" +
+                                      json::quote(reason) + "}"));
     // The spec says a cancelled request gets no response; the caller has moved on.
     pending_.erase(it);
-    if (pending_.empty() && on_idle) on_idle();
+    if (in_flight() == 0 && on_idle) on_idle();
     return;
   }
 }
@@ -198,16 +216,31 @@ void Instance::notify(std::string_view method, std::string params) {
 
 void Instance::write(std::string line, std::uint64_t call_id) {
   if (remote_) {
-    if (state_ != State::kExited && state_ != State::kStopping) remote_->send(std::move(line), call_id);
+    if (state_ != State::kExited && state_ != State::kStopping)
+      remote_->send(std::move(line), call_id);
     return;
   }
   if (!stdin_.is_open()) return;
+  if (!call_id && queued_bytes_ >= server_.max_write_queue_bytes) {
+    // Replies and notifications to a server that does not read are dropped; its calls are
+    // refused in call(), and our own requests time out.
+    const NoiseLog::Verdict v = dropped_log_.record();
+    if (v.log || v.suppressed) {
+      spdlog::warn(
+          "[{}#{}] not reading its input ({} bytes queued, max_write_queue_bytes): "
+          "dropped {} message(s)",
+          server_.name, number_, queued_bytes_, v.suppressed + 1);
+    }
+    return;
+  }
   line.push_back('\n');
+  queued_bytes_ += line.size();
   write_queue_.push_back(std::move(line));
   if (call_id) queued_calls_.push_back(call_id);
   if (writing_) return;
   writing_ = true;
-  asio::co_spawn(io_, [self = shared_from_this()]() { return self->write_loop(); }, asio::detached);
+  asio::co_spawn(
+      io_, [self = shared_from_this()]() { return self->write_loop(); }, asio::detached);
 }
 
 asio::awaitable<void> Instance::write_loop() {
@@ -228,6 +261,7 @@ asio::awaitable<void> Instance::write_loop() {
     boost::system::error_code ec;
     co_await asio::async_write(stdin_, asio::buffer(batch),
                                asio::redirect_error(asio::use_awaitable, ec));
+    queued_bytes_ -= std::min(queued_bytes_, batch.size());
     // After a failed write some of the batch may have reached the child: count it as sent.
     for (std::uint64_t id : calls) {
       if (auto it = pending_.find(id); it != pending_.end()) it->second.sent = true;
@@ -236,14 +270,16 @@ asio::awaitable<void> Instance::write_loop() {
     if (ec) {
       write_queue_.clear();
       queued_calls_.clear();
+      queued_bytes_ = 0;
       boost::system::error_code ignored;
       stdin_.close(ignored);
       // A broken pipe usually means the process is exiting: give the exit watcher a moment so
       // the error names the exit code rather than the symptom.
       auto grace = std::make_shared<asio::steady_timer>(io_, server_.stop_grace);
-      grace->async_wait([self = shared_from_this(), grace, why = ec.message()](boost::system::error_code) {
-        self->fail("its stdin broke (" + why + ")");
-      });
+      grace->async_wait(
+          [self = shared_from_this(), grace, why = ec.message()](boost::system::error_code) {
+            self->fail("its stdin broke (" + why + ")");
+          });
       break;
     }
   }
@@ -258,7 +294,20 @@ asio::awaitable<void> Instance::read_stdout() {
     const std::size_t n = co_await stdout_.async_read_some(
         asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
     if (ec) break;
-    if (!framer_.feed(std::string_view(buf.data(), n), [this](std::string_view l) { on_line(l); })) {
+    std::string failure;
+    const bool fits = framer_.feed(std::string_view(buf.data(), n), [&](std::string_view l) {
+      // Last line of defence: a message we cannot handle fails the instance, never the reader.
+      try {
+        if (failure.empty()) on_line(l);
+      } catch (const std::exception& e) {
+        failure = std::string("handling one of its messages failed (") + e.what() + ")";
+      }
+    });
+    if (!failure.empty()) {
+      fail(failure);
+      break;
+    }
+    if (!fits) {
       fail("it sent a message longer than max_line_bytes (" +
            std::to_string(server_.max_line_bytes) + ")");
       break;
@@ -276,7 +325,12 @@ asio::awaitable<void> Instance::read_stderr() {
         asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
     if (ec) break;
     const bool ok = lines.feed(std::string_view(buf.data(), n), [this](std::string_view l) {
-      spdlog::info("[{}#{}] {}", server_.name, number_, l);
+      const NoiseLog::Verdict v = stderr_log_.record();
+      if (v.suppressed) {
+        spdlog::info("[{}#{}] {} more stderr lines in the last {:g} s", server_.name, number_,
+                     v.suppressed, static_cast<double>(v.interval.count()) / 1000.0);
+      }
+      if (v.log) spdlog::info("[{}#{}] {}", server_.name, number_, l);
       stderr_tail_.emplace_back(l.substr(0, 300));
       if (stderr_tail_.size() > kStderrTailLines) stderr_tail_.pop_front();
     });
@@ -290,12 +344,14 @@ asio::awaitable<void> Instance::watch_exit() {
   co_await pidfd_.async_wait(asio::posix::stream_descriptor::wait_read,
                              asio::redirect_error(asio::use_awaitable, ec));
   child_.try_reap();
-  std::string reason = "server '" + server_.name + "' " +
-                       (child_.reaped() ? process::describe_status(child_.wait_status())
-                                        : std::string("exited"));
+  std::string reason =
+      "server '" + server_.name + "' " +
+      (child_.reaped() ? process::describe_status(child_.wait_status()) : std::string("exited"));
   if (!stderr_tail_.empty()) reason += " (stderr: " + tail_text(stderr_tail_) + ")";
-  if (state_ != State::kStopping) fail(reason);
-  else exit_reason_ = reason;
+  if (state_ != State::kStopping)
+    fail(reason);
+  else
+    exit_reason_ = reason;
   exited_.cancel();
 }
 
@@ -303,7 +359,9 @@ void Instance::fail(const std::string& reason) {
   if (state_ == State::kExited) return;
   const bool was_stopping = state_ == State::kStopping;
   if (exit_reason_.empty()) {
-    exit_reason_ = reason.rfind("server '", 0) == 0 ? reason : "server '" + server_.name + "' failed: " + reason;
+    exit_reason_ = reason.rfind("server '", 0) == 0
+                       ? reason
+                       : "server '" + server_.name + "' failed: " + reason;
   }
   state_ = State::kExited;
   spdlog::warn("[{}#{}] {}", server_.name, number_, exit_reason_);
@@ -330,127 +388,6 @@ void Instance::fail_pending(int code, const std::string& message) {
       p.sink->on_response(json::make_error(p.caller_id, code, p.display_name + ": " + message));
     }
   }
-}
-
-void Instance::on_line(std::string_view line) {
-  const json::Envelope env = json::parse_envelope(line);
-  switch (env.kind) {
-    case json::Kind::kResponse: return on_response(line, env);
-    case json::Kind::kNotification: return on_notification(line, env);
-    case json::Kind::kRequest: return on_server_request(line, env);
-    case json::Kind::kInvalid:
-      ++garbage_lines_;
-      if (on_invalid_line) on_invalid_line();
-      spdlog::warn("[{}#{}] ignored a line that is not JSON-RPC ({}): {:.200}", server_.name,
-                   number_, env.problem, line);
-      return;
-  }
-}
-
-void Instance::on_response(std::string_view line, const json::Envelope& env) {
-  const std::string_view id_text = env.id.in(line);
-  std::uint64_t id = 0;
-  for (char c : id_text) {
-    if (c < '0' || c > '9') return;  // not one of ours
-    id = id * 10 + static_cast<std::uint64_t>(c - '0');
-  }
-  auto it = pending_.find(id);
-  if (it == pending_.end()) return;  // late answer to a request that timed out or was cancelled
-  Pending p = std::move(it->second);
-  pending_.erase(it);
-  if (p.internal) {
-    p.internal(line, env);
-    return;
-  }
-  p.sink->on_response(json::with_id(line, env.id, p.caller_id));
-  if (pending_.empty() && on_idle) on_idle();
-}
-
-void Instance::on_notification(std::string_view line, const json::Envelope& env) {
-  const std::string& m = env.method;
-  if (m == "notifications/progress") {
-    // Our tokens are the positive integer ids we issued; anything else is not ours to route.
-    const bj::value token = member(env.params.in(line), "progressToken");
-    std::uint64_t id = 0;
-    if (token.is_int64() && token.as_int64() > 0) id = static_cast<std::uint64_t>(token.as_int64());
-    if (token.is_uint64()) id = token.as_uint64();
-    auto it = pending_.find(id);
-    if (it == pending_.end() || it->second.progress_token.empty() || !it->second.sink) return;
-    bj::value params = bj::parse(env.params.in(line));  // valid JSON: the envelope checked it
-    if (!params.is_object()) return;
-    params.as_object()["progressToken"] = bj::parse(it->second.progress_token);
-    it->second.sink->on_notification(
-        json::make_notification("notifications/progress", bj::serialize(params)));
-    return;
-  }
-  if (m == "notifications/tools/list_changed" || m == "notifications/resources/list_changed" ||
-      m == "notifications/prompts/list_changed") {
-    asio::co_spawn(
-        io_,
-        [self = shared_from_this()]() -> asio::awaitable<void> {
-          const std::string err = co_await self->fetch_catalog();
-          if (!err.empty()) {
-            spdlog::warn("[{}] re-listing after list_changed failed: {}", self->server_.name, err);
-          } else if (self->on_catalog_changed) {
-            self->on_catalog_changed();
-          }
-        },
-        asio::detached);
-    return;
-  }
-  if (m == "notifications/message") {
-    if (auto target = route_target()) {
-      target->on_notification(std::string(line));
-    } else {
-      spdlog::info("[{}#{}] log: {:.500}", server_.name, number_, env.params.in(line));
-    }
-    return;
-  }
-  // notifications/cancelled from the server, resources/updated, ...: nothing to route yet.
-  spdlog::debug("[{}#{}] notification {} not routed", server_.name, number_, m);
-}
-
-std::shared_ptr<CallSink> Instance::route_target() const {
-  // Stdio carries no link from a server request to the call that caused it. The most recent
-  // in-flight call is the best guess; with one caller per instance it is exact.
-  if (auto it = pending_.find(last_call_id_); it != pending_.end() && it->second.sink) {
-    return it->second.sink;
-  }
-  std::uint64_t newest = 0;
-  std::shared_ptr<CallSink> sink;
-  for (const auto& [id, p] : pending_) {
-    if (p.sink && id >= newest) {
-      newest = id;
-      sink = p.sink;
-    }
-  }
-  return sink;
-}
-
-void Instance::on_server_request(std::string_view line, const json::Envelope& env) {
-  const std::string id(env.id.in(line));
-  if (env.method == "ping") {
-    write(json::make_result(id, "{}"));
-    return;
-  }
-  auto target = route_target();
-  if (!target) {
-    if (env.method == "roots/list") {
-      write(json::make_result(id, R"({"roots":[]})"));
-    } else {
-      write(json::make_error(id, json::kMethodNotFound,
-                             env.method + ": no agent call is in progress to route it to"));
-    }
-    return;
-  }
-  target->on_server_request(
-      env.method, std::string(env.params.in(line)),
-      [weak = weak_from_this(), id](bool is_error, std::string raw) {
-        auto self = weak.lock();
-        if (!self) return;
-        std::string out = R"({"jsonrpc":"2.0","id":)" + id + (is_error ? R"(,"error":)" : R"(,"result":)") + raw + "}";
-        self->write(std::move(out));
-      });
 }
 
 asio::awaitable<void> Instance::stop() {

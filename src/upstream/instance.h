@@ -20,6 +20,7 @@
 #include "mcp/protocol.h"
 #include "process/child.h"
 #include "transport/line_framer.h"
+#include "upstream/noise_log.h"
 #include "upstream/remote.h"
 
 namespace toolbridge::upstream {
@@ -76,7 +77,10 @@ class Instance : public std::enable_shared_from_this<Instance> {
   boost::asio::awaitable<void> stop();
 
   State state() const { return state_; }
-  std::size_t in_flight() const { return pending_.size(); }
+  // Agents' calls in flight; the instance's own requests (catalog re-reads, ping) never count.
+  std::size_t in_flight() const {
+    return pending_.size() > own_in_flight_ ? pending_.size() - own_in_flight_ : 0;
+  }
   std::uint64_t number() const { return number_; }
   pid_t pid() const { return child_.pid(); }  // 0 for a remote instance
   bool remote() const { return remote_ != nullptr; }
@@ -96,14 +100,14 @@ class Instance : public std::enable_shared_from_this<Instance> {
 
  private:
   struct Pending {
-    std::string caller_id;            // raw JSON id of the downstream request
-    std::string progress_token;       // caller's raw token, empty if none
-    std::shared_ptr<CallSink> sink;   // null for the instance's own requests
+    std::string caller_id;           // raw JSON id of the downstream request
+    std::string progress_token;      // caller's raw token, empty if none
+    std::shared_ptr<CallSink> sink;  // null for the instance's own requests
     std::function<void(std::string_view line, const json::Envelope&)> internal;
     std::unique_ptr<boost::asio::steady_timer> deadline;
-    std::string display_name;         // "server__tool" for messages
+    std::string display_name;  // "server__tool" for messages
     std::chrono::milliseconds timeout{0};
-    bool sent = false;                // its bytes reached the child's stdin
+    bool sent = false;  // its bytes reached the child's stdin
   };
 
   // `call_id` marks the pending call whose request this line is, so a failure can tell
@@ -116,6 +120,7 @@ class Instance : public std::enable_shared_from_this<Instance> {
   // initialize + notifications/initialized + first catalog, bounded by startup_timeout.
   boost::asio::awaitable<std::string> initialize();
   void on_line(std::string_view line);
+  void on_invalid(std::string_view line, const json::Envelope& env);
   void on_response(std::string_view line, const json::Envelope& env);
   void on_notification(std::string_view line, const json::Envelope& env);
   void on_server_request(std::string_view line, const json::Envelope& env);
@@ -130,9 +135,14 @@ class Instance : public std::enable_shared_from_this<Instance> {
                                                      std::chrono::milliseconds timeout = {});
   // After a deadline passed: is the server still answering at all? Recycles it if not.
   void check_responsive(const std::string& after);
-  boost::asio::awaitable<std::string> fetch_catalog();
+  // `timeout` bounds each request (none during startup: startup_timeout bounds it all).
+  boost::asio::awaitable<std::string> fetch_catalog(std::chrono::milliseconds timeout = {});
   boost::asio::awaitable<std::string> list_all(std::string_view method, std::string_view key,
-                                               boost::json::array& into);
+                                               boost::json::array& into,
+                                               std::chrono::milliseconds timeout);
+  // list_changed: at most one re-read in flight; notifications meanwhile ask for one more.
+  void relist();
+  boost::asio::awaitable<void> relist_loop();
 
   boost::asio::io_context& io_;
   const config::Server server_;
@@ -149,16 +159,25 @@ class Instance : public std::enable_shared_from_this<Instance> {
   bool writing_ = false;
   std::uint64_t next_id_ = 1;
   std::unordered_map<std::uint64_t, Pending> pending_;
-  std::uint64_t last_call_id_ = 0;     // most recent forwarded call, for routing server requests
+  std::uint64_t last_call_id_ = 0;  // most recent forwarded call, for routing server requests
   std::deque<std::string> stderr_tail_;
   std::string exit_reason_;
-  boost::asio::steady_timer exited_;   // cancelled once the child is reaped
+  boost::asio::steady_timer exited_;  // cancelled once the child is reaped
   mcp::Version version_ = mcp::kLatestVersion;
   mcp::ServerCapabilities caps_;
   Catalog catalog_;
   std::uint64_t garbage_lines_ = 0;
+  NoiseLog invalid_log_;   // lines that are not JSON-RPC, messages nested too deep
+  NoiseLog repaired_log_;  // messages with invalid UTF-8, passed on repaired
+  NoiseLog stderr_log_;    // the server's stderr lines
   bool checking_ = false;
-  std::shared_ptr<Remote> remote_;     // set for a server with a url instead of a command
+  std::size_t own_in_flight_ = 0;    // the instance's own requests among pending_
+  std::size_t queued_bytes_ = 0;     // to the child's stdin, not written yet
+  std::size_t server_requests_ = 0;  // the server's requests to agents awaiting an answer
+  NoiseLog dropped_log_;             // writes dropped because the server does not read
+  bool relisting_ = false;
+  bool relist_again_ = false;
+  std::shared_ptr<Remote> remote_;  // set for a server with a url instead of a command
 };
 
 }  // namespace toolbridge::upstream

@@ -4,6 +4,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "json/parse.h"
 #include "upstream/instance.h"
 
 // The instance's own requests to its server: the initialize handshake, the catalog (tools,
@@ -87,23 +88,23 @@ asio::awaitable<std::string> Instance::initialize() {
   co_return std::string();
 }
 
-asio::awaitable<std::string> Instance::fetch_catalog() {
+asio::awaitable<std::string> Instance::fetch_catalog(std::chrono::milliseconds timeout) {
   Catalog fresh;
   std::string err;
   if (caps_.tools) {
-    err = co_await list_all("tools/list", "tools", fresh.tools);
+    err = co_await list_all("tools/list", "tools", fresh.tools, timeout);
     if (!err.empty()) co_return err;
   }
   if (caps_.resources) {
-    err = co_await list_all("resources/list", "resources", fresh.resources);
+    err = co_await list_all("resources/list", "resources", fresh.resources, timeout);
     if (!err.empty()) co_return err;
     err = co_await list_all("resources/templates/list", "resourceTemplates",
-                            fresh.resource_templates);
+                            fresh.resource_templates, timeout);
     // Some servers have resources but no templates method; that is not fatal.
     if (!err.empty()) spdlog::debug("[{}] resources/templates/list: {}", server_.name, err);
   }
   if (caps_.prompts) {
-    err = co_await list_all("prompts/list", "prompts", fresh.prompts);
+    err = co_await list_all("prompts/list", "prompts", fresh.prompts, timeout);
     if (!err.empty()) co_return err;
   }
   catalog_ = std::move(fresh);
@@ -111,12 +112,13 @@ asio::awaitable<std::string> Instance::fetch_catalog() {
 }
 
 asio::awaitable<std::string> Instance::list_all(std::string_view method, std::string_view key,
-                                                bj::array& into) {
+                                                bj::array& into,
+                                                std::chrono::milliseconds timeout) {
   std::string cursor;
   for (int page = 0; page < 10'000; ++page) {
     std::string params = cursor.empty() ? std::string("{}") : R"({"cursor":)" + cursor + "}";
     std::string error;
-    bj::value r = co_await request(method, params, error);
+    bj::value r = co_await request(method, params, error, timeout);
     if (!error.empty()) co_return std::string(method) + " failed: " + error;
     if (!r.is_object()) co_return std::string(method) + " returned no object";
     if (const auto* items = r.as_object().if_contains(key); items && items->is_array()) {
@@ -145,21 +147,29 @@ asio::awaitable<bj::value> Instance::request(std::string_view method, std::strin
   Pending p;
   p.internal = [&](std::string_view line, const json::Envelope& env) {
     answered = true;
+    --own_in_flight_;
     if (env.kind != json::Kind::kResponse) {
       error = std::string(line);  // a failure message from fail_pending
     } else if (!env.error.empty()) {
-      bj::value e = bj::parse(env.error.in(line));
+      boost::system::error_code ec;
+      bj::value e = json::parse(env.error.in(line), ec);
       const auto* m = e.is_object() ? e.as_object().if_contains("message") : nullptr;
-      error = m && m->is_string() ? std::string(m->as_string()) : bj::serialize(e);
+      if (ec) {
+        error = "unreadable error (" + ec.message() + ")";
+      } else {
+        error = m && m->is_string() ? std::string(m->as_string()) : bj::serialize(e);
+      }
     } else {
       boost::system::error_code ec;
-      result = bj::parse(env.result.in(line), ec);
-      if (ec) error = "malformed result";
+      result = json::parse(env.result.in(line), ec);
+      if (ec) error = "malformed result (" + ec.message() + ")";
     }
     done.cancel();
   };
   pending_.emplace(id, std::move(p));
-  write(json::make_request(std::to_string(id), method, params));
+  ++own_in_flight_;
+  const std::string request_text = json::make_request(std::to_string(id), method, params);
+  write(request_text);
   asio::steady_timer limit(io_);
   if (timeout.count() > 0) {
     limit.expires_after(timeout);
@@ -167,6 +177,7 @@ asio::awaitable<bj::value> Instance::request(std::string_view method, std::strin
                       timeout](boost::system::error_code ec) {
       if (ec || answered || !pending_.erase(id)) return;
       answered = true;
+      --own_in_flight_;
       error = fmt::format("no answer to {} within {} ms", method, timeout.count());
       done.cancel();
     });

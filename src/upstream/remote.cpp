@@ -12,6 +12,7 @@
 #include <boost/url.hpp>
 
 #include "json/envelope.h"
+#include "json/parse.h"
 
 namespace toolbridge::upstream {
 
@@ -347,11 +348,10 @@ void Remote::conclude(Outgoing m, const Answer& a) {
   }
   if (a.json_body && !a.body.empty()) {
     if (a.body.front() == '[') {
-      // A batch: each element is one message.
-      error_code jec;
-      boost::json::value v = boost::json::parse(a.body, jec);
-      if (!jec && v.is_array()) {
-        for (const auto& item : v.as_array()) deliver(boost::json::serialize(item));
+      // A batch: each element is one message, passed on as the server wrote it.
+      std::string problem;
+      if (auto items = json::split_batch(a.body, problem)) {
+        for (const auto& item : *items) deliver(item);
       }
     } else {
       deliver(a.body);

@@ -20,6 +20,74 @@ bj::value parse_json(std::string_view text) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The depth limit and invalid UTF-8: what Boost.JSON would reject is flagged, never let through
+
+std::string nested_result(std::size_t depth, std::string_view id = "7") {
+  // depth counts every array and object, the message's own object included.
+  return R"({"jsonrpc":"2.0","id":)" + std::string(id) + R"(,"result":)" +
+         std::string(depth - 1, '[') + std::string(depth - 1, ']') + "}";
+}
+
+TEST(Envelope, NestedUpToTheLimitIsAccepted) {
+  const std::string m = nested_result(kMaxDepth);
+  const Envelope e = parse_envelope(m);
+  EXPECT_EQ(e.kind, Kind::kResponse) << e.problem;
+  EXPECT_FALSE(e.too_deep);
+}
+
+TEST(Envelope, NestedPastTheLimitIsRejectedButItsIdIsRead) {
+  for (std::size_t depth : {kMaxDepth + 1, std::size_t{300}, std::size_t{200000}}) {
+    const std::string m = nested_result(depth, "\"abc\"");
+    const Envelope e = parse_envelope(m);
+    EXPECT_EQ(e.kind, Kind::kInvalid);
+    EXPECT_TRUE(e.too_deep);
+    EXPECT_EQ(e.id.in(m), "\"abc\"");
+    EXPECT_NE(e.problem.find("nested deeper than 128"), std::string::npos) << e.problem;
+  }
+  // The id after the deep member is found too.
+  const std::string late =
+      R"({"jsonrpc":"2.0","result":)" + std::string(150, '[') + std::string(150, ']') + R"(,"id":9})";
+  const Envelope e = parse_envelope(late);
+  EXPECT_TRUE(e.too_deep);
+  EXPECT_EQ(e.id.in(late), "9");
+}
+
+TEST(Envelope, BatchNestedPastTheLimitIsRefused) {
+  std::string problem;
+  EXPECT_FALSE(split_batch(std::string(600, '[') + std::string(600, ']'), problem));
+  EXPECT_NE(problem.find("nested deeper than 128"), std::string::npos) << problem;
+  const std::string inner = R"({"jsonrpc":"2.0","id":1,"result":)" +
+                            std::string(kMaxDepth - 3, '[') + std::string(kMaxDepth - 3, ']') + "}";
+  EXPECT_TRUE(split_batch("[" + inner + "]", problem)) << problem;
+}
+
+TEST(Envelope, TooDeepAndTruncatedIsNotJson) {
+  const std::string m = R"({"jsonrpc":"2.0","id":1,"result":)" + std::string(100, '[');
+  const Envelope e = parse_envelope(m);
+  EXPECT_EQ(e.kind, Kind::kInvalid);
+  EXPECT_EQ(e.problem.rfind("not JSON", 0), 0u) << e.problem;
+}
+
+TEST(Envelope, InvalidUtf8InStringsIsFlaggedAndMethodsComeOutRepaired) {
+  const std::string m =
+      "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":1,\"message\":\"no \xff way\"}}";
+  const Envelope e = parse_envelope(m);
+  EXPECT_EQ(e.kind, Kind::kResponse);
+  EXPECT_TRUE(e.invalid_utf8);
+  const std::string ok = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"caf\xc3\xa9\"}";
+  EXPECT_FALSE(parse_envelope(ok).invalid_utf8);
+  const std::string method = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/\xff\"}";
+  const Envelope r = parse_envelope(method);
+  EXPECT_TRUE(r.invalid_utf8);
+  EXPECT_EQ(r.method, "tools/\xEF\xBF\xBD");
+}
+
+TEST(Envelope, HighBytesOutsideStringsAreNotJson) {
+  const Envelope e = parse_envelope("{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\xff}");
+  EXPECT_EQ(e.kind, Kind::kInvalid);
+}
+
+// ---------------------------------------------------------------------------------------------
 // Classification
 
 TEST(Envelope, RequestWithNumericId) {
@@ -53,7 +121,8 @@ TEST(Envelope, NumericIdForms) {
 }
 
 TEST(Envelope, Notification) {
-  const std::string m = R"({"method":"notifications/progress","jsonrpc":"2.0","params":{"progress":1}})";
+  const std::string m =
+      R"({"method":"notifications/progress","jsonrpc":"2.0","params":{"progress":1}})";
   const Envelope e = parse_envelope(m);
   ASSERT_EQ(e.kind, Kind::kNotification) << e.problem;
   EXPECT_TRUE(e.id.empty());
@@ -110,8 +179,9 @@ TEST(Envelope, EscapedMemberNamesAreRecognised) {
 }
 
 TEST(Envelope, WhitespaceEverywhere) {
-  const std::string m = " \r\n\t{ \"jsonrpc\" :\t\"2.0\" ,\n \"id\" : 1 , \"method\" : \"m\" ,"
-                        " \"params\" : [ 1 , 2 ] }\r\n ";
+  const std::string m =
+      " \r\n\t{ \"jsonrpc\" :\t\"2.0\" ,\n \"id\" : 1 , \"method\" : \"m\" ,"
+      " \"params\" : [ 1 , 2 ] }\r\n ";
   const Envelope e = parse_envelope(m);
   ASSERT_EQ(e.kind, Kind::kRequest) << e.problem;
   EXPECT_EQ(e.id.in(m), "1");
@@ -247,8 +317,8 @@ TEST(Envelope, AcceptsNothingThatIsNotJson) {
 }
 
 TEST(Envelope, DeepNestingIsRejectedWithoutExhaustingTheStack) {
-  const std::string deep = R"({"jsonrpc":"2.0","method":"m","params":)" + std::string(200'000, '[') +
-                           std::string(200'000, ']') + "}";
+  const std::string deep = R"({"jsonrpc":"2.0","method":"m","params":)" +
+                           std::string(200'000, '[') + std::string(200'000, ']') + "}";
   EXPECT_EQ(parse_envelope(deep).kind, Kind::kInvalid);
   std::string problem;
   EXPECT_FALSE(split_batch("[" + std::string(200'000, '{'), problem).has_value());
@@ -261,9 +331,10 @@ TEST(Envelope, DeepNestingIsRejectedWithoutExhaustingTheStack) {
 
 TEST(Envelope, ArbitraryBytesNeverCrash) {
   // Deterministic pseudo-random inputs built from JSON-ish tokens.
-  const std::vector<std::string> tokens = {"{", "}", "[", "]", "\"", ":", ",", "\\", "\"jsonrpc\"",
-                                           "\"2.0\"", "\"id\"", "1", "-", "\"method\"", "null",
-                                           "\"result\"", " ", "\\u", "e", "\x01", "\xff"};
+  const std::vector<std::string> tokens = {
+      "{",    "}",           "[",       "]",      "\"", ":",    ",",
+      "\\",   "\"jsonrpc\"", "\"2.0\"", "\"id\"", "1",  "-",    "\"method\"",
+      "null", "\"result\"",  " ",       "\\u",    "e",  "\x01", "\xff"};
   std::uint32_t state = 12345;
   for (int i = 0; i < 5000; ++i) {
     std::string text;
@@ -366,7 +437,8 @@ TEST(Envelope, SplitBatchRejectsMalformedArrays) {
 }
 
 TEST(Envelope, SplitBatchTruncatedAtEveryByteFails) {
-  const std::string batch = R"([{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"}])";
+  const std::string batch =
+      R"([{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"}])";
   std::string problem;
   ASSERT_TRUE(split_batch(batch, problem).has_value());
   for (std::size_t n = 0; n < batch.size(); ++n) {
@@ -451,7 +523,8 @@ TEST(Envelope, QuoteSimpleCases) {
 }
 
 TEST(ObjectMembers, NamesAndRawValueSpansInOrder) {
-  const std::string text = R"( {"name" : "fixture__echo", "arguments":{"a":[1,{"b":"}"}]},"_meta":{"x":1} } )";
+  const std::string text =
+      R"( {"name" : "fixture__echo", "arguments":{"a":[1,{"b":"}"}]},"_meta":{"x":1} } )";
   const auto members = object_members(text);
   ASSERT_TRUE(members.has_value());
   ASSERT_EQ(members->size(), 3u);
@@ -464,8 +537,8 @@ TEST(ObjectMembers, NamesAndRawValueSpansInOrder) {
 }
 
 TEST(ObjectMembers, AnythingButOneObjectIsRefused) {
-  for (const char* bad : {"", "[]", "1", "{", R"({"a":})", R"({"a":1,})", R"({"a":1} {})", R"({"a" 1})",
-                          "{\"a\":\"\x01\"}"}) {
+  for (const char* bad : {"", "[]", "1", "{", R"({"a":})", R"({"a":1,})", R"({"a":1} {})",
+                          R"({"a" 1})", "{\"a\":\"\x01\"}"}) {
     EXPECT_FALSE(object_members(bad).has_value()) << bad;
   }
 }
@@ -479,7 +552,8 @@ TEST(ObjectMembers, EveryTruncationOfAValidObjectIsRefused) {
 }
 
 TEST(RewriteObject, ReplacesDropsAndAppendsWithoutTouchingOtherValues) {
-  const std::string text = R"({"name":"srv__t","arguments":{"a" : [1, 2]},"_meta":{"toolbridge/session":"x"}})";
+  const std::string text =
+      R"({"name":"srv__t","arguments":{"a" : [1, 2]},"_meta":{"toolbridge/session":"x"}})";
   const auto members = *object_members(text);
   EXPECT_EQ(rewrite_object(text, members, {{"name", quote("t")}}, {"_meta"}),
             R"({"name":"t","arguments":{"a" : [1, 2]}})");
@@ -487,7 +561,8 @@ TEST(RewriteObject, ReplacesDropsAndAppendsWithoutTouchingOtherValues) {
             R"({"name":"srv__t","arguments":{"a" : [1, 2]},"_meta":{},"extra":1})");
   EXPECT_EQ(rewrite_object("{}", {}, {{"name", quote("t")}}, {}), R"({"name":"t"})");
   const std::string dup = R"({"name":"a","name":"b"})";
-  EXPECT_EQ(rewrite_object(dup, *object_members(dup), {{"name", quote("c")}}, {}), R"({"name":"c","name":"c"})");
+  EXPECT_EQ(rewrite_object(dup, *object_members(dup), {{"name", quote("c")}}, {}),
+            R"({"name":"c","name":"c"})");
 }
 
 }  // namespace

@@ -115,16 +115,19 @@ std::string tool_params(std::string_view tool, bj::object args, std::string_view
     co_return;             \
   }
 
-bool process_gone(pid_t pid) { return ::kill(pid, 0) == -1 && errno == ESRCH; }
+bool process_gone(pid_t pid) {
+  return ::kill(pid, 0) == -1 && errno == ESRCH;
+}
 
-const std::vector<std::string> kFixtureTools = {"echo",    "add",     "sleep",    "fail",
-                                                "crash",   "hang",    "payload",  "counter",
-                                                "progress", "log",    "sample",   "elicit"};
+const std::vector<std::string> kFixtureTools = {"echo",     "add",  "sleep",   "fail",
+                                                "crash",    "hang", "payload", "counter",
+                                                "progress", "log",  "sample",  "elicit"};
 
 class InstanceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ::signal(SIGPIPE, SIG_IGN);  // as the gateway's main does: a dead child's pipe is an error value
+    ::signal(SIGPIPE,
+             SIG_IGN);  // as the gateway's main does: a dead child's pipe is an error value
     spdlog::set_level(spdlog::level::err);
     server_.name = "fx";
     server_.command = TOOLBRIDGE_FIXTURE;
@@ -189,7 +192,7 @@ class InstanceTest : public ::testing::Test {
 
   asio::awaitable<void> until(const std::function<bool()>& done) { return signal_.until(done); }
 
-  config::Server server_;   // outlives the instances, which keep a reference
+  config::Server server_;  // outlives the instances, which keep a reference
   asio::io_context io_;
   Signal signal_{io_};
 };
@@ -219,7 +222,8 @@ TEST_F(InstanceTest, StartListsTheWholePaginatedCatalog) {
     EXPECT_EQ(inst->in_flight(), 0u);
 
     const std::vector<std::string> names = tool_names(*inst);
-    CO_ASSERT_EQ(std::vector<std::string>(names.begin(), names.begin() + std::min<std::size_t>(names.size(), 12)),
+    CO_ASSERT_EQ(std::vector<std::string>(names.begin(),
+                                          names.begin() + std::min<std::size_t>(names.size(), 12)),
                  kFixtureTools);
     for (const auto& t : inst->catalog().tools) EXPECT_TRUE(t.as_object().contains("inputSchema"));
     CO_ASSERT_EQ(inst->catalog().resources.size(), 1u);
@@ -331,6 +335,23 @@ TEST_F(InstanceTest, StartRejectsAnUnsupportedProtocolVersion) {
   });
 }
 
+TEST_F(InstanceTest, StartFailsAtOnceWhenTheInitializeErrorHoldsInvalidUtf8) {
+  // Regression (issue 10 point 2): the throwing parse ended the reader and start() waited
+  // forever, past startup_timeout, holding the start permit.
+  use_script(
+      "read -r line; printf '{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32000,"
+      "\"message\":\"no \\377 way\"}}\\n'; read -r line");
+  server_.startup_timeout = std::chrono::milliseconds(20'000);
+  run([&]() -> asio::awaitable<void> {
+    auto inst = make_instance();
+    const auto began = std::chrono::steady_clock::now();
+    const std::string error = co_await inst->start();
+    EXPECT_LT(std::chrono::steady_clock::now() - began, 5s);
+    EXPECT_NE(error.find("initialize failed: no \xEF\xBF\xBD way"), std::string::npos) << error;
+    EXPECT_EQ(inst->state(), Instance::State::kExited);
+  });
+}
+
 TEST_F(InstanceTest, StartRejectsAListThatRepeatsItsCursor) {
   use_script(
       "read -r line; printf '%s\\n' "
@@ -411,8 +432,10 @@ TEST_F(InstanceTest, ToolErrorsAndUnknownToolsAreAnswersNotFailures) {
     const pid_t pid = inst->pid();
     auto failing = make_sink();
     auto unknown = make_sink();
-    inst->call("tools/call", tool_params("fail", {{"message", "nope"}}), "1", {}, failing, 60s, "fx__fail");
-    inst->call("tools/call", tool_params("no_such_tool", {}), "2", {}, unknown, 60s, "fx__no_such_tool");
+    inst->call("tools/call", tool_params("fail", {{"message", "nope"}}), "1", {}, failing, 60s,
+               "fx__fail");
+    inst->call("tools/call", tool_params("no_such_tool", {}), "2", {}, unknown, 60s,
+               "fx__no_such_tool");
     co_await until([&] { return !failing->responses.empty() && !unknown->responses.empty(); });
     const bj::value f = parse(failing->responses[0]);
     EXPECT_EQ(f.at("result").at("isError"), true);
@@ -441,7 +464,8 @@ TEST_F(InstanceTest, CallTimeoutAnswersWithRequestTimeoutAndCancelsUpstream) {
 
     // The instance is still healthy; the timed-out call's late answer (if any) goes nowhere.
     auto next = make_sink();
-    inst->call("tools/call", tool_params("echo", {{"text", "still here"}}), "2", {}, next, 60s, "fx__echo");
+    inst->call("tools/call", tool_params("echo", {{"text", "still here"}}), "2", {}, next, 60s,
+               "fx__echo");
     co_await until([&] { return !next->responses.empty(); });
     EXPECT_EQ(result_text(next->responses[0]), "still here");
     EXPECT_EQ(slow->responses.size(), 1u);
@@ -466,7 +490,8 @@ TEST_F(InstanceTest, CancelledCallGetsNoResponse) {
 
     // A round trip after the cancel: the server has seen it by the time echo answers.
     auto probe = make_sink();
-    inst->call("tools/call", tool_params("echo", {{"text", "after"}}), "3", {}, probe, 60s, "fx__echo");
+    inst->call("tools/call", tool_params("echo", {{"text", "after"}}), "3", {}, probe, 60s,
+               "fx__echo");
     co_await until([&] { return !probe->responses.empty(); });
     EXPECT_TRUE(a->responses.empty());
     EXPECT_TRUE(b->responses.empty());
@@ -513,7 +538,8 @@ TEST_F(InstanceTest, CrashFailsEveryPendingCallAtOnce) {
 
     // After the crash calls fail fast, naming the cause.
     auto late = make_sink();
-    inst->call("tools/call", tool_params("echo", {{"text", "x"}}), "100", {}, late, 60s, "fx__echo");
+    inst->call("tools/call", tool_params("echo", {{"text", "x"}}), "100", {}, late, 60s,
+               "fx__echo");
     CO_ASSERT_EQ(late->responses.size(), 1u);
     EXPECT_EQ(error_code(late->responses[0]), json::kUpstreamUnavailable);
     EXPECT_NE(error_message(late->responses[0]).find("exited with code 3"), std::string::npos);
@@ -534,16 +560,20 @@ TEST_F(InstanceTest, ProgressNotificationsCarryTheCallersOwnToken) {
     auto c = make_sink();
     auto d = make_sink();
     const bj::object args{{"steps", 3}, {"delay_ms", 1}};
-    inst->call("tools/call", tool_params("progress", args, R"("tok-7")"), "1", R"("tok-7")", a, 60s, "fx__progress");
-    inst->call("tools/call", tool_params("progress", args, R"("tok-7")"), "1", R"("tok-7")", b, 60s, "fx__progress");
-    inst->call("tools/call", tool_params("progress", args, "42"), "2", "42", c, 60s, "fx__progress");
+    inst->call("tools/call", tool_params("progress", args, R"("tok-7")"), "1", R"("tok-7")", a, 60s,
+               "fx__progress");
+    inst->call("tools/call", tool_params("progress", args, R"("tok-7")"), "1", R"("tok-7")", b, 60s,
+               "fx__progress");
+    inst->call("tools/call", tool_params("progress", args, "42"), "2", "42", c, 60s,
+               "fx__progress");
     inst->call("tools/call", tool_params("progress", args), "3", {}, d, 60s, "fx__progress");
     co_await until([&] {
       return !a->responses.empty() && !b->responses.empty() && !c->responses.empty() &&
              !d->responses.empty();
     });
-    for (const auto& [sink, token] : {std::pair{a, bj::value("tok-7")}, std::pair{b, bj::value("tok-7")},
-                                      std::pair{c, bj::value(42)}}) {
+    for (const auto& [sink, token] :
+         {std::pair{a, bj::value("tok-7")}, std::pair{b, bj::value("tok-7")},
+          std::pair{c, bj::value(42)}}) {
       EXPECT_EQ(result_text(sink->responses[0]), "done");
       CO_ASSERT_EQ(sink->notifications.size(), 3u);
       for (int i = 0; i < 3; ++i) {
@@ -565,8 +595,8 @@ TEST_F(InstanceTest, LogMessagesGoToTheCallInProgress) {
     if (!co_await start(*inst)) co_return;
     const pid_t pid = inst->pid();
     auto sink = make_sink();
-    inst->call("tools/call", tool_params("log", {{"level", "warning"}, {"message", "careful"}}), "1",
-               {}, sink, 60s, "fx__log");
+    inst->call("tools/call", tool_params("log", {{"level", "warning"}, {"message", "careful"}}),
+               "1", {}, sink, 60s, "fx__log");
     co_await until([&] { return !sink->responses.empty(); });
     CO_ASSERT_EQ(sink->notifications.size(), 1u);
     const bj::value n = parse(sink->notifications[0]);
@@ -583,7 +613,8 @@ TEST_F(InstanceTest, ServerRequestsAreRoutedToTheCallersSink) {
     if (!co_await start(*inst)) co_return;
     const pid_t pid = inst->pid();
     auto sink = make_sink();
-    inst->call("tools/call", tool_params("sample", {{"prompt", "hi"}}), "1", {}, sink, 60s, "fx__sample");
+    inst->call("tools/call", tool_params("sample", {{"prompt", "hi"}}), "1", {}, sink, 60s,
+               "fx__sample");
     co_await until([&] { return !sink->responses.empty(); });
     EXPECT_EQ(sink->server_requests, std::vector<std::string>{"sampling/createMessage"});
     // The sink refused; the fixture turns that into a tool error mentioning the refusal.
@@ -610,21 +641,22 @@ std::string print_lines(const std::vector<std::string>& lines) {
 }
 
 TEST_F(InstanceTest, GarbageFromTheServerIsIgnored) {
-  use_script(kScriptPrologue + print_lines({
-                                   "this is not JSON",
-                                   "{\"jsonrpc\":\"2.0\",\"id\":999,\"result\":{}}",
-                                   "{\"jsonrpc\":\"2.0\",\"id\":\"2\",\"result\":{}}",
-                                   "{\"jsonrpc\":\"2.0\",\"id\":-2,\"result\":{}}",
-                                   "[1,2,3]",
-                                   "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\","
-                                   "\"params\":{\"progressToken\":\"2\",\"progress\":1}}",
-                                   "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\","
-                                   "\"params\":[2]}",
-                                   "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}",
-                                   "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/unknown\"}",
-                                   "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":"
-                                   "[{\"type\":\"text\",\"text\":\"survived\"}]}}",
-                               }) +
+  use_script(kScriptPrologue +
+             print_lines({
+                 "this is not JSON",
+                 "{\"jsonrpc\":\"2.0\",\"id\":999,\"result\":{}}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":\"2\",\"result\":{}}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":-2,\"result\":{}}",
+                 "[1,2,3]",
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\","
+                 "\"params\":{\"progressToken\":\"2\",\"progress\":1}}",
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\","
+                 "\"params\":[2]}",
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}",
+                 "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/unknown\"}",
+                 "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":"
+                 "[{\"type\":\"text\",\"text\":\"survived\"}]}}",
+             }) +
              "read -r line");
   run([&]() -> asio::awaitable<void> {
     auto inst = make_instance();

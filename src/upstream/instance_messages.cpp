@@ -1,0 +1,250 @@
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "json/parse.h"
+#include "json/utf8.h"
+#include "upstream/instance.h"
+
+// What the server sends: each line classified, responses matched to pending requests,
+// notifications routed (progress, logs, list_changed), requests from the server forwarded to the
+// agent whose call is in flight, and garbage counted and logged sparingly.
+namespace toolbridge::upstream {
+
+namespace asio = boost::asio;
+namespace bj = boost::json;
+
+namespace {
+// Reads a top-level member of a small JSON object given as text; null if absent or not JSON.
+bj::value member(std::string_view object_text, std::string_view key) {
+  boost::system::error_code ec;
+  bj::value v = json::parse(object_text, ec);
+  if (ec || !v.is_object()) return nullptr;
+  if (const auto* m = v.as_object().if_contains(key)) return *m;
+  return nullptr;
+}
+}  // namespace
+
+void Instance::on_line(std::string_view line) {
+  json::Envelope env = json::parse_envelope(line);
+  std::string repaired;
+  if (env.invalid_utf8) {
+    // What we pass on must be valid JSON: bytes that are not UTF-8 become U+FFFD.
+    repaired = json::replace_invalid_utf8(line);
+    line = repaired;
+    env = json::parse_envelope(line);
+    const NoiseLog::Verdict v = repaired_log_.record();
+    if (v.suppressed) {
+      spdlog::warn("[{}#{}] {} more messages with invalid UTF-8 in the last {:g} s", server_.name,
+                   number_, v.suppressed, static_cast<double>(v.interval.count()) / 1000.0);
+    }
+    if (v.log) {
+      spdlog::warn("[{}#{}] a message held invalid UTF-8; passed on with U+FFFD: {:.200}",
+                   server_.name, number_, line);
+    }
+  }
+  switch (env.kind) {
+    case json::Kind::kResponse:
+      return on_response(line, env);
+    case json::Kind::kNotification:
+      return on_notification(line, env);
+    case json::Kind::kRequest:
+      return on_server_request(line, env);
+    case json::Kind::kInvalid:
+      return on_invalid(line, env);
+  }
+}
+
+void Instance::on_invalid(std::string_view line, const json::Envelope& env) {
+  ++garbage_lines_;
+  if (on_invalid_line) on_invalid_line();
+  const NoiseLog::Verdict v = invalid_log_.record();
+  if (v.suppressed) {
+    spdlog::warn("[{}#{}] {} more invalid lines in the last {:g} s", server_.name, number_,
+                 v.suppressed, static_cast<double>(v.interval.count()) / 1000.0);
+  }
+  if (v.log) {
+    spdlog::warn("[{}#{}] ignored a line that is not JSON-RPC ({}): {:.200}", server_.name, number_,
+                 env.problem, line);
+  }
+  if (!env.too_deep || env.id.empty()) return;
+  // A response we cannot pass on: the request it answers fails now rather than at its deadline.
+  std::uint64_t id = 0;
+  for (char c : env.id.in(line)) {
+    if (c < '0' || c > '9') return;
+    id = id * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  Pending p = std::move(it->second);
+  pending_.erase(it);
+  const std::string why = "server '" + server_.name + "' answered with a message " + env.problem;
+  if (p.internal) {
+    json::Envelope none;
+    p.internal(why, none);
+    return;
+  }
+  p.sink->on_response(json::make_error(p.caller_id, json::kInternalError,
+                                       p.display_name + ": " + why + "; the answer was dropped"));
+  if (in_flight() == 0 && on_idle) on_idle();
+}
+
+void Instance::on_response(std::string_view line, const json::Envelope& env) {
+  const std::string_view id_text = env.id.in(line);
+  std::uint64_t id = 0;
+  for (char c : id_text) {
+    if (c < '0' || c > '9') return;  // not one of ours
+    id = id * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;  // late answer to a request that timed out or was cancelled
+  Pending p = std::move(it->second);
+  pending_.erase(it);
+  if (p.internal) {
+    p.internal(line, env);
+    return;
+  }
+  p.sink->on_response(json::with_id(line, env.id, p.caller_id));
+  if (in_flight() == 0 && on_idle) on_idle();
+}
+
+void Instance::on_notification(std::string_view line, const json::Envelope& env) {
+  const std::string& m = env.method;
+  if (m == "notifications/progress") {
+    // Our tokens are the positive integer ids we issued; anything else is not ours to route.
+    const bj::value token = member(env.params.in(line), "progressToken");
+    std::uint64_t id = 0;
+    if (token.is_int64() && token.as_int64() > 0) id = static_cast<std::uint64_t>(token.as_int64());
+    if (token.is_uint64()) id = token.as_uint64();
+    auto it = pending_.find(id);
+    if (it == pending_.end() || it->second.progress_token.empty() || !it->second.sink) return;
+    boost::system::error_code ec;
+    bj::value params = json::parse(env.params.in(line), ec);
+    if (ec || !params.is_object()) return;
+    bj::value token_value = json::parse(it->second.progress_token, ec);
+    if (ec) return;
+    params.as_object()["progressToken"] = std::move(token_value);
+    it->second.sink->on_notification(
+        json::make_notification("notifications/progress", bj::serialize(params)));
+    return;
+  }
+  if (m == "notifications/tools/list_changed" || m == "notifications/resources/list_changed" ||
+      m == "notifications/prompts/list_changed") {
+    relist();
+    return;
+  }
+  if (m == "notifications/message") {
+    if (auto target = route_target()) {
+      target->on_notification(std::string(line));
+    } else {
+      spdlog::info("[{}#{}] log: {:.500}", server_.name, number_, env.params.in(line));
+    }
+    return;
+  }
+  // notifications/cancelled from the server, resources/updated, ...: nothing to route yet.
+  spdlog::debug("[{}#{}] notification {} not routed", server_.name, number_, m);
+}
+
+void Instance::relist() {
+  // A flood of list_changed (thousands a second) costs one re-read plus one more at most.
+  if (state_ != State::kReady) return;
+  if (relisting_) {
+    relist_again_ = true;
+    return;
+  }
+  relisting_ = true;
+  asio::co_spawn(
+      io_, [self = shared_from_this()]() { return self->relist_loop(); }, asio::detached);
+}
+
+asio::awaitable<void> Instance::relist_loop() {
+  do {
+    relist_again_ = false;
+    // Each request of the re-read is bounded: a server that announces but never lists
+    // cannot pile up requests.
+    const std::string err = co_await fetch_catalog(server_.startup_timeout);
+    if (state_ != State::kReady) break;
+    if (!err.empty()) {
+      spdlog::warn("[{}] re-listing after list_changed failed: {}", server_.name, err);
+    } else if (on_catalog_changed) {
+      on_catalog_changed();
+    }
+  } while (relist_again_);
+  relisting_ = false;
+  relist_again_ = false;
+}
+
+std::shared_ptr<CallSink> Instance::route_target() const {
+  // Stdio carries no link from a server request to the call that caused it. The most recent
+  // in-flight call is the best guess; with one caller per instance it is exact.
+  if (auto it = pending_.find(last_call_id_); it != pending_.end() && it->second.sink) {
+    return it->second.sink;
+  }
+  std::uint64_t newest = 0;
+  std::shared_ptr<CallSink> sink;
+  for (const auto& [id, p] : pending_) {
+    if (p.sink && id >= newest) {
+      newest = id;
+      sink = p.sink;
+    }
+  }
+  return sink;
+}
+
+void Instance::on_server_request(std::string_view line, const json::Envelope& env) {
+  const std::string id(env.id.in(line));
+  if (env.method == "ping") {
+    write(json::make_result(id, "{}"));
+    return;
+  }
+  auto target = route_target();
+  if (!target) {
+    if (env.method == "roots/list") {
+      write(json::make_result(id, R"({"roots":[]})"));
+    } else {
+      write(json::make_error(id, json::kMethodNotFound,
+                             env.method + ": no agent call is in progress to route it to"));
+    }
+    return;
+  }
+  if (server_requests_ >= server_.max_server_requests) {
+    write(json::make_error(id, json::kOverloaded,
+                           fmt::format("{}: {} requests to the agent already await answers "
+                                       "(max_server_requests); retry after one is answered",
+                                       env.method, server_requests_)));
+    return;
+  }
+  ++server_requests_;
+  // Settled once: by the agent's reply or by the timeout, whichever comes first.
+  auto settled = std::make_shared<bool>(false);
+  auto timer = std::make_shared<asio::steady_timer>(io_, server_.server_request_timeout);
+  timer->async_wait([weak = weak_from_this(), timer, settled, id,
+                     method = env.method](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (ec || *settled || !self) return;
+    *settled = true;
+    --self->server_requests_;
+    const auto secs = static_cast<double>(self->server_.server_request_timeout.count()) / 1000.0;
+    self->write(json::make_error(
+        id, json::kRequestTimeout,
+        fmt::format("{}: the agent did not answer within {:g} s (server_request_timeout)", method,
+                    secs)));
+  });
+  target->on_server_request(
+      env.method, std::string(env.params.in(line)),
+      [weak = weak_from_this(), id, settled, timer](bool is_error, std::string raw) {
+        if (*settled) return;  // timed out: the server already got its error
+        *settled = true;
+        timer->cancel();
+        auto self = weak.lock();
+        if (!self) return;
+        --self->server_requests_;
+        std::string out = R"({"jsonrpc":"2.0","id":)" + id +
+                          (is_error ? R"(,"error":)" : R"(,"result":)") + raw + "}";
+        self->write(std::move(out));
+      });
+}
+
+}  // namespace toolbridge::upstream

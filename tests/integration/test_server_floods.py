@@ -1,0 +1,126 @@
+"""Floods from a server stay bounded: a burst of tools/list_changed costs at most one catalog
+re-read plus one more and never takes agents' max_in_flight slots; a flood of garbage lines is
+counted in full but logged sparingly."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tb_support import Gateway, RawSession, headers_for, rpc, text_of
+
+pytestmark = pytest.mark.timeout(90)
+
+ROGUE = str(Path(__file__).resolve().parent / "rogue_server.py")
+
+
+def rogue(mode: str, *args: str, **extra) -> dict:
+    return {"command": sys.executable, "args": [ROGUE, mode, *args], **extra}
+
+
+def start(tmp_path, servers):
+    gw = Gateway(tmp_path, servers)
+    gw.start()
+    try:
+        gw.wait_ready(list(servers), timeout=30)
+    except BaseException:
+        gw.kill_quietly()
+        raise
+    return gw
+
+
+def test_list_changed_flood_is_coalesced(tmp_path, binaries):
+    gw = start(tmp_path, {"rogue": rogue("list-changed", "20000", max_in_flight=16)})
+    s = RawSession(gw.mcp_url).initialize()
+    try:
+        answer = s.call_tool("rogue__echo", {"text": "flood"}, 1)
+        assert text_of(answer["result"]) == "flood", answer
+        # Agents' calls are not refused for the re-reads the flood caused.
+        for i in range(5):
+            answer = s.call_tool("rogue__echo", {"text": f"after {i}"}, 10 + i)
+            assert "result" in answer and text_of(answer["result"]) == f"after {i}", answer
+        time.sleep(1.0)
+        count = int(text_of(s.call_tool("rogue__list_calls", {}, 2)["result"]))
+        # At most one re-read in flight plus one more for what came meanwhile: a few per read of
+        # the flood from the pipe, never one per notification.
+        assert count <= 50, f"{count} tools/list requests for a flood of 20000 list_changed"
+    finally:
+        s.close()
+        gw.close()
+
+
+def test_garbage_flood_is_logged_sparingly(tmp_path, binaries):
+    gw = start(tmp_path, {"rogue": rogue("garbage", "20000")})
+    s = RawSession(gw.mcp_url).initialize()
+    try:
+        answer = s.call_tool("rogue__echo", {"text": "still here"}, 1)
+        assert text_of(answer["result"]) == "still here", answer
+        time.sleep(0.5)
+        log = gw.stderr_path.read_text(errors="replace")
+        lines = log.count("not JSON-RPC")
+        assert lines <= 20, f"{lines} log lines for 20000 invalid lines"
+    finally:
+        s.close()
+        gw.close()
+
+
+def test_server_that_does_not_read_gets_calls_refused(tmp_path, binaries):
+    servers = {"deaf": rogue("deaf", call_timeout="500ms", ping_timeout="60s",
+                             max_write_queue_bytes="1MiB", breaker_threshold=0)}
+    gw = start(tmp_path, servers)
+    s = RawSession(gw.mcp_url).initialize()
+    try:
+        big = "x" * 300_000
+        refused = None
+        for i in range(12):
+            began = time.monotonic()
+            answer = s.call_tool("deaf__echo", {"text": big}, i + 1)
+            if "max_write_queue_bytes" in str(answer):
+                refused = (answer, time.monotonic() - began)
+                break
+        assert refused, "calls to a server that does not read were never refused"
+        assert refused[1] < 0.4, f"refusal took {refused[1]:.2f} s"
+        assert "not reading its input" in str(refused[0]), refused[0]
+    finally:
+        s.close()
+        gw.close()
+
+
+def test_sampling_request_the_agent_never_answers_times_out(tmp_path, binaries):
+    servers = {"rogue": rogue("sampling", call_timeout="20s", server_request_timeout="1s")}
+    gw = start(tmp_path, servers)
+    s = RawSession(gw.mcp_url)
+    try:
+        init = {"protocolVersion": s.version, "capabilities": {"sampling": {}},
+                "clientInfo": {"name": "silent", "version": "1"}}
+        resp = s.client.post(s.url, content=json.dumps(rpc("initialize", init, 0)),
+                             headers=headers_for(None, None))
+        s.session_id = resp.headers["mcp-session-id"]
+        s.post(rpc("notifications/initialized"))
+        began = time.monotonic()
+        answer = s.call_tool("rogue__echo", {"text": "x"}, 1)
+        assert time.monotonic() - began < 10, "the server waited for the agent until the deadline"
+        assert "server_request_timeout" in text_of(answer["result"]), answer
+    finally:
+        s.close()
+        gw.close()
+
+
+@pytest.mark.parametrize("mode,key,marker", [("garbage", "log_garbage_lines", "ignored a line"),
+                                             ("stderr", "log_stderr_lines", "stderr flood line")])
+def test_log_rate_is_configurable(tmp_path, binaries, mode, key, marker):
+    gw = start(tmp_path, {"rogue": rogue(mode, "5000", **{key: 3, "log_interval": "1m"})})
+    s = RawSession(gw.mcp_url).initialize()
+    try:
+        answer = s.call_tool("rogue__echo", {"text": "ok"}, 1)
+        assert text_of(answer["result"]) == "ok", answer
+        time.sleep(0.5)
+        logged = gw.stderr_path.read_text(errors="replace").count(marker)
+        assert logged == 3, f"{logged} lines logged in full, want 3"
+    finally:
+        s.close()
+        gw.close()
