@@ -85,7 +85,7 @@ class PostStream : public upstream::CallSink, public std::enable_shared_from_thi
 class Session : public std::enable_shared_from_this<Session> {
  public:
   using Clock = std::chrono::steady_clock;
-  Session(boost::asio::io_context& io, std::string id) : io_(io), id_(std::move(id)) {}
+  Session(boost::asio::io_context& /*io*/, std::string id) : id_(std::move(id)) {}
 
   const std::string& id() const { return id_; }
   mcp::Version version = mcp::kLatestVersion;
@@ -112,7 +112,6 @@ class Session : public std::enable_shared_from_this<Session> {
   std::map<std::string, InFlight, std::less<>> in_flight;
 
  private:
-  boost::asio::io_context& io_;
   std::string id_;
   std::int64_t next_outbound_ = 1;
   std::map<std::int64_t, upstream::CallSink::Reply> outbound_;
