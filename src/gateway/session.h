@@ -90,8 +90,8 @@ class PostStream : public upstream::CallSink, public std::enable_shared_from_thi
 class Session : public std::enable_shared_from_this<Session> {
  public:
   using Clock = std::chrono::steady_clock;
-  Session(boost::asio::io_context& io, std::string id, std::string client = {})
-      : io_(io), id_(std::move(id)), client_(std::move(client)) {}
+  Session(boost::asio::io_context& /*io*/, std::string id, std::string client = {})
+      : id_(std::move(id)), client_(std::move(client)) {}
 
   const std::string& id() const { return id_; }
   // The client's IP address (sessions are bounded per client).
@@ -125,7 +125,6 @@ class Session : public std::enable_shared_from_this<Session> {
   std::map<std::string, InFlight, std::less<>> in_flight;
 
  private:
-  boost::asio::io_context& io_;
   std::string id_;
   std::string client_;
   std::int64_t next_outbound_ = 1;

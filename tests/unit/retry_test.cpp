@@ -88,7 +88,7 @@ TEST_F(RetryTest, ARetryThatFindsNoInstanceReportsTheFailureThatStartedIt) {
   last->script = {Result::failure(Fault::kNotSent, "server 'srv' exited with code 1"),
                   Result::failure(Fault::kUnavailable, "restarting")};
   // The second attempt never reaches an instance.
-  last->on_call = [this](gateway::Call& c) {
+  last->on_call = [](gateway::Call& c) {
     if (c.attempts == 1) --c.sends;
   };
   auto call = routed->call();
