@@ -24,10 +24,6 @@ Pipeline::Pipeline(const PipelineParts& p) {
 
 Pipeline::~Pipeline() = default;
 
-boost::asio::awaitable<Result> Pipeline::run_owned(std::shared_ptr<Call> call) const {
-  co_return co_await run(*call);
-}
-
 std::vector<std::string_view> Pipeline::stage_names() const {
   std::vector<std::string_view> names;
   for (const auto& s : chain_) names.push_back(s->name());

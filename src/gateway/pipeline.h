@@ -34,8 +34,6 @@ class Pipeline {
   ~Pipeline();
 
   boost::asio::awaitable<Result> run(Call& call) const { return Next(chain_, 0)(call); }
-  // run() for a call the coroutine keeps alive itself (front ends that co_spawn it).
-  boost::asio::awaitable<Result> run_owned(std::shared_ptr<Call> call) const;
 
   // The stages, in order (for logs, the README and tests).
   std::vector<std::string_view> stage_names() const;
