@@ -65,6 +65,16 @@ bool Session::push_unsolicited(std::string message) {
 }
 
 std::int64_t Session::register_outbound(upstream::CallSink::Reply reply) {
+  // An agent that never answers must not grow the table: past the cap the oldest request is
+  // answered for it (the server gets an error it can act on).
+  if (outbound_.size() >= kMaxOutbound) {
+    auto oldest = outbound_.begin();
+    auto stale = std::move(oldest->second);
+    outbound_.erase(oldest);
+    const std::string why = "the agent did not answer this request (more than " +
+                            std::to_string(kMaxOutbound) + " newer requests are waiting for it)";
+    stale(true, R"({"code":-32603,"message":)" + json::quote(why) + "}");
+  }
   const std::int64_t id = next_outbound_++;
   outbound_.emplace(id, std::move(reply));
   return id;
@@ -72,6 +82,7 @@ std::int64_t Session::register_outbound(upstream::CallSink::Reply reply) {
 
 bool Session::answer_outbound(std::string_view id_text, bool is_error, std::string raw) {
   std::int64_t id = 0;
+  if (id_text.empty() || id_text.size() > 18) return false;  // ours are small; no overflow
   for (char c : id_text) {
     if (c < '0' || c > '9') return false;
     id = id * 10 + (c - '0');

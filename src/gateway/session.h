@@ -113,6 +113,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool push_unsolicited(std::string message);
 
   // Requests the gateway sent to this client on a server's behalf, awaiting the client's answer.
+  static constexpr std::size_t kMaxOutbound = 64;  // unanswered requests kept per session
   std::int64_t register_outbound(upstream::CallSink::Reply reply);
   bool answer_outbound(std::string_view id_text, bool is_error, std::string raw);
   void fail_all_outbound(const std::string& why);
