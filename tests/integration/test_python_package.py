@@ -1,5 +1,7 @@
 """The shipped Python package: start a gateway from Python, call through it, stop it cleanly."""
 
+import urllib.error
+
 import pytest
 import toolbridge
 
@@ -54,7 +56,11 @@ def test_trajectories_through_the_official_sdk_and_release(tmp_path):
         assert gw.health()["servers"]["fixture"]["sessions_bound"] == 2
         assert gw.release("t-a") == 1
         assert toolbridge.release(gw.url, "t-b") == 1
-        assert toolbridge.release(gw.url, "never/used %") == 0
+        assert toolbridge.release(gw.url, "never-used") == 0
+        # A name that is not a trajectory name (here: '/', '%' and a space) is refused, not looked up.
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            toolbridge.release(gw.url, "never/used %")
+        assert refused.value.code == 400
         assert gw.health()["servers"]["fixture"]["sessions_bound"] == 0
     with pytest.raises(ValueError):
         toolbridge.trajectory("")
