@@ -63,10 +63,10 @@ struct Server {
   Duration breaker_cooldown{10'000};
   Duration restart_backoff_initial{500};
   Duration restart_backoff_max{30'000};
-  Duration ping_timeout{5'000};                // after a call's deadline: no pong -> recycled
-  Duration stop_grace{2'000};                  // each step of close stdin -> SIGTERM -> SIGKILL
-  std::size_t max_line_bytes = 64u << 20;      // one message from the server
-  std::size_t max_in_flight = 256;             // requests multiplexed on one instance
+  Duration ping_timeout{5'000};                   // after a call's deadline: no pong -> recycled
+  Duration stop_grace{2'000};                     // each step of close stdin -> SIGTERM -> SIGKILL
+  std::size_t max_line_bytes = 64u << 20;         // one message from the server
+  std::size_t max_in_flight = 256;                // requests multiplexed on one instance
   std::size_t max_write_queue_bytes = 16u << 20;  // stdio: bytes waiting for the server to read
   std::size_t max_server_requests = 16;           // its requests to agents awaiting an answer
   Duration server_request_timeout{120'000};       // then the server gets an error reply
@@ -129,7 +129,10 @@ struct Gateway {
   std::size_t max_body_bytes = 4u << 20;        // POST body cap (413 above)
   std::size_t max_sessions = 10'000;            // at the cap the longest-idle session is closed
   std::size_t max_sessions_per_client = 1'000;  // per client address, same rule within it
-  std::size_t max_connections = 4096;           // downstream TCP connections (and <= fd limit / 2)
+  // Named trajectories one client (tenant or address) may hold at once: each may bind an
+  // instance of every per_session server.
+  std::size_t max_trajectories_per_client = 1024;
+  std::size_t max_connections = 4096;  // downstream TCP connections (and <= fd limit / 2)
   std::size_t max_connections_per_client = 1024;
   Duration idle_timeout{120'000};  // a connection waiting for (the rest of) a request
   Duration write_timeout{30'000};  // a client not taking its answer is disconnected

@@ -10,12 +10,13 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 16> kGatewayKeys{
+constexpr std::array<std::string_view, 17> kGatewayKeys{
     "listen",
     "allowed_origins",
     "max_body_bytes",
     "max_sessions",
     "max_sessions_per_client",
+    "max_trajectories_per_client",
     "max_connections",
     "max_connections_per_client",
     "idle_timeout",
@@ -116,6 +117,8 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
       g.max_sessions = r.count(v, p);
     } else if (e.key == "max_sessions_per_client") {
       g.max_sessions_per_client = r.count(v, p);
+    } else if (e.key == "max_trajectories_per_client") {
+      g.max_trajectories_per_client = r.count(v, p);
     } else if (e.key == "max_connections") {
       g.max_connections = r.count(v, p);
     } else if (e.key == "max_connections_per_client") {

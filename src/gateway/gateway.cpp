@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -167,7 +168,7 @@ void Gateway::broadcast(const std::string& message) {
 std::size_t Gateway::release_session(const std::string& key) {
   std::size_t n = 0;
   for (const auto& up : upstreams_) n += up->release(key);
-  trajectory_owners_.erase(key);
+  forget_trajectory(key);
   return n;
 }
 
@@ -177,12 +178,23 @@ std::string Gateway::claim_trajectory(const std::string& name, const std::string
   constexpr std::size_t kMaxTrajectories = 100'000;
   auto it = trajectory_owners_.find(name);
   if (it == trajectory_owners_.end()) {
+    // Each trajectory may hold an instance of every per_session server: one client must not be
+    // able to bind them all.
+    const std::size_t cap = config_.gateway.max_trajectories_per_client;
+    if (trajectories_of(owner) >= cap) forget_unbound_trajectories();
+    if (trajectories_of(owner) >= cap) {
+      return fmt::format(
+          "this client ({}) has {} trajectories in use (gateway.max_trajectories_per_client); "
+          "release finished ones with DELETE /sessions/NAME or toolbridge/release",
+          owner, cap);
+    }
     if (trajectory_owners_.size() >= kMaxTrajectories) forget_unbound_trajectories();
     if (trajectory_owners_.size() >= kMaxTrajectories) {
       return fmt::format("too many trajectories in use ({}); release finished ones",
                          kMaxTrajectories);
     }
     trajectory_owners_.emplace(name, owner);
+    ++owned_trajectories_[owner];
     return {};
   }
   if (it->second == owner) return {};
@@ -211,12 +223,26 @@ std::size_t Gateway::release_for(const std::string& name, const std::string& own
 }
 
 void Gateway::forget_unbound_trajectories() {
-  std::erase_if(trajectory_owners_, [this](const auto& entry) {
-    for (const auto& up : upstreams_) {
-      if (up->bound(entry.first)) return false;
-    }
-    return true;
-  });
+  std::vector<std::string> unbound;
+  for (const auto& [name, owner] : trajectory_owners_) {
+    const bool bound = std::any_of(upstreams_.begin(), upstreams_.end(),
+                                   [&name](const auto& up) { return up->bound(name); });
+    if (!bound) unbound.push_back(name);
+  }
+  for (const auto& name : unbound) forget_trajectory(name);
+}
+
+void Gateway::forget_trajectory(const std::string& name) {
+  auto it = trajectory_owners_.find(name);
+  if (it == trajectory_owners_.end()) return;
+  auto count = owned_trajectories_.find(it->second);
+  if (count != owned_trajectories_.end() && --count->second == 0) owned_trajectories_.erase(count);
+  trajectory_owners_.erase(it);
+}
+
+std::size_t Gateway::trajectories_of(const std::string& owner) const {
+  auto it = owned_trajectories_.find(owner);
+  return it == owned_trajectories_.end() ? 0 : it->second;
 }
 
 void Gateway::expire_sessions() {

@@ -69,6 +69,8 @@ class Gateway {
   bool evict_idle_session(const std::string* client);
   // Forgets owners of trajectories no server has an instance bound to any more.
   void forget_unbound_trajectories();
+  void forget_trajectory(const std::string& name);
+  std::size_t trajectories_of(const std::string& owner) const;
   void register_metrics();
 
   boost::asio::io_context& io_;
@@ -81,7 +83,8 @@ class Gateway {
   std::unique_ptr<Pipeline> pipeline_;
   std::unique_ptr<Methods> methods_;
   SessionTable sessions_;
-  std::unordered_map<std::string, std::string> trajectory_owners_;  // name -> owner
+  std::unordered_map<std::string, std::string> trajectory_owners_;   // name -> owner
+  std::unordered_map<std::string, std::size_t> owned_trajectories_;  // owner -> names
   boost::asio::steady_timer sweep_;
   std::string session_dir_root_;  // per_session servers' ${session.dir} directories go here
 };

@@ -213,3 +213,23 @@ def test_a_trajectory_is_used_and_released_only_by_its_owner(gateway_factory, tm
     assert "result" in reused, reused
     alice.close()
     bob.close()
+
+
+def test_one_client_cannot_bind_more_trajectories_than_its_cap(gateway_factory):
+    gw = gateway_factory({"mem": fixture_server(policy="per_session", spares=0)},
+                         gateway={"max_trajectories_per_client": 2})
+    base = gw.mcp_url[: -len("/mcp")]
+    s = RawSession(gw.mcp_url, version=PROTOCOL).initialize()
+
+    def call(name: str, req_id: int) -> dict:
+        return s.request("tools/call", {"name": "mem__pid", "arguments": {},
+                                        "_meta": {"toolbridge/session": name}}, req_id)
+
+    assert "result" in call("t1", 1) and "result" in call("t2", 2)
+    refused = call("t3", 3)
+    assert refused["error"]["code"] == -32602, refused
+    assert "max_trajectories_per_client" in refused["error"]["message"]
+    assert gw.health()["servers"]["mem"]["sessions_bound"] == 2
+    assert httpx.delete(f"{base}/sessions/t1", timeout=10).json() == {"released": 1}
+    assert "result" in call("t3", 4), "a released trajectory did not free its place"
+    s.close()

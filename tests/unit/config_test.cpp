@@ -303,7 +303,8 @@ TEST(Config, JsonNearMissesOfOurKeysAreErrorsButOtherToolsKeysAreNot) {
   // The gateway object is ours alone, so it is strict even in JSON.
   EXPECT_EQ(json_error("{\"gateway\": {\"port\": 1}}"),
             "cfg.json:1:14: gateway: unknown key 'port'; expected one of: listen, allowed_origins, "
-            "max_body_bytes, max_sessions, max_sessions_per_client, max_connections, "
+            "max_body_bytes, max_sessions, max_sessions_per_client, max_trajectories_per_client, "
+            "max_connections, "
             "max_connections_per_client, idle_timeout, write_timeout, session_idle_ttl, "
             "start_concurrency, tool_naming, separator, log_level, shutdown_grace, "
             "session_dir_root");
