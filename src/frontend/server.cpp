@@ -58,6 +58,27 @@ Server::Server(asio::io_context& io, config::Config config)
       http_(io, listener_options(gateway_.config().gateway),
             [this](Exchange& ex) { return router_.route(ex); }) {
   add_routes();
+  register_metrics();
+}
+
+void Server::register_metrics() {
+  auto& m = gateway_.metrics();
+  m.gauge("toolbridge_connections", "Open downstream HTTP connections.",
+          [this](auto& out) { out.emplace_back("", static_cast<double>(http_.connections())); });
+  m.gauge("toolbridge_connections_closed_total",
+          "Downstream connections the gateway refused (503 over the caps) or closed: evicted to "
+          "make room, idle past idle_timeout, or a client not reading past write_timeout.",
+          [this](auto& out) {
+            const auto& c = http_.counters();
+            for (const auto& [reason, n] :
+                 {std::pair{"refused", c.refused}, std::pair{"evicted", c.evicted},
+                  std::pair{"idle", c.idle_closed}, std::pair{"write_timeout", c.write_timeouts}}) {
+              out.emplace_back(telemetry::labels({{"reason", reason}}), static_cast<double>(n));
+            }
+          });
+  m.describe("toolbridge_connections_closed_total", "counter",
+             "Downstream connections the gateway refused (503 over the caps) or closed: evicted to "
+             "make room, idle past idle_timeout, or a client not reading past write_timeout.");
 }
 
 void Server::add_routes() {

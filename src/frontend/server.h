@@ -29,6 +29,7 @@ class Server {
 
  private:
   void add_routes();
+  void register_metrics();
   // `handler` behind the DNS-rebinding checks (Origin, Host).
   Handler guarded(Handler handler);
 

@@ -77,7 +77,9 @@ def test_idle_connections_are_closed_and_the_oldest_makes_room(gateway_factory):
     assert closed_by_server(newest, 3.0), "an idle connection outlived idle_timeout"
     for s in idle + [newest]:
         s.close()
-    assert "toolbridge" in gw.metrics()
+    metrics = gw.metrics()
+    assert 'toolbridge_connections_closed_total{reason="evicted"} 1' in metrics, metrics
+    assert 'toolbridge_connections_closed_total{reason="idle"}' in metrics
 
 
 def test_busy_connections_past_the_cap_get_503(gateway_factory):
@@ -102,6 +104,7 @@ def test_busy_connections_past_the_cap_get_503(gateway_factory):
         c.close()
     refused.close()
     s.close()
+    assert 'toolbridge_connections_closed_total{reason="refused"} 1' in gw.metrics()
 
 
 def test_a_client_that_does_not_read_is_disconnected_after_write_timeout(gateway_factory):
