@@ -101,7 +101,7 @@ void refuse(tcp::socket& socket) {
   }();
   const int fd = socket.native_handle();
   std::array<char, 4096> sink;
-  while (::recv(fd, sink.data(), sink.size(), MSG_DONTWAIT) > 0) {
+  for (int i = 0; i < 16 && ::recv(fd, sink.data(), sink.size(), MSG_DONTWAIT) > 0; ++i) {
   }
   [[maybe_unused]] const ssize_t n =
       ::send(fd, kResponse.data(), kResponse.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
