@@ -181,14 +181,14 @@ std::string Gateway::claim_trajectory(const std::string& name, const std::string
     // Each trajectory may hold an instance of every per_session server: one client must not be
     // able to bind them all.
     const std::size_t cap = config_.gateway.max_trajectories_per_client;
-    if (trajectories_of(owner) >= cap) forget_unbound_trajectories();
+    if (trajectories_of(owner) >= cap) forget_unbound_trajectories_now_and_then();
     if (trajectories_of(owner) >= cap) {
       return fmt::format(
           "this client ({}) has {} trajectories in use (gateway.max_trajectories_per_client); "
           "release finished ones with DELETE /sessions/NAME or toolbridge/release",
           owner, cap);
     }
-    if (trajectory_owners_.size() >= kMaxTrajectories) forget_unbound_trajectories();
+    if (trajectory_owners_.size() >= kMaxTrajectories) forget_unbound_trajectories_now_and_then();
     if (trajectory_owners_.size() >= kMaxTrajectories) {
       return fmt::format("too many trajectories in use ({}); release finished ones",
                          kMaxTrajectories);
@@ -230,6 +230,14 @@ void Gateway::forget_unbound_trajectories() {
     if (!bound) unbound.push_back(name);
   }
   for (const auto& name : unbound) forget_trajectory(name);
+}
+
+void Gateway::forget_unbound_trajectories_now_and_then() {
+  // A client at its cap that keeps naming new trajectories must not make every call a scan.
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_forced_forget_ < 1s) return;
+  last_forced_forget_ = now;
+  forget_unbound_trajectories();
 }
 
 void Gateway::forget_trajectory(const std::string& name) {

@@ -5,6 +5,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -69,6 +70,7 @@ class Gateway {
   bool evict_idle_session(const std::string* client);
   // Forgets owners of trajectories no server has an instance bound to any more.
   void forget_unbound_trajectories();
+  void forget_unbound_trajectories_now_and_then();  // at most once a second
   void forget_trajectory(const std::string& name);
   std::size_t trajectories_of(const std::string& owner) const;
   void register_metrics();
@@ -85,6 +87,7 @@ class Gateway {
   SessionTable sessions_;
   std::unordered_map<std::string, std::string> trajectory_owners_;   // name -> owner
   std::unordered_map<std::string, std::size_t> owned_trajectories_;  // owner -> names
+  std::chrono::steady_clock::time_point last_forced_forget_{};
   boost::asio::steady_timer sweep_;
   std::string session_dir_root_;  // per_session servers' ${session.dir} directories go here
 };
