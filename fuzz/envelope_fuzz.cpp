@@ -1,12 +1,13 @@
 // libFuzzer target: the JSON-RPC envelope scanner and the helpers that splice raw spans. Every
 // span must lie inside the text, and a spliced id must come back where it was put.
-#include <boost/json/parse.hpp>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
 
 #include "json/envelope.h"
+#include "json/parse.h"
+#include "json/utf8.h"
 
 namespace {
 
@@ -20,28 +21,29 @@ void check_span(std::string_view text, json::Span span) {
   require(span.offset <= text.size() && span.length <= text.size() - span.offset);
 }
 
-// Off by default: the scanner is known to accept some text Boost.JSON rejects (issue 10, item 2);
-// TOOLBRIDGE_FUZZ_DIFFERENTIAL=1 makes each such input a finding.
-bool differential() {
-  static const bool on = [] {
-    const char* v = std::getenv("TOOLBRIDGE_FUZZ_DIFFERENTIAL");
-    return v && std::string_view(v) == "1";
-  }();
-  return on;
+// The scanner's contract with the parser (issue 10, item 2): a message it accepts is JSON that
+// the gateway's parser accepts once invalid UTF-8 is replaced, which is what every caller does
+// when `invalid_utf8` is set; text it calls "not JSON" the parser rejects too.
+void check_against_parser(std::string_view text, const json::Envelope& env) {
+  const bool repair = env.invalid_utf8 || !json::is_valid_utf8(text);
+  const std::string repaired = repair ? json::replace_invalid_utf8(text) : std::string();
+  const std::string_view checked = repair ? std::string_view(repaired) : text;
+  boost::system::error_code ec;
+  (void)json::parse(checked, ec);
+  if (env.kind != json::Kind::kInvalid) {
+    require(!ec);
+    require(env.invalid_utf8 == repair);
+  } else if (env.problem.starts_with("not JSON") && !env.too_deep) {
+    require(ec.failed());
+  }
 }
 
 void check_envelope(std::string_view text) {
   const json::Envelope env = json::parse_envelope(text);
   for (json::Span span : {env.id, env.params, env.result, env.error}) check_span(text, span);
-  if (env.kind == json::Kind::kInvalid) {
-    require(!env.problem.empty());
-    return;
-  }
-  if (differential()) {
-    boost::system::error_code ec;
-    (void)boost::json::parse(text, ec);
-    require(!ec);
-  }
+  if (env.kind == json::Kind::kInvalid) require(!env.problem.empty());
+  check_against_parser(text, env);
+  if (env.kind == json::Kind::kInvalid) return;
   if (!env.id.empty()) {
     const std::string moved = json::with_id(text, env.id, "42");
     require(json::parse_envelope(moved).id.in(moved) == "42");
