@@ -1,5 +1,7 @@
 """Fixtures for the toolbridge integration tests.
 
+Tests marked `serial` count calls per second or compare latencies, so a neighbouring test on a
+2-core machine would skew them: scripts/test runs the others two at a time and those alone.
 Every test gets a timeout (pytest-timeout): tests may set their own with @pytest.mark.timeout,
 otherwise DEFAULT_TIMEOUT applies. Gateways run on port 0 and are stopped (SIGTERM, then
 SIGKILL) and checked for leaked child processes on teardown, also when the test failed.
@@ -21,6 +23,8 @@ DEFAULT_TIMEOUT = 120
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "timeout(seconds): per-test timeout (pytest-timeout)")
+    config.addinivalue_line(
+        "markers", "serial: measures throughput or latency; scripts/test runs it alone, after the rest")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -12,7 +12,7 @@ import pytest
 
 from tb_support import fixture_server, headers_for, initialize_params, parse_body, rpc
 
-pytestmark = pytest.mark.timeout(180)
+pytestmark = [pytest.mark.timeout(180), pytest.mark.serial]
 
 SESSIONS = 100
 IDS = range(1, 11)  # the same ids in every session

@@ -20,7 +20,7 @@ import pytest
 
 from tb_support import fixture_server
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = [pytest.mark.timeout(240), pytest.mark.serial]
 
 CALL_TIMEOUT = 2.0
 MARGIN = 1.5          # answer within deadline + this, including a retry's wait for a restart

@@ -265,6 +265,7 @@ class RawConnection:
         return int(status_line.split()[1]), got, payload
 
 
+@pytest.mark.serial
 @pytest.mark.timeout(300)
 def test_thousand_concurrent_per_session_sessions(gateway_factory, tmp_path):
     # Under ASan every fixture start costs ~10x the CPU: the sanitized run checks the same paths
@@ -334,6 +335,7 @@ def test_thousand_concurrent_per_session_sessions(gateway_factory, tmp_path):
 
 # ---- pool --------------------------------------------------------------------------------------
 
+@pytest.mark.serial
 def test_pool_grows_under_load_and_shrinks_when_idle(gateway_factory):
     gw = gateway_factory({"fixture": fixture_server(policy="pool", min_instances=1, max_instances=4,
                                                     idle_ttl="1s")})
@@ -375,6 +377,7 @@ def test_pool_grows_under_load_and_shrinks_when_idle(gateway_factory):
     assert "toolbridge_recycles_total{" in gw.metrics()
 
 
+@pytest.mark.serial
 @pytest.mark.parametrize("policy", ["shared", "pool"])
 def test_recycling_by_max_calls_under_load_fails_no_call(gateway_factory, policy):
     extra = {"max_instances": 3} if policy == "pool" else {}

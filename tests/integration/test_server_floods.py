@@ -13,7 +13,7 @@ import pytest
 
 from tb_support import Gateway, RawSession, headers_for, rpc, text_of
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.timeout(90), pytest.mark.serial]
 
 ROGUE = str(Path(__file__).resolve().parent / "rogue_server.py")
 
