@@ -22,17 +22,19 @@ void check_span(std::string_view text, json::Span span) {
 }
 
 // The scanner's contract with the parser (issue 10, item 2): a message it accepts is JSON that
-// the gateway's parser accepts once invalid UTF-8 is replaced, which is what every caller does
-// when `invalid_utf8` is set; text it calls "not JSON" the parser rejects too.
+// the gateway's parser accepts once repaired (invalid UTF-8 and lone surrogates replaced), which
+// is what every caller does when `needs_repair` is set; text it calls "not JSON" the parser
+// rejects too.
 void check_against_parser(std::string_view text, const json::Envelope& env) {
-  const bool repair = env.invalid_utf8 || !json::is_valid_utf8(text);
-  const std::string repaired = repair ? json::replace_invalid_utf8(text) : std::string();
+  const bool repair = env.needs_repair || !json::is_valid_utf8(text);
+  const std::string repaired = repair ? json::repair_strings(text) : std::string();
   const std::string_view checked = repair ? std::string_view(repaired) : text;
   boost::system::error_code ec;
   (void)json::parse(checked, ec);
   if (env.kind != json::Kind::kInvalid) {
     require(!ec);
-    require(env.invalid_utf8 == repair);
+    require(env.needs_repair || json::is_valid_utf8(text));
+    if (repair) require(!json::parse_envelope(repaired).needs_repair);
   } else if (env.problem.starts_with("not JSON") && !env.too_deep) {
     require(ec.failed());
   }

@@ -7,6 +7,7 @@
 
 #include "app/commands.h"
 #include "json/envelope.h"
+#include "json/parse.h"
 #include "transport/http_client.h"
 #include "transport/sse_reader.h"
 
@@ -65,14 +66,14 @@ class CliSession {
     for (const auto& e : res.events) {
       // The response is the event that has an id and no method.
       boost::system::error_code ec;
-      bj::value v = bj::parse(e, ec);
+      bj::value v = json::parse(e, ec);
       if (!ec && v.is_object() && v.as_object().contains("id") &&
           !v.as_object().contains("method")) {
         payload = e;
       }
     }
     boost::system::error_code ec;
-    bj::value v = bj::parse(payload, ec);
+    bj::value v = json::parse(payload, ec);
     if (ec || !v.is_object()) {
       error = "HTTP " + std::to_string(res.status) + ": " +
               (payload.empty() ? "(empty body)" : payload);
@@ -173,7 +174,7 @@ bool connect(const std::string& url, std::unique_ptr<CliSession>& out) {
 // key=value: the value is JSON when it parses as JSON (numbers, true, {...}), else a string.
 bj::value cli_value(const std::string& text) {
   boost::system::error_code ec;
-  bj::value v = bj::parse(text, ec);
+  bj::value v = json::parse(text, ec);
   return ec ? bj::value(bj::string(text)) : v;
 }
 
@@ -210,7 +211,7 @@ int run_call(const std::string& url, const std::string& name, const std::vector<
   bj::object args;
   if (!json_args.empty()) {
     boost::system::error_code ec;
-    bj::value v = bj::parse(json_args, ec);
+    bj::value v = json::parse(json_args, ec);
     if (ec || !v.is_object()) {
       std::cerr << "toolbridge: --json must be a JSON object, e.g. '{\"text\": \"hi\"}'\n";
       return 2;

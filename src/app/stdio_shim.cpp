@@ -22,6 +22,7 @@
 
 #include "app/commands.h"
 #include "json/envelope.h"
+#include "json/parse.h"
 #include "transport/http_client.h"
 #include "transport/line_framer.h"
 #include "transport/sse_reader.h"
@@ -213,7 +214,7 @@ class Shim {
   std::string rename_outgoing(const std::string& message, const json::Envelope& env) {
     if (env.method != "tools/call" && env.method != "prompts/get") return message;
     boost::system::error_code ec;
-    bj::value v = bj::parse(message, ec);
+    bj::value v = json::parse(message, ec);
     if (ec || !v.is_object()) return message;
     auto* params = v.as_object().if_contains("params");
     if (!params || !params->is_object()) return message;
@@ -234,7 +235,7 @@ class Shim {
                                                  : nullptr;
     if (!key) return message;
     boost::system::error_code ec;
-    bj::value result = bj::parse(env.result.in(message), ec);
+    bj::value result = json::parse(env.result.in(message), ec);
     if (ec || !result.is_object()) return message;
     auto* list = result.as_object().if_contains(key);
     if (!list || !list->is_array()) return message;

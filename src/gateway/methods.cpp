@@ -114,9 +114,9 @@ void Methods::handle(const std::shared_ptr<Session>& session,
 void Methods::handle(const std::shared_ptr<Session>& session,
                      const std::shared_ptr<PostStream>& stream, const json::Envelope& env,
                      std::string_view message) {
-  if (env.invalid_utf8) {
-    // Nothing a client sent is echoed raw: its invalid bytes become U+FFFD first.
-    const std::string repaired = json::replace_invalid_utf8(message);
+  if (env.needs_repair) {
+    // Nothing a client sent is echoed raw: its invalid bytes (and lone surrogates) become U+FFFD.
+    const std::string repaired = json::repair_strings(message);
     const json::Envelope fixed = json::parse_envelope(repaired);
     return handle(session, stream, fixed, repaired);
   }

@@ -37,7 +37,9 @@ class Scanner {
 
   // Past the limit a message is still walked (iteratively, so nothing overflows) to read its id.
   bool too_deep() const { return too_deep_; }
-  bool invalid_utf8() const { return invalid_utf8_; }
+  bool needs_repair() const { return needs_repair_; }
+  // The scan stopped at a number whose exponent has more than kMaxExponentDigits digits.
+  bool exponent_out_of_range() const { return exponent_out_of_range_; }
 
   // `depth`: how many arrays and objects enclose this value.
   bool value(std::size_t depth = 0) {
@@ -73,7 +75,7 @@ class Scanner {
       if (c < 0x20) return false;
       if (c >= 0x80) {
         const std::size_t n = utf8_sequence_length(t_.substr(p_ - 1));
-        if (n == 0) invalid_utf8_ = true;  // one byte; the caller decides what to do with it
+        if (n == 0) needs_repair_ = true;  // one byte; the caller decides what to do with it
         if (n > 1) p_ += n - 1;
         continue;
       }
@@ -81,9 +83,7 @@ class Scanner {
       if (p_ >= t_.size()) return false;
       const char e = t_[p_++];
       if (e == 'u') {
-        for (int i = 0; i < 4; ++i) {
-          if (p_ >= t_.size() || !std::isxdigit(static_cast<unsigned char>(t_[p_++]))) return false;
-        }
+        if (!utf16_escape()) return false;
       } else if (std::string_view("\"\\/bfnrt").find(e) == std::string_view::npos) {
         return false;
       }
@@ -92,6 +92,30 @@ class Scanner {
   }
 
  private:
+  // The four hex digits after "\\u" (already consumed). A surrogate without its other half is
+  // JSON Boost.JSON rejects but JavaScript servers write (a string cut inside an emoji): flagged
+  // for repair like invalid UTF-8 rather than failing the message.
+  bool utf16_escape() {
+    const auto unit = hex4(p_);
+    if (!unit) return false;
+    p_ += 4;
+    if (*unit >= 0xDC00 && *unit <= 0xDFFF) {
+      needs_repair_ = true;
+    } else if (*unit >= 0xD800 && *unit <= 0xDBFF) {
+      const auto low = t_.substr(p_, 2) == "\\u" ? hex4(p_ + 2) : std::nullopt;
+      if (low && *low >= 0xDC00 && *low <= 0xDFFF) {
+        p_ += 6;
+      } else {
+        needs_repair_ = true;  // the next escape, if any, is read on its own
+      }
+    }
+    return true;
+  }
+  std::optional<unsigned> hex4(std::size_t at) const {
+    if (at + 4 > t_.size()) return std::nullopt;
+    return json::hex4(t_.substr(at, 4));
+  }
+
   // Brackets counted, strings checked, nothing else: enough to find where the value ends.
   bool skip_nested() {
     std::size_t open = 0;
@@ -155,7 +179,17 @@ class Scanner {
     if (peek() == 'e' || peek() == 'E') {
       ++p_;
       if (!eat('+')) eat('-');
-      if (!digits()) return false;
+      const std::size_t start = p_;
+      while (peek() == '0') ++p_;
+      const std::size_t significant = p_;
+      digits();
+      if (p_ == start) return false;
+      // Boost.JSON refuses exponents past INT_MAX (with the mantissa's digits counted in); below
+      // a billion no message the gateway reads can reach that.
+      if (p_ - significant > kMaxExponentDigits) {
+        exponent_out_of_range_ = true;
+        return false;
+      }
     }
     return true;
   }
@@ -187,8 +221,14 @@ class Scanner {
   std::string_view t_;
   std::size_t p_ = 0;
   bool too_deep_ = false;
-  bool invalid_utf8_ = false;
+  bool needs_repair_ = false;
+  bool exponent_out_of_range_ = false;
 };
+
+std::string fmt_exponent() {
+  return "a number's exponent has more than " + std::to_string(kMaxExponentDigits) +
+         " digits (toolbridge's JSON number limit)";
+}
 
 std::string fmt_too_deep() {
   return "nested deeper than " + std::to_string(kMaxDepth) +
@@ -202,11 +242,11 @@ Envelope invalid(std::string problem) {
 }
 
 // Unescapes a JSON string token (quotes included). Only called for short member values.
-// Invalid UTF-8 comes out as U+FFFD: names and methods are echoed in messages.
+// Invalid UTF-8 and lone surrogates come out as U+FFFD: names and methods are echoed in messages.
 std::string unescape(std::string_view token) {
   std::string repaired;
-  if (!is_valid_utf8(token)) {
-    repaired = replace_invalid_utf8(token);
+  if (!is_valid_utf8(token) || token.find("\\u") != std::string_view::npos) {
+    repaired = repair_strings(token);
     token = repaired;
   }
   if (token.find('\\') == std::string_view::npos)
@@ -226,6 +266,7 @@ Envelope parse_envelope(std::string_view text) {
     Scanner whole(text);
     whole.ws();
     const bool is_json = whole.value() && (whole.ws(), whole.at_end());
+    if (whole.exponent_out_of_range()) return invalid(fmt_exponent());
     return invalid(is_json ? "a JSON-RPC message must be a JSON object" : "not JSON");
   }
   s.eat('{');
@@ -243,7 +284,10 @@ Envelope parse_envelope(std::string_view text) {
     s.ws();
     const std::size_t start = s.pos();
     const char lead = s.peek();
-    if (!s.value(1)) return invalid("not JSON: malformed value of \"" + key + "\"");
+    if (!s.value(1)) {
+      if (s.exponent_out_of_range()) return invalid(fmt_exponent());
+      return invalid("not JSON: malformed value of \"" + key + "\"");
+    }
     const Span span{start, s.pos() - start};
     const std::string_view raw = span.in(text);
     if (key == "jsonrpc") {
@@ -274,7 +318,7 @@ Envelope parse_envelope(std::string_view text) {
   }
   s.ws();
   if (!s.at_end()) return invalid("not JSON: trailing characters after the object");
-  e.invalid_utf8 = s.invalid_utf8();
+  e.needs_repair = s.needs_repair();
   if (s.too_deep()) {
     Envelope deep = invalid(fmt_too_deep());
     deep.too_deep = true;
@@ -412,8 +456,8 @@ namespace {
 // Printable ASCII without '"' or '\\' is its own JSON string body (method names, most messages).
 bool needs_escaping(std::string_view s) {
   for (const char c : s) {
-    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f ||
-        c == '"' || c == '\\')
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f || c == '"' ||
+        c == '\\')
       return true;
   }
   return false;

@@ -17,6 +17,10 @@ enum class Kind { kRequest, kNotification, kResponse, kInvalid };
 // (tool schemas, arguments) stay far below it.
 inline constexpr std::size_t kMaxDepth = 128;
 
+// Exponents of numbers are read up to this many significant digits; a longer one makes the
+// message invalid (Boost.JSON's parser refuses exponents past INT_MAX).
+inline constexpr std::size_t kMaxExponentDigits = 9;
+
 struct Span {
   std::size_t offset = 0;
   std::size_t length = 0;
@@ -35,9 +39,9 @@ struct Envelope {
   // kInvalid because nested deeper than kMaxDepth; `id` is still set when it was readable, so
   // the request it answers can be told.
   bool too_deep = false;
-  // Some string holds invalid UTF-8: pass on replace_invalid_utf8(text) (json/utf8.h) and its
-  // envelope instead.
-  bool invalid_utf8 = false;
+  // Some string holds invalid UTF-8 or a \u escape of a lone UTF-16 surrogate, which the
+  // gateway's parser rejects: pass on repair_strings(text) (json/utf8.h) and its envelope instead.
+  bool needs_repair = false;
 };
 
 // `text` must stay alive while spans are used. Accepts any JSON object; classifies it.

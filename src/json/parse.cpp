@@ -1,8 +1,33 @@
 #include "json/parse.h"
 
 #include <boost/json/parse.hpp>
+#include <cmath>
+#include <limits>
 
 namespace toolbridge::json {
+
+namespace {
+// Boost.JSON reads 1e999 as infinity and would write it back as `Infinity`, which is not JSON: a
+// server's schema with such a bound would make every client's tools/list unreadable.
+void clamp_non_finite(boost::json::value& v) {
+  switch (v.kind()) {
+    case boost::json::kind::double_:
+      if (std::isinf(v.get_double())) {
+        const double max = std::numeric_limits<double>::max();
+        v = v.get_double() > 0 ? max : -max;
+      }
+      return;
+    case boost::json::kind::array:
+      for (auto& e : v.get_array()) clamp_non_finite(e);
+      return;
+    case boost::json::kind::object:
+      for (auto& m : v.get_object()) clamp_non_finite(m.value());
+      return;
+    default:
+      return;
+  }
+}
+}  // namespace
 
 boost::json::parse_options parse_options() {
   boost::json::parse_options options;
@@ -12,7 +37,9 @@ boost::json::parse_options parse_options() {
 
 boost::json::value parse(std::string_view text, boost::system::error_code& ec) {
   // parse(..., ec) still throws std::bad_alloc; nothing else escapes.
-  return boost::json::parse(text, ec, {}, parse_options());
+  boost::json::value v = boost::json::parse(text, ec, {}, parse_options());
+  if (!ec) clamp_non_finite(v);  // depth is bounded by kMaxDepth, so is this recursion
+  return v;
 }
 
 }  // namespace toolbridge::json

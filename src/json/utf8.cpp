@@ -66,4 +66,63 @@ std::string replace_invalid_utf8(std::string_view bytes) {
   return out;
 }
 
+std::optional<unsigned> hex4(std::string_view four) {
+  if (four.size() != 4) return std::nullopt;
+  unsigned value = 0;
+  for (const char c : four) {
+    value <<= 4;
+    if (c >= '0' && c <= '9') {
+      value |= static_cast<unsigned>(c - '0');
+    } else if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') {
+      value |= static_cast<unsigned>((c | 0x20) - 'a' + 10);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return value;
+}
+
+namespace {
+bool high_surrogate(unsigned u) {
+  return u >= 0xD800 && u <= 0xDBFF;
+}
+bool low_surrogate(unsigned u) {
+  return u >= 0xDC00 && u <= 0xDFFF;
+}
+}  // namespace
+
+std::string repair_strings(std::string_view json_text) {
+  std::string out = replace_invalid_utf8(json_text);
+  // Escapes are only read inside strings; the text outside them is left as it is.
+  bool in_string = false;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const char c = out[i];
+    if (!in_string) {
+      in_string = c == '"';
+      continue;
+    }
+    if (c == '"') {
+      in_string = false;
+      continue;
+    }
+    if (c != '\\' || i + 1 >= out.size()) continue;
+    ++i;  // the escaped character
+    if (out[i] != 'u') continue;
+    const auto unit = hex4(std::string_view(out).substr(i + 1, 4));
+    if (!unit) continue;
+    const std::size_t escape = i - 1;
+    i += 4;
+    if (!high_surrogate(*unit) && !low_surrogate(*unit)) continue;
+    if (high_surrogate(*unit) && std::string_view(out).substr(i + 1, 2) == "\\u") {
+      const auto low = hex4(std::string_view(out).substr(i + 3, 4));
+      if (low && low_surrogate(*low)) {
+        i += 6;
+        continue;
+      }
+    }
+    out.replace(escape, 6, "\\ufffd");
+  }
+  return out;
+}
+
 }  // namespace toolbridge::json

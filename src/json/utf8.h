@@ -1,7 +1,9 @@
 #pragma once
 // UTF-8 checks for bytes that came from outside (servers, clients). The gateway's rule: invalid
-// UTF-8 inside a JSON string is replaced by U+FFFD, so whatever it passes on is valid JSON.
+// UTF-8 (and a lone surrogate escape) inside a JSON string is replaced by U+FFFD, so whatever it
+// passes on is valid JSON.
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -15,5 +17,13 @@ bool is_valid_utf8(std::string_view bytes);
 
 // `bytes` with every byte that starts no well-formed sequence replaced by U+FFFD.
 std::string replace_invalid_utf8(std::string_view bytes);
+
+// The value of four hex digits (a \u escape's), nullopt if `four` is not exactly that.
+std::optional<unsigned> hex4(std::string_view four);
+
+// JSON text with invalid UTF-8 replaced as above and every \u escape of a UTF-16 surrogate
+// without its other half replaced by \ufffd (same length), so Boost.JSON accepts what the
+// envelope scanner flagged (Envelope::needs_repair).
+std::string repair_strings(std::string_view json_text);
 
 }  // namespace toolbridge::json

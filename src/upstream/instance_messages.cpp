@@ -30,19 +30,23 @@ bj::value member(std::string_view object_text, std::string_view key) {
 void Instance::on_line(std::string_view line) {
   json::Envelope env = json::parse_envelope(line);
   std::string repaired;
-  if (env.invalid_utf8) {
-    // What we pass on must be valid JSON: bytes that are not UTF-8 become U+FFFD.
-    repaired = json::replace_invalid_utf8(line);
+  if (env.needs_repair) {
+    // What we pass on must be valid JSON: bytes that are not UTF-8 and lone surrogates become
+    // U+FFFD.
+    repaired = json::repair_strings(line);
     line = repaired;
     env = json::parse_envelope(line);
     const NoiseLog::Verdict v = repaired_log_.record();
     if (v.suppressed) {
-      spdlog::warn("[{}#{}] {} more messages with invalid UTF-8 in the last {:g} s", server_.name,
-                   number_, v.suppressed, static_cast<double>(v.interval.count()) / 1000.0);
+      spdlog::warn(
+          "[{}#{}] {} more messages with invalid UTF-8 or lone surrogates in the last {:g} s",
+          server_.name, number_, v.suppressed, static_cast<double>(v.interval.count()) / 1000.0);
     }
     if (v.log) {
-      spdlog::warn("[{}#{}] a message held invalid UTF-8; passed on with U+FFFD: {:.200}",
-                   server_.name, number_, line);
+      spdlog::warn(
+          "[{}#{}] a message held invalid UTF-8 or a lone surrogate; passed on with U+FFFD: "
+          "{:.200}",
+          server_.name, number_, line);
     }
   }
   switch (env.kind) {

@@ -9,6 +9,8 @@ Modes:
   ping-error-ff      ping gets an error whose message holds a \\xff byte
   deep-schema N      the tool's inputSchema is nested N schema levels deep (2 JSON levels each)
   latin1             the tool's description is Latin-1 ("caf\\xe9")
+  lone-surrogate     the tool's description ends in half an emoji (JavaScript's "\\ud83d")
+  huge-number        the tool's schema has "maximum": 1e999 (past a double)
   deep-result N      tools/call answers with a result nested N JSON levels deep
   ff-result          tools/call answers with a text holding a \\xff byte
   list-changed N     each tools/call first sends N notifications/tools/list_changed
@@ -49,9 +51,13 @@ def deep_schema(levels: int) -> dict:
 def tool() -> bytes:
     schema = deep_schema(ARG) if MODE == "deep-schema" else {
         "type": "object", "properties": {"text": {"type": "string"}}}
-    desc = "DESC" if MODE == "latin1" else "Echoes its text."
+    if MODE == "huge-number":
+        schema["properties"]["n"] = {"type": "number", "maximum": "MAX"}
+    desc = "DESC" if MODE in ("latin1", "lone-surrogate") else "Echoes its text."
     raw = json.dumps({"name": "echo", "description": desc, "inputSchema": schema}).encode()
     raw = raw.replace(b"DESC", b"caf\xe9") if MODE == "latin1" else raw
+    raw = raw.replace(b"DESC", b"cut \\ud83d") if MODE == "lone-surrogate" else raw
+    raw = raw.replace(b'"MAX"', b"1e999") if MODE == "huge-number" else raw
     plain = {"type": "object"}
     others = [{"name": "hang", "description": "Never answers.", "inputSchema": plain},
               {"name": "list_calls", "description": "How many tools/list it got.", "inputSchema": plain}]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_support import Gateway, RawSession, fixture_server, text_of
+from tb_support import Gateway, RawSession, fixture_server, parse_body, response_for, rpc, text_of
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -80,15 +80,23 @@ def test_ping_error_with_bad_byte_recycles_instead_of_wedging(tmp_path, binaries
         gw.close()
 
 
-@pytest.mark.parametrize("mode,args", [("deep-schema", ["15"]), ("latin1", [])])
-def test_deep_schema_or_latin1_description_is_listed(tmp_path, binaries, mode, args):
+@pytest.mark.parametrize("mode,args", [("deep-schema", ["15"]), ("latin1", []),
+                                       ("lone-surrogate", []), ("huge-number", [])])
+def test_deep_schema_or_odd_description_is_listed(tmp_path, binaries, mode, args):
     gw = start(tmp_path, {"rogue": rogue(mode, *args)}, ready=["rogue"])
     s = RawSession(gw.mcp_url).initialize()
     try:
-        tools = {t["name"]: t for t in s.request("tools/list", {}, 1)["result"]["tools"]}
+        listed = s.post(rpc("tools/list", {}, 1))
+        assert "Infinity" not in listed.text  # not JSON, though Python's json would take it
+        tools = {t["name"]: t for t in response_for(parse_body(listed), 1)["result"]["tools"]}
         assert "rogue__echo" in tools, sorted(tools)
         if mode == "latin1":
             assert tools["rogue__echo"]["description"] == "caf\ufffd"
+        if mode == "lone-surrogate":
+            assert tools["rogue__echo"]["description"] == "cut \ufffd"
+        if mode == "huge-number":
+            maximum = tools["rogue__echo"]["inputSchema"]["properties"]["n"]["maximum"]
+            assert maximum == sys.float_info.max, maximum
         answer = s.call_tool("rogue__echo", {"text": "hi"}, 2)
         assert text_of(answer["result"]) == "hi", answer
     finally:

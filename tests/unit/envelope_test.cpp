@@ -45,8 +45,8 @@ TEST(Envelope, NestedPastTheLimitIsRejectedButItsIdIsRead) {
     EXPECT_NE(e.problem.find("nested deeper than 128"), std::string::npos) << e.problem;
   }
   // The id after the deep member is found too.
-  const std::string late =
-      R"({"jsonrpc":"2.0","result":)" + std::string(150, '[') + std::string(150, ']') + R"(,"id":9})";
+  const std::string late = R"({"jsonrpc":"2.0","result":)" + std::string(150, '[') +
+                           std::string(150, ']') + R"(,"id":9})";
   const Envelope e = parse_envelope(late);
   EXPECT_TRUE(e.too_deep);
   EXPECT_EQ(e.id.in(late), "9");
@@ -73,13 +73,47 @@ TEST(Envelope, InvalidUtf8InStringsIsFlaggedAndMethodsComeOutRepaired) {
       "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":1,\"message\":\"no \xff way\"}}";
   const Envelope e = parse_envelope(m);
   EXPECT_EQ(e.kind, Kind::kResponse);
-  EXPECT_TRUE(e.invalid_utf8);
+  EXPECT_TRUE(e.needs_repair);
   const std::string ok = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":\"caf\xc3\xa9\"}";
-  EXPECT_FALSE(parse_envelope(ok).invalid_utf8);
+  EXPECT_FALSE(parse_envelope(ok).needs_repair);
   const std::string method = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/\xff\"}";
   const Envelope r = parse_envelope(method);
-  EXPECT_TRUE(r.invalid_utf8);
+  EXPECT_TRUE(r.needs_repair);
   EXPECT_EQ(r.method, "tools/\xEF\xBF\xBD");
+}
+
+TEST(Envelope, LoneSurrogateEscapesAreFlaggedAndPairsAreNot) {
+  const auto flagged = [](std::string_view value) {
+    const std::string m =
+        R"({"jsonrpc":"2.0","id":1,"result":{"text":")" + std::string(value) + R"("}})";
+    const Envelope e = parse_envelope(m);
+    EXPECT_EQ(e.kind, Kind::kResponse) << value;
+    return e.needs_repair;
+  };
+  EXPECT_TRUE(flagged(R"(cut \ud83d)"));
+  EXPECT_TRUE(flagged(R"(\ude00 alone)"));
+  EXPECT_TRUE(flagged(R"(\ud83d\u0041)"));
+  EXPECT_TRUE(flagged(R"(\ud83d\ud83d\ude00)"));
+  EXPECT_FALSE(flagged(R"(\ud83d\ude00 \u00e9 \\ud800)"));  // a pair; an escaped backslash
+  EXPECT_FALSE(parse_envelope(R"({"jsonrpc":"2.0","id":1,"result":"\uD83D"})").kind ==
+               Kind::kInvalid);
+}
+
+TEST(Envelope, ExponentsPastTheLimitAreRefusedWithTheirOwnReason) {
+  const auto result = [](std::string_view number) {
+    return parse_envelope(R"({"jsonrpc":"2.0","id":1,"result":)" + std::string(number) + "}");
+  };
+  EXPECT_EQ(result("1e999999999").kind, Kind::kResponse);
+  EXPECT_EQ(result("1e0000000000000999999999").kind, Kind::kResponse);  // leading zeros
+  EXPECT_EQ(result("-2.5E+0").kind, Kind::kResponse);
+  const Envelope big = result("1e9999999999");
+  EXPECT_EQ(big.kind, Kind::kInvalid);
+  EXPECT_NE(big.problem.find("exponent"), std::string::npos) << big.problem;
+  EXPECT_EQ(big.problem.rfind("not JSON", 0), std::string::npos) << big.problem;
+  EXPECT_NE(parse_envelope("[1e2147483648]").problem.find("exponent"), std::string::npos);
+  for (std::string_view bad : {"1e", "1e+", "1E-", "1.e5", "01"}) {
+    EXPECT_EQ(result(bad).kind, Kind::kInvalid) << bad;
+  }
 }
 
 TEST(Envelope, HighBytesOutsideStringsAreNotJson) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json/serialize.hpp>
 #include <string>
 
 using namespace toolbridge;
@@ -27,4 +28,15 @@ TEST(JsonParse, InvalidUtf8IsAnErrorNotAnException) {
   const auto v = json::parse("{\"message\":\"no \xff way\"}", ec);
   EXPECT_TRUE(ec);
   EXPECT_TRUE(v.is_null());
+}
+
+TEST(JsonParse, NumbersPastADoubleStayJsonWhenWrittenBack) {
+  boost::system::error_code ec;
+  const auto v = json::parse(R"({"maximum":1e999,"minimum":[-1e400],"ok":1.5})", ec);
+  ASSERT_FALSE(ec) << ec.message();
+  const std::string text = boost::json::serialize(v);
+  EXPECT_EQ(text.find("Infinity"), std::string::npos) << text;
+  json::parse(text, ec);
+  EXPECT_FALSE(ec) << text;
+  EXPECT_EQ(v.at("ok").as_double(), 1.5);
 }

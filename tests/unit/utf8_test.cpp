@@ -28,3 +28,19 @@ TEST(Utf8, ReplacesEachBadByteAndKeepsTheRest) {
   EXPECT_EQ(replace_invalid_utf8("\xE2\x82"), "\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_TRUE(is_valid_utf8(replace_invalid_utf8("\x80\xC3(\xF0\x9F\x98")));
 }
+
+TEST(Utf8, RepairStringsReplacesLoneSurrogateEscapesInsideStringsOnly) {
+  EXPECT_EQ(repair_strings(R"({"a":"x\ud800y"})"), R"({"a":"x\ufffdy"})");
+  EXPECT_EQ(repair_strings(R"(["\udc00","\ud83d\ude00"])"), R"(["\ufffd","\ud83d\ude00"])");
+  EXPECT_EQ(repair_strings(R"(["\ud800\ud800\udc00"])"), R"(["\ufffd\ud800\udc00"])");
+  EXPECT_EQ(repair_strings(R"(["\\ud800"])"), R"(["\\ud800"])");          // an escaped backslash
+  EXPECT_EQ(repair_strings("[\"\xff\\ud800"), "[\"\xEF\xBF\xBD\\ufffd");  // truncated
+  EXPECT_EQ(repair_strings(R"(["\ud80"])"), R"(["\ud80"])");  // not an escape: left to the parser
+}
+
+TEST(Utf8, Hex4) {
+  EXPECT_EQ(hex4("00e9"), 0xE9u);
+  EXPECT_EQ(hex4("DBFF"), 0xDBFFu);
+  EXPECT_FALSE(hex4("00g9"));
+  EXPECT_FALSE(hex4("123"));
+}
