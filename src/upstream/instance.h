@@ -1,15 +1,14 @@
 #pragma once
-// One running copy of a configured server: child process + stdio framing + the client side of
-// an MCP session + the table of requests in flight. Many callers share an instance: each request
-// gets a fresh upstream id (and progress token), so two agents that both use id 1 never meet.
+// One running copy of a configured server: the client side of an MCP session over a transport
+// (a child's stdio, or HTTP) + the table of requests in flight. Many callers share an instance:
+// each request gets a fresh upstream id (and progress token), so two agents that both use id 1
+// never meet.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
@@ -18,10 +17,8 @@
 #include "config/config.h"
 #include "json/envelope.h"
 #include "mcp/protocol.h"
-#include "process/child.h"
-#include "transport/line_framer.h"
 #include "upstream/noise_log.h"
-#include "upstream/remote.h"
+#include "upstream/transport.h"
 
 namespace toolbridge::upstream {
 
@@ -72,8 +69,8 @@ class Instance : public std::enable_shared_from_this<Instance> {
   // Sends a notification as-is (logging/setLevel is a request; this is for roots/list_changed).
   void notify(std::string_view method, std::string params);
 
-  // Close stdin -> SIGTERM -> SIGKILL, each step bounded by stop_grace; always reaps. A remote
-  // instance closes its connections.
+  // Fails what is pending, then stops the transport: close stdin -> SIGTERM -> SIGKILL, each
+  // step bounded by stop_grace, always reaping; a remote instance ends its session.
   boost::asio::awaitable<void> stop();
 
   State state() const { return state_; }
@@ -82,8 +79,8 @@ class Instance : public std::enable_shared_from_this<Instance> {
     return pending_.size() > own_in_flight_ ? pending_.size() - own_in_flight_ : 0;
   }
   std::uint64_t number() const { return number_; }
-  pid_t pid() const { return child_.pid(); }  // 0 for a remote instance
-  bool remote() const { return remote_ != nullptr; }
+  pid_t pid() const { return transport_ ? transport_->pid() : 0; }  // 0 for a remote instance
+  bool remote() const { return server_.remote(); }
   mcp::Version version() const { return version_; }
   const mcp::ServerCapabilities& capabilities() const { return caps_; }
   const Catalog& catalog() const { return catalog_; }
@@ -113,10 +110,7 @@ class Instance : public std::enable_shared_from_this<Instance> {
   // `call_id` marks the pending call whose request this line is, so a failure can tell
   // requests the server may have seen from ones it never received.
   void write(std::string line, std::uint64_t call_id = 0);
-  boost::asio::awaitable<void> write_loop();
-  boost::asio::awaitable<void> read_stdout();
-  boost::asio::awaitable<void> read_stderr();
-  boost::asio::awaitable<void> watch_exit();
+  Transport::Handlers transport_handlers();
   // initialize + notifications/initialized + first catalog, bounded by startup_timeout.
   boost::asio::awaitable<std::string> initialize();
   void on_line(std::string_view line);
@@ -148,36 +142,22 @@ class Instance : public std::enable_shared_from_this<Instance> {
   const config::Server server_;
   std::uint64_t number_;
   State state_ = State::kStarting;
-  process::Child child_;
-  boost::asio::posix::stream_descriptor stdin_;
-  boost::asio::posix::stream_descriptor stdout_;
-  boost::asio::posix::stream_descriptor stderr_;
-  boost::asio::posix::stream_descriptor pidfd_;
-  transport::LineFramer framer_;
-  std::deque<std::string> write_queue_;
-  std::vector<std::uint64_t> queued_calls_;
-  bool writing_ = false;
+  std::shared_ptr<Transport> transport_;
   std::uint64_t next_id_ = 1;
   std::unordered_map<std::uint64_t, Pending> pending_;
   std::uint64_t last_call_id_ = 0;  // most recent forwarded call, for routing server requests
-  std::deque<std::string> stderr_tail_;
   std::string exit_reason_;
-  boost::asio::steady_timer exited_;  // cancelled once the child is reaped
   mcp::Version version_ = mcp::kLatestVersion;
   mcp::ServerCapabilities caps_;
   Catalog catalog_;
   std::uint64_t garbage_lines_ = 0;
   NoiseLog invalid_log_;   // lines that are not JSON-RPC, messages nested too deep
   NoiseLog repaired_log_;  // messages with invalid UTF-8, passed on repaired
-  NoiseLog stderr_log_;    // the server's stderr lines
   bool checking_ = false;
   std::size_t own_in_flight_ = 0;    // the instance's own requests among pending_
-  std::size_t queued_bytes_ = 0;     // to the child's stdin, not written yet
   std::size_t server_requests_ = 0;  // the server's requests to agents awaiting an answer
-  NoiseLog dropped_log_;             // writes dropped because the server does not read
   bool relisting_ = false;
   bool relist_again_ = false;
-  std::shared_ptr<Remote> remote_;  // set for a server with a url instead of a command
 };
 
 }  // namespace toolbridge::upstream

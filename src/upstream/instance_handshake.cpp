@@ -54,7 +54,7 @@ asio::awaitable<std::string> Instance::initialize() {
                 ", which toolbridge does not support";
     } else {
       version_ = *v;
-      if (remote_) remote_->set_protocol_version(std::string(mcp::to_string(version_)));
+      transport_->set_protocol_version(std::string(mcp::to_string(version_)));
       if (const auto* c = r.if_contains("capabilities"); c && c->is_object()) {
         const auto& caps = c->as_object();
         caps_.tools = caps.contains("tools");
@@ -78,7 +78,7 @@ asio::awaitable<std::string> Instance::initialize() {
   }
   if (failure.empty() && state_ != State::kStarting) failure = exit_reason_;
   // An unreachable remote server: its transport's reason alone says it best.
-  if (remote_ && !exit_reason_.empty() && !timed_out) failure = exit_reason_;
+  if (server_.remote() && !exit_reason_.empty() && !timed_out) failure = exit_reason_;
   if (!failure.empty()) {
     if (!exit_reason_.empty() && failure != exit_reason_) failure += "; " + exit_reason_;
     co_await stop();

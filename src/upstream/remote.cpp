@@ -17,6 +17,7 @@
 namespace toolbridge::upstream {
 
 namespace asio = boost::asio;
+using namespace std::chrono_literals;
 namespace http = transport::http;
 using error_code = boost::system::error_code;
 using transport::HttpExchange;
@@ -175,6 +176,17 @@ asio::awaitable<void> Remote::end_session(std::chrono::milliseconds limit) {
     spdlog::debug("[{}] DELETE of the session: HTTP {}", server_.name, ex.status());
   }
   ex.close();
+}
+
+asio::awaitable<void> Remote::stop() {
+  auto self = shared_from_this();
+  co_await end_session(server_.stop_grace);
+  close();
+  boost::system::error_code ec;
+  for (auto waited = 0ms; running_ > 0 && waited < server_.stop_grace; waited += 5ms) {
+    asio::steady_timer tick(io_, 5ms);
+    co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
 }
 
 void Remote::close() {

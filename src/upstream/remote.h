@@ -16,28 +16,27 @@
 #include "config/config.h"
 #include "transport/http_client.h"
 #include "transport/sse_reader.h"
+#include "upstream/transport.h"
 
 namespace toolbridge::upstream {
 
-class Remote : public std::enable_shared_from_this<Remote> {
+class Remote : public Transport, public std::enable_shared_from_this<Remote> {
  public:
-  struct Handlers {
-    std::function<void(std::string_view message)> on_message;  // one JSON-RPC message
-    std::function<void(std::uint64_t call_id)> on_sent;  // a forwarded call reached the server
-    std::function<void(const std::string& reason)> on_failure;  // the server is unreachable
-  };
-
   Remote(boost::asio::io_context& io, const config::Server& server, Handlers handlers);
-  ~Remote();
+  ~Remote() override;
 
   // Checks the URL and loads the trusted certificates. Returns an error message, empty on
   // success.
-  std::string open();
-  // Queues one message; messages are written in order. `call_id` as in Instance::write.
-  void send(std::string message, std::uint64_t call_id);
+  std::string open() override;
+  // Queues one message; messages are written in order.
+  void send(std::string message, std::uint64_t call_id) override;
   // Called once initialize is answered: later requests carry MCP-Protocol-Version, and the
   // optional GET stream for server-initiated messages is opened.
-  void set_protocol_version(std::string version);
+  void set_protocol_version(std::string version) override;
+  // Ends the session (DELETE), closes every connection and waits, bounded by stop_grace, for
+  // the aborted reads and writes to finish.
+  boost::asio::awaitable<void> stop() override;
+  void abort() override { close(); }
   // Streamable HTTP: tells the server the session is over (DELETE with Mcp-Session-Id), bounded
   // by `limit`; errors are ignored (the server expires sessions on its own too).
   boost::asio::awaitable<void> end_session(std::chrono::milliseconds limit);
@@ -45,7 +44,6 @@ class Remote : public std::enable_shared_from_this<Remote> {
   void close();
   // Coroutines still running (they end soon after close()); stop() waits for 0 so none is left
   // for the io_context's destructor to tear down.
-  std::size_t running() const { return running_; }
   // "streamable_http" or "sse" once known.
   std::string transport_name() const;
 

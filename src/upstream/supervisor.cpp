@@ -9,6 +9,8 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "process/child.h"
+
 namespace toolbridge::upstream {
 
 namespace asio = boost::asio;
