@@ -14,6 +14,7 @@
 #include <iostream>
 
 #include "app/commands.h"
+#include "base/memory.h"
 #include "config/config.h"
 #include "frontend/server.h"
 #include "process/cgroup_tree.h"
@@ -67,6 +68,7 @@ int serve(const std::string& config_path, const std::string& listen, const std::
   }
   spdlog::set_level(spdlog::level::from_str(log_level.empty() ? cfg.gateway.log_level : log_level));
   ::signal(SIGPIPE, SIG_IGN);
+  base::map_large_blocks_apart();
   // Each instance holds four descriptors and each agent connection one: 1,000 per_session
   // instances do not fit the common soft limit of 1,024, so take what the hard limit allows.
   if (rlimit lim{}; ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {

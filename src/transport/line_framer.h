@@ -32,6 +32,9 @@ class LineFramer {
     }
     buf_.erase(0, start);
     scanned_ = buf_.size();
+    // A 20 MB answer must not keep 20 MB of buffer for the rest of the instance's life.
+    if (buf_.capacity() > kKeptCapacity && buf_.size() < kKeptCapacity / 4)
+      std::string(buf_).swap(buf_);
     // An unfinished line may hold one '\r' beyond the cap: its terminator is still arriving.
     const std::size_t pending = buf_.size() - (!buf_.empty() && buf_.back() == '\r' ? 1 : 0);
     if (pending > max_) return overflow();
@@ -39,6 +42,9 @@ class LineFramer {
   }
 
   std::size_t buffered() const { return buf_.size(); }
+  std::size_t capacity() const { return buf_.capacity(); }
+  // Buffer kept between lines; a larger one left by a long line is given back.
+  static constexpr std::size_t kKeptCapacity = 1024 * 1024;
   std::size_t max_line_bytes() const { return max_; }
 
  private:

@@ -184,3 +184,14 @@ TEST(LineFramer, CrlfLineAtTheCapDoesNotDependOnTheSplit) {
 
 }  // namespace
 }  // namespace toolbridge::transport
+
+TEST(LineFramer, GivesBackTheBufferOfALongLine) {
+  using toolbridge::transport::LineFramer;
+  LineFramer f(64 * 1024 * 1024);
+  std::size_t lines = 0;
+  const std::string big(8 * 1024 * 1024, 'x');
+  EXPECT_TRUE(f.feed(big, [&](std::string_view) { ++lines; }));
+  EXPECT_TRUE(f.feed("\n{}\n", [&](std::string_view) { ++lines; }));
+  EXPECT_EQ(lines, 2u);
+  EXPECT_LE(f.capacity(), LineFramer::kKeptCapacity);
+}
