@@ -185,14 +185,19 @@ def test_official_sdk_and_fastmcp_new_session_per_call_keep_server_memory(gatewa
         # fastmcp over SSE with the header reaches the URL-named trajectory of the other transport.
         sse_header_graph = await fastmcp_call(
             SSETransport(gw.base_url + "/sse", headers={HEADER: "fm-url"}), "memory__read_graph", {})
-        return url_graph, header_graph, sse_graph, sse_header_graph
+        # As verl builds its client: an mcpServers dict, a new Client per call.
+        config = {"mcpServers": {"gw": {"url": gw.mcp_url, "headers": {HEADER: "verl-traj"}}}}
+        await fastmcp_call(config, "memory__create_entities", entity("verl-dave"))
+        config_graph = await fastmcp_call(config, "memory__read_graph", {})
+        return url_graph, header_graph, sse_graph, sse_header_graph, config_graph
 
-    url_graph, header_graph, sse_graph, sse_header_graph = run_async(main)
+    url_graph, header_graph, sse_graph, sse_header_graph, config_graph = run_async(main)
+    assert "verl-dave" in config_graph and "url-alice" not in config_graph, config_graph
     assert "url-alice" in url_graph and "header-bob" not in url_graph, url_graph
     assert "header-bob" in header_graph and "url-alice" not in header_graph, header_graph
     assert "sse-carol" in sse_graph and "url-alice" not in sse_graph, sse_graph
     assert "url-alice" in sse_header_graph, sse_header_graph
-    assert gw.health()["servers"]["memory"]["sessions_bound"] == 3
+    assert gw.health()["servers"]["memory"]["sessions_bound"] == 4
 
 
 def langchain(spec: dict) -> dict:
