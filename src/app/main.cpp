@@ -54,7 +54,8 @@ bool apply_listen(const std::string& listen, config::Gateway& g) {
   return true;
 }
 
-int serve(const std::string& config_path, const std::string& listen, const std::string& log_level) {
+int serve(const std::string& config_path, const std::string& listen, const std::string& log_level,
+          bool wait_ready) {
   config::Config cfg;
   try {
     cfg = load(config_path);
@@ -92,9 +93,17 @@ int serve(const std::string& config_path, const std::string& listen, const std::
   std::string shown_host = cfg.gateway.host.find(':') != std::string::npos
                                ? "[" + cfg.gateway.host + "]"
                                : cfg.gateway.host;
-  std::cout << "listening on http://" << shown_host << ":" << gw.port() << std::endl;
-  spdlog::info("toolbridge serving MCP at http://{}:{}/mcp with {} server(s) from {}", shown_host,
-               gw.port(), cfg.servers.size(), cfg.source);
+  auto announce = [&] {
+    std::cout << "listening on http://" << shown_host << ":" << gw.port() << std::endl;
+    spdlog::info("toolbridge serving MCP at http://{}:{}/mcp with {} server(s) from {}", shown_host,
+                 gw.port(), cfg.servers.size(), cfg.source);
+  };
+  if (wait_ready) {
+    // For scripts: the line means every server is ready or failed (or ready_timeout passed).
+    asio::co_spawn(io, gw.gateway().until_settled(), [&](std::exception_ptr) { announce(); });
+  } else {
+    announce();
+  }
 
   asio::signal_set signals(io, SIGINT, SIGTERM);
   bool stopping = false;
@@ -170,6 +179,10 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("-l,--listen", listen,
                         "HOST:PORT to listen on (overrides the config; port 0 picks one)");
   serve_cmd->add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  bool wait_ready = false;
+  serve_cmd->add_flag("--wait-ready", wait_ready,
+                      "print the listening line once every server is ready or failed "
+                      "(gateway.ready_timeout at most)");
 
   std::string check_path;
   auto* check_cmd = app.add_subcommand("check-config", "Validate a configuration file and exit");
@@ -200,7 +213,7 @@ int main(int argc, char** argv) {
                         "expose only this server's tools and prompts, unprefixed");
 
   CLI11_PARSE(app, argc, argv);
-  if (*serve_cmd) return serve(config_path, listen, log_level);
+  if (*serve_cmd) return serve(config_path, listen, log_level, wait_ready);
   if (*check_cmd) return check_config(check_path);
   if (*tools_cmd) return app::run_tools(url, json_output);
   if (*call_cmd) return app::run_call(url, name, kv, json_args, raw);

@@ -1,8 +1,11 @@
 #include "catalog/resolve.h"
 
+#include <fmt/format.h>
+
 #include <boost/json.hpp>
 
 #include "json/parse.h"
+#include "policy/deadline.h"
 #include "upstream/upstream.h"
 
 namespace toolbridge::catalog {
@@ -33,15 +36,61 @@ std::string upstream_params(const gateway::Call& call, std::string_view key,
 
 ResolveStage::ResolveStage(const Catalog& catalog,
                            const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
-                           const bool& stopping)
-    : catalog_(catalog), stopping_(stopping) {
+                           const bool& stopping, std::string separator)
+    : catalog_(catalog), stopping_(stopping), separator_(std::move(separator)) {
   for (const auto& up : upstreams) upstreams_.emplace(up->name(), up);
 }
 
 boost::asio::awaitable<Result> ResolveStage::handle(gateway::Call& call, gateway::Next next) {
   // Not a coroutine: a call that resolves costs no frame of its own.
-  if (auto answer = resolve(call)) return gateway::ready(std::move(*answer));
+  if (auto answer = resolve(call)) {
+    if (answer->fault == Fault::kInvalidParams) {
+      // Not "Unknown tool" for a server that has not listed its tools yet: wait for its start.
+      if (auto up = unlisted_server_of(call)) return after_start(call, std::move(up), next);
+    }
+    return gateway::ready(std::move(*answer));
+  }
   return next(call);
+}
+
+std::shared_ptr<upstream::Upstream> ResolveStage::unlisted_server_of(
+    const gateway::Call& call) const {
+  if (!call.is_tool_call() && call.method != "prompts/get") return nullptr;
+  const std::string name = call.string_member("name");
+  const std::size_t cut = name.find(separator_);
+  if (cut == std::string::npos || cut == 0) return nullptr;
+  auto it = upstreams_.find(name.substr(0, cut));
+  if (it == upstreams_.end() || it->second->catalog()) return nullptr;
+  return it->second;
+}
+
+boost::asio::awaitable<Result> ResolveStage::after_start(gateway::Call& call,
+                                                         std::shared_ptr<upstream::Upstream> up,
+                                                         gateway::Next next) {
+  // The call's own budget (the server's call_timeout, shortened by toolbridge/timeout_ms).
+  const auto budget = policy::call_budget(up->config(), {}, call.requested_timeout);
+  const auto deadline = call.started + budget;
+  co_await up->until_started(deadline);
+  if (stopping_ || call.cancelled()) {
+    co_return Result::failure(stopping_ ? Fault::kShuttingDown : Fault::kCancelled,
+                              "the call was cancelled while its server was starting");
+  }
+  if (!up->catalog()) {
+    // Failed to start (its error and the next attempt), disabled, or still starting at the
+    // deadline. Routed, so the answer is the server's (its error_prefix applies).
+    const std::string name = call.string_member("name");
+    route_to(call, up->name(), name, name, "");
+    std::string why = up->describe_unavailable();
+    if (up->state() == upstream::Upstream::State::kStarting) {
+      why = fmt::format("{}; the call waited {:g} s for it (its deadline)", why,
+                        static_cast<double>(budget.count()) / 1000.0);
+      co_return Result::failure(Fault::kTimeout, std::move(why));
+    }
+    co_return Result::failure(Fault::kUnavailable, std::move(why));
+  }
+  if (auto answer = resolve(call)) co_return std::move(*answer);
+  Result result = co_await next(call);
+  co_return result;
 }
 
 std::optional<Result> ResolveStage::resolve(gateway::Call& call) const {

@@ -7,16 +7,18 @@
 #include <unordered_map>
 #include <vector>
 
-#include "catalog/catalog.h"
 #include "call/stage.h"
+#include "catalog/catalog.h"
 
 namespace toolbridge::catalog {
 
 class ResolveStage final : public gateway::Stage {
  public:
+  // `separator`: between server and tool names (a name with a configured server's prefix is
+  // that server's, even before its tools are listed).
   ResolveStage(const Catalog& catalog,
                const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
-               const bool& stopping);
+               const bool& stopping, std::string separator = "__");
   std::string_view name() const override { return "resolve"; }
   boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
 
@@ -30,10 +32,18 @@ class ResolveStage final : public gateway::Stage {
   std::optional<gateway::Result> resolve_named(gateway::Call& call) const;
   std::optional<gateway::Result> resolve_completion(gateway::Call& call) const;
   std::string unknown_tool_message(const std::string& name) const;
+  // The configured server whose prefix `call`'s tool name has, if that server has not listed
+  // its tools yet (starting, failed to start, disabled); else null.
+  std::shared_ptr<upstream::Upstream> unlisted_server_of(const gateway::Call& call) const;
+  // Waits for that server's start (within the call's budget), then resolves again.
+  boost::asio::awaitable<gateway::Result> after_start(gateway::Call& call,
+                                                      std::shared_ptr<upstream::Upstream> up,
+                                                      gateway::Next next);
 
   const Catalog& catalog_;
   std::unordered_map<std::string, std::shared_ptr<upstream::Upstream>> upstreams_;
   const bool& stopping_;
+  std::string separator_;
 };
 
 }  // namespace toolbridge::catalog

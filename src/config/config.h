@@ -94,6 +94,9 @@ struct Server {
   std::optional<Duration> idle_ttl;
   bool rebind_on_exit = false;    // per_session: a session whose instance died gets a fresh one
   bool keep_session_dir = false;  // per_session: keep ${session.dir} after release
+  // Put before the text of the isError results the gateway itself makes for this server's tools
+  // (timeouts, crashes, breaker, unavailable), for frameworks that show isError as an answer.
+  std::string error_prefix;
 
   std::size_t effective_max_instances() const {
     if (policy == Policy::kShared) return 1;
@@ -145,6 +148,10 @@ struct Gateway {
   // Where per_session servers' ${session.dir} directories are made. Empty: $TMPDIR (or /tmp)
   // /toolbridge-<pid>, removed at exit.
   std::string session_dir_root;
+  // During start-up, initialize and tools/list wait up to this long (from the gateway's start)
+  // for every server to be ready or failed, and a call to a starting server's tool waits for it
+  // (within its own deadline). 0: answer at once with whatever is ready.
+  Duration ready_timeout{30'000};
 };
 
 struct Config {

@@ -10,7 +10,7 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 17> kGatewayKeys{
+constexpr std::array<std::string_view, 18> kGatewayKeys{
     "listen",
     "allowed_origins",
     "max_body_bytes",
@@ -28,6 +28,7 @@ constexpr std::array<std::string_view, 17> kGatewayKeys{
     "log_level",
     "shutdown_grace",
     "session_dir_root",
+    "ready_timeout",
 };
 constexpr std::array<std::string_view, 2> kToolNamings{"prefixed", "unprefixed_when_unique"};
 constexpr std::array<std::string_view, 5> kLogLevels{"trace", "debug", "info", "warn", "error"};
@@ -157,6 +158,8 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
       g.separator = sep;
     } else if (e.key == "log_level") {
       g.log_level = std::string(r.one_of(v, p, kLogLevels));
+    } else if (e.key == "ready_timeout") {
+      g.ready_timeout = r.duration(v, p, /*allow_zero=*/true);
     }
   }
 }

@@ -209,6 +209,21 @@ void read_idempotent_tools(const NodeReader& r, const Entry& e, const std::strin
   }
 }
 
+// A short marker of printable text (it starts every gateway-made error an agent reads).
+std::string read_error_prefix(const NodeReader& r, const Entry& e, const std::string& p) {
+  const std::string& prefix = r.text(e.value, p);
+  const bool printable = std::all_of(prefix.begin(), prefix.end(), [](char c) {
+    return static_cast<unsigned char>(c) >= 0x20 && c != 0x7F;
+  });
+  if (prefix.size() > 64 || !printable) {
+    r.fail(e.value.mark, p,
+           fmt::format("must be at most 64 bytes of printable text (no control characters), got "
+                       "{} bytes",
+                       prefix.size()));
+  }
+  return prefix;
+}
+
 void read_policy(const NodeReader& r, const Entry& e, const std::string& p, ServerDraft& d) {
   const std::string_view policy = r.one_of(e.value, p, kPolicies);
   d.server.policy = policy == "pool"          ? Policy::kPool
@@ -337,6 +352,8 @@ constexpr KeyReader kPlacementKeyReaders[] = {
     {"rebind_on_exit", [](R r, E e, P p, D d) { d.server.rebind_on_exit = r.boolean(e.value, p); }},
     {"keep_session_dir",
      [](R r, E e, P p, D d) { d.server.keep_session_dir = r.boolean(e.value, p); }},
+    {"error_prefix",
+     [](R r, E e, P p, D d) { d.server.error_prefix = read_error_prefix(r, e, p); }},
 };
 
 }  // namespace

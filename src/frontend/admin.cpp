@@ -5,6 +5,7 @@
 #include "call/trajectory_name.h"
 #include "frontend/client_identity.h"
 #include "frontend/router.h"
+#include "frontend/trajectory_key.h"
 #include "json/envelope.h"
 
 namespace toolbridge::frontend {
@@ -15,25 +16,6 @@ namespace http = boost::beast::http;
 namespace {
 
 constexpr std::string_view kSessionsPath = "/sessions/";
-
-std::string percent_decode(std::string_view text) {
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string out;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
-      out += static_cast<char>(hex(text[i + 1]) * 16 + hex(text[i + 2]));
-      i += 2;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -81,7 +63,8 @@ asio::awaitable<void> Admin::release(transport::Exchange& ex, std::string_view p
 
 asio::awaitable<void> Admin::not_found(transport::Exchange& ex) {
   const std::string body =
-      "not found; MCP is served at /mcp, health at /healthz, metrics at /metrics, trajectories "
+      "not found; MCP is served at /mcp (or /t/TRAJECTORY/mcp), health at /healthz, metrics at "
+      "/metrics, trajectories "
       "are released with DELETE /sessions/NAME\n";
   co_await ex.reply(http::status::not_found, "text/plain", body, {});
 }

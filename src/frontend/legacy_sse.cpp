@@ -11,6 +11,7 @@
 #include "frontend/client_identity.h"
 #include "frontend/event_stream.h"
 #include "frontend/router.h"
+#include "frontend/trajectory_key.h"
 #include "gateway/methods.h"
 #include "json/envelope.h"
 
@@ -46,10 +47,11 @@ std::string session_param(std::string_view target) {
 
 }  // namespace
 
-asio::awaitable<void> LegacySse::handle(Exchange& ex, std::string_view path) {
+asio::awaitable<void> LegacySse::handle(Exchange& ex, std::string_view path,
+                                        std::string_view trajectory) {
   const auto method = ex.request().method();
   if (path == "/sse" && method == http::verb::get) {
-    co_await open_stream(ex);
+    co_await open_stream(ex, trajectory);
     co_return;
   }
   if (path == "/messages" && method == http::verb::post) {
@@ -63,10 +65,23 @@ asio::awaitable<void> LegacySse::handle(Exchange& ex, std::string_view path) {
   co_await ex.reply(http::status::method_not_allowed, "application/json", answer, allow);
 }
 
-asio::awaitable<void> LegacySse::open_stream(Exchange& ex) {
+asio::awaitable<void> LegacySse::open_stream(Exchange& ex, std::string_view path_trajectory) {
+  // A client probing the endpoint (Accept: application/json) is told at once, not kept waiting
+  // on a stream it will not read.
+  if (header(ex.request(), "Accept").find("text/event-stream") == std::string_view::npos) {
+    const std::string answer = error_body(
+        "Not Acceptable: GET /sse opens an SSE stream; Accept must include "
+        "text/event-stream");
+    co_await ex.reply(http::status::not_acceptable, "application/json", answer, {});
+    co_return;
+  }
   std::string refused;
   std::string owner = owner_of(ex, refused);
-  if (owner.empty()) {
+  const std::string trajectory = named_trajectory(ex.request(), path_trajectory, refused);
+  // The same ownership rule as _meta["toolbridge/session"], checked before a session exists.
+  if (!owner.empty() && refused.empty() && !trajectory.empty())
+    refused = gateway_.claim_trajectory(trajectory, owner);
+  if (owner.empty() || !refused.empty()) {
     co_await ex.reply(http::status::bad_request, "application/json", error_body(refused), {});
     co_return;
   }
@@ -78,6 +93,7 @@ asio::awaitable<void> LegacySse::open_stream(Exchange& ex) {
     co_return;
   }
   session->owner = std::move(owner);
+  session->trajectory = trajectory;
   // Legacy clients speak the oldest version we know until initialize says otherwise.
   session->version = mcp::Version::k2025_03_26;
   auto channel = std::make_shared<gateway::Channel>(gateway_.io());
@@ -120,6 +136,13 @@ asio::awaitable<void> LegacySse::post_message(Exchange& ex) {
   if (!content_type.empty() && content_type.find("application/json") == std::string::npos) {
     co_await ex.reply(http::status::unsupported_media_type, "application/json",
                       error_body("Content-Type must be application/json"), {});
+    co_return;
+  }
+  std::string refusal;
+  const std::string named = named_trajectory(req, {}, refusal);
+  if (refusal.empty()) refusal = session_mismatch(session->trajectory, named);
+  if (!refusal.empty()) {
+    co_await ex.reply(http::status::bad_request, "application/json", error_body(refusal), {});
     co_return;
   }
   const std::string& body = req.body();

@@ -21,11 +21,13 @@ class LegacySse {
  public:
   explicit LegacySse(gateway::Gateway& gateway) : gateway_(gateway) {}
 
-  // GET /sse and POST /messages; anything else on these paths gets 405.
-  boost::asio::awaitable<void> handle(transport::Exchange& ex, std::string_view path);
+  // GET /sse and POST /messages; anything else on these paths gets 405. `trajectory`: the name
+  // in a /t/NAME/sse path (percent-decoded, unchecked), else empty.
+  boost::asio::awaitable<void> handle(transport::Exchange& ex, std::string_view path,
+                                      std::string_view trajectory = {});
 
  private:
-  boost::asio::awaitable<void> open_stream(transport::Exchange& ex);
+  boost::asio::awaitable<void> open_stream(transport::Exchange& ex, std::string_view trajectory);
   boost::asio::awaitable<void> post_message(transport::Exchange& ex);
   // Waits for the answers owed to one POST and puts them on the session's stream.
   boost::asio::awaitable<void> deliver(std::shared_ptr<gateway::Session> session,

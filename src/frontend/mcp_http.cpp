@@ -9,6 +9,7 @@
 #include "frontend/client_identity.h"
 #include "frontend/event_stream.h"
 #include "frontend/router.h"
+#include "frontend/trajectory_key.h"
 #include "gateway/methods.h"
 #include "mcp/protocol.h"
 
@@ -44,6 +45,14 @@ std::pair<http::status, std::string> check_media_types(const transport::Request&
   return {http::status::ok, {}};
 }
 
+// Why a GET or DELETE may not use `session` under the trajectory its URL or header names.
+std::string trajectory_refusal(const transport::Request& req, std::string_view path_trajectory,
+                               const Session& session) {
+  std::string error;
+  const std::string named = named_trajectory(req, path_trajectory, error);
+  return error.empty() ? session_mismatch(session.trajectory, named) : error;
+}
+
 }  // namespace
 
 McpHttp::Messages McpHttp::read_messages(const std::string& body) {
@@ -77,16 +86,32 @@ McpHttp::Messages McpHttp::read_messages(const std::string& body) {
 }
 
 McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, const Messages& m,
-                                             std::string_view body) {
+                                             std::string_view body,
+                                             std::string_view path_trajectory) {
   const auto& req = ex.request();
   SessionOrError out;
   const json::Envelope& first = m.envelopes.front();
+  std::string bad_name;
+  const std::string trajectory = named_trajectory(req, path_trajectory, bad_name);
+  if (!bad_name.empty()) {
+    out.status = http::status::bad_request;
+    out.error = json::make_error(m.batch ? std::string_view() : first.id.in(body),
+                                 json::kInvalidParams, bad_name);
+    return out;
+  }
   if (!m.batch && first.kind == json::Kind::kRequest && first.method == "initialize") {
     std::string refused;
     std::string owner = owner_of(ex, refused);
     if (owner.empty()) {
       out.status = http::status::bad_request;
       out.error = json::make_error(first.id.in(body), json::kInvalidRequest, refused);
+      return out;
+    }
+    // The same ownership rule as _meta["toolbridge/session"], checked before a session exists.
+    if (!trajectory.empty()) refused = gateway_.claim_trajectory(trajectory, owner);
+    if (!refused.empty()) {
+      out.status = http::status::bad_request;
+      out.error = json::make_error(first.id.in(body), json::kInvalidParams, refused);
       return out;
     }
     out.session = gateway_.create_session(ex.client(), refused);
@@ -98,6 +123,7 @@ McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, cons
       return out;
     }
     out.session->owner = std::move(owner);
+    out.session->trajectory = trajectory;
     out.headers.emplace_back("Mcp-Session-Id", out.session->id());
     return out;
   }
@@ -115,6 +141,11 @@ McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, cons
     out.error =
         json::make_error({}, json::kInvalidRequest,
                          "Session not found: it expired or was deleted; initialize a new session");
+    return out;
+  }
+  if (std::string mismatch = session_mismatch(out.session->trajectory, trajectory);
+      !mismatch.empty()) {
+    out.error = json::make_error({}, json::kInvalidParams, mismatch);
     return out;
   }
   // The spec rejects only invalid or unsupported versions; the session keeps the negotiated one.
@@ -136,7 +167,7 @@ McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, cons
   return out;
 }
 
-asio::awaitable<void> McpHttp::post(Exchange& ex) {
+asio::awaitable<void> McpHttp::post(Exchange& ex, std::string_view trajectory) {
   const auto& req = ex.request();
   bool accepts_sse = false;
   const auto [media_status, media_error] = check_media_types(req, accepts_sse);
@@ -151,7 +182,7 @@ asio::awaitable<void> McpHttp::post(Exchange& ex) {
     co_await ex.reply(http::status::bad_request, "application/json", messages.error, {});
     co_return;
   }
-  SessionOrError found = session_for(ex, messages, body);
+  SessionOrError found = session_for(ex, messages, body, trajectory);
   if (!found.error.empty()) {
     co_await ex.reply(found.status, "application/json", found.error, found.headers);
     co_return;
@@ -239,7 +270,7 @@ asio::awaitable<void> McpHttp::answer(Exchange& ex, std::shared_ptr<gateway::Pos
   stream->detached = true;
 }
 
-asio::awaitable<void> McpHttp::get(Exchange& ex) {
+asio::awaitable<void> McpHttp::get(Exchange& ex, std::string_view trajectory) {
   const auto& req = ex.request();
   if (header(req, "Accept").find("text/event-stream") == std::string::npos) {
     const std::string body = json::make_error(
@@ -257,6 +288,11 @@ asio::awaitable<void> McpHttp::get(Exchange& ex) {
         missing ? "Bad Request: Mcp-Session-Id header is required" : "Session not found");
     const auto status = missing ? http::status::bad_request : http::status::not_found;
     co_await ex.reply(status, "application/json", body, {});
+    co_return;
+  }
+  if (std::string refusal = trajectory_refusal(req, trajectory, *session); !refusal.empty()) {
+    const std::string body = json::make_error({}, json::kInvalidParams, refusal);
+    co_await ex.reply(http::status::bad_request, "application/json", body, {});
     co_return;
   }
   // A reconnecting client replaces its previous stream.
@@ -283,7 +319,7 @@ asio::awaitable<void> McpHttp::get(Exchange& ex) {
   if (session->get_stream == channel) session->get_stream.reset();
 }
 
-asio::awaitable<void> McpHttp::del(Exchange& ex) {
+asio::awaitable<void> McpHttp::del(Exchange& ex, std::string_view trajectory) {
   const std::string id(header(ex.request(), "Mcp-Session-Id"));
   auto session = gateway_.find_session(id);
   if (!session) {
@@ -294,6 +330,13 @@ asio::awaitable<void> McpHttp::del(Exchange& ex) {
     co_await ex.reply(status, "application/json", body, {});
     co_return;
   }
+  if (std::string refusal = trajectory_refusal(ex.request(), trajectory, *session);
+      !refusal.empty()) {
+    const std::string body = json::make_error({}, json::kInvalidParams, refusal);
+    co_await ex.reply(http::status::bad_request, "application/json", body, {});
+    co_return;
+  }
+  // The session ends; a trajectory it was opened for lives on (the next session may name it).
   gateway_.end_session(session, "the agent ended its session");
   co_await ex.reply(http::status::ok, "application/json", std::string("{}"), {});
 }

@@ -18,9 +18,10 @@ class McpHttp {
  public:
   explicit McpHttp(gateway::Gateway& gateway) : gateway_(gateway) {}
 
-  boost::asio::awaitable<void> post(transport::Exchange& ex);
-  boost::asio::awaitable<void> get(transport::Exchange& ex);
-  boost::asio::awaitable<void> del(transport::Exchange& ex);
+  // `trajectory`: the name in a /t/NAME/mcp path (percent-decoded, unchecked), else empty.
+  boost::asio::awaitable<void> post(transport::Exchange& ex, std::string_view trajectory = {});
+  boost::asio::awaitable<void> get(transport::Exchange& ex, std::string_view trajectory = {});
+  boost::asio::awaitable<void> del(transport::Exchange& ex, std::string_view trajectory = {});
 
  private:
   // The messages of a POST body, each parsed once.
@@ -39,7 +40,7 @@ class McpHttp {
     std::string error;
   };
   SessionOrError session_for(const transport::Exchange& ex, const Messages& m,
-                             std::string_view body);
+                             std::string_view body, std::string_view path_trajectory);
   boost::asio::awaitable<void> answer(transport::Exchange& ex,
                                       std::shared_ptr<gateway::PostStream> stream, bool batch,
                                       const transport::Headers& headers);

@@ -6,6 +6,7 @@
 #include <boost/beast/http.hpp>
 
 #include "frontend/origin_guard.h"
+#include "frontend/trajectory_key.h"
 #include "json/envelope.h"
 
 namespace toolbridge::frontend {
@@ -93,6 +94,9 @@ void Server::add_routes() {
                   return legacy_.handle(ex, p);
                 }));
   }
+  router_.add(std::nullopt, std::string(kTrajectoryPrefix),
+              guarded([this](Exchange& ex, std::string_view p) { return for_trajectory(ex, p); }),
+              true);
   // Admin endpoints get the same DNS-rebinding check: a page must not read metrics or health.
   router_.add(http::verb::get, "/healthz",
               guarded([this](Exchange& ex, std::string_view) { return admin_.health(ex); }));
@@ -102,6 +106,28 @@ void Server::add_routes() {
               guarded([this](Exchange& ex, std::string_view p) { return admin_.release(ex, p); }),
               true);
   router_.fallback([this](Exchange& ex, std::string_view) { return admin_.not_found(ex); });
+}
+
+asio::awaitable<void> Server::for_trajectory(Exchange& ex, std::string_view path) {
+  const auto split = split_trajectory_path(path);
+  const auto method = ex.request().method();
+  const std::string_view endpoint = split ? split->endpoint : std::string_view();
+  if (endpoint == "sse") {
+    co_await legacy_.handle(ex, "/sse", split->name);
+  } else if (endpoint != "mcp") {
+    co_await admin_.not_found(ex);
+  } else if (method == http::verb::post) {
+    co_await mcp_.post(ex, split->name);
+  } else if (method == http::verb::get) {
+    co_await mcp_.get(ex, split->name);
+  } else if (method == http::verb::delete_) {
+    co_await mcp_.del(ex, split->name);
+  } else {
+    const transport::Headers allow{{"Allow", "GET, POST, DELETE"}};
+    const std::string body =
+        json::make_error({}, json::kInvalidRequest, "Method not allowed on " + std::string(path));
+    co_await ex.reply(http::status::method_not_allowed, "application/json", body, allow);
+  }
 }
 
 namespace {

@@ -30,6 +30,8 @@ class Server {
  private:
   void add_routes();
   void register_metrics();
+  // /t/NAME/mcp and /t/NAME/sse: the MCP endpoints on behalf of trajectory NAME.
+  boost::asio::awaitable<void> for_trajectory(transport::Exchange& ex, std::string_view path);
   // `handler` behind the DNS-rebinding checks (Origin, Host).
   Handler guarded(Handler handler);
 

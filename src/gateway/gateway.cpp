@@ -35,7 +35,8 @@ Gateway::Gateway(asio::io_context& io, config::Config config)
     : io_(io),
       config_(std::move(config)),
       gate_(io, config_.gateway.start_concurrency),
-      sweep_(io) {
+      sweep_(io),
+      settled_(io) {
   session_dir_root_ = config_.gateway.session_dir_root;
   if (session_dir_root_.empty()) {
     const char* tmp = std::getenv("TMPDIR");
@@ -103,8 +104,26 @@ void Gateway::register_metrics() {
 }
 
 void Gateway::start() {
-  for (const auto& up : upstreams_) asio::co_spawn(io_, up->start(), asio::detached);
+  settle_by_ = std::chrono::steady_clock::now() + config_.gateway.ready_timeout;
+  settled_.expires_at(settle_by_);
+  first_starts_ = upstreams_.size();
+  for (const auto& up : upstreams_) {
+    asio::co_spawn(io_, up->start(), [this](std::exception_ptr) {
+      if (--first_starts_ == 0) settled_.cancel();  // wakes every until_settled()
+    });
+  }
   expire_sessions();
+}
+
+bool Gateway::settled() const {
+  return first_starts_ == 0 || std::chrono::steady_clock::now() >= settle_by_;
+}
+
+asio::awaitable<void> Gateway::until_settled() {
+  while (!settled()) {
+    boost::system::error_code ec;
+    co_await settled_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
 }
 
 void Gateway::begin_stop() {
@@ -326,6 +345,7 @@ std::string Gateway::health_json() const {
                             : all_ready ? "ok"
                                         : "degraded"},
                  {"sessions", sessions_.size()},
+                 {"trajectories", trajectory_owners_.size()},
                  {"tools", catalog_.tool_count()},
                  {"servers", std::move(servers)}};
   return bj::serialize(out);

@@ -37,6 +37,11 @@ class Gateway {
   // Ends every session and stops every server with its stop ladder.
   boost::asio::awaitable<void> stop_servers();
   bool stopping() const { return stopping_; }
+  // Start-up is over: every server's first start has finished (ready or failed), or
+  // gateway.ready_timeout has passed since start().
+  bool settled() const;
+  // Returns once settled().
+  boost::asio::awaitable<void> until_settled();
 
   boost::asio::io_context& io() { return io_; }
   const config::Config& config() const { return config_; }
@@ -89,6 +94,9 @@ class Gateway {
   std::unordered_map<std::string, std::size_t> owned_trajectories_;  // owner -> names
   std::chrono::steady_clock::time_point last_forced_forget_{};
   boost::asio::steady_timer sweep_;
+  std::size_t first_starts_ = 0;       // servers whose first start has not finished
+  boost::asio::steady_timer settled_;  // expires at ready_timeout; cancelled when settled
+  std::chrono::steady_clock::time_point settle_by_{};
   std::string session_dir_root_;  // per_session servers' ${session.dir} directories go here
 };
 

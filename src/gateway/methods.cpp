@@ -77,10 +77,13 @@ std::string take_meta(Call& call, std::string_view raw_meta) {
 std::string to_jsonrpc(const Call& call, Result result) {
   if (result.answered_by_server()) return std::move(result.response);
   if (call.is_tool_call() && fault_is_tool_result(result.fault)) {
-    // The agent gets a tool result it can reason about rather than a transport failure.
-    const bj::object body{
-        {"content", bj::array{bj::object{{"type", "text"}, {"text", result.why}}}},
-        {"isError", true}};
+    // The agent gets a tool result it can reason about rather than a transport failure; the
+    // server's error_prefix marks it for frameworks that drop isError.
+    const std::string* prefix =
+        call.route.upstream ? &call.route.upstream->config().error_prefix : nullptr;
+    const std::string text = prefix ? *prefix + result.why : result.why;
+    const bj::object body{{"content", bj::array{bj::object{{"type", "text"}, {"text", text}}}},
+                          {"isError", true}};
     return json::make_result(call.id, bj::serialize(body));
   }
   return json::make_error(call.id, error_code(result.fault), result.why);
@@ -156,6 +159,15 @@ void Methods::answer(const Incoming& in, std::string response) {
   in.stream->on_response(std::move(response));
 }
 
+void Methods::answer_when_settled(const Incoming& in, std::function<std::string()> make) {
+  if (gateway_.settled()) return answer(in, make());
+  ++in.stream->outstanding;
+  asio::co_spawn(gateway_.io(), gateway_.until_settled(),
+                 [stream = in.stream, make = std::move(make)](std::exception_ptr) {
+                   stream->on_response(make());
+                 });
+}
+
 void Methods::on_notification(const Incoming& in) {
   if (in.env.method == "notifications/initialized") {
     in.session->initialized = true;
@@ -221,7 +233,7 @@ void Methods::initialize(const Incoming& in) {
       R"("prompts":{"listChanged":true},"logging":{},"completions":{}},)"
       R"("serverInfo":{"name":"toolbridge","version":"0.1.0"},)"
       R"("instructions":"Tools from several MCP servers, named server__tool."})";
-  answer(in, json::make_result(in.id, result));
+  answer_when_settled(in, [response = json::make_result(in.id, result)] { return response; });
 }
 
 void Methods::ping(const Incoming& in) {
@@ -229,19 +241,25 @@ void Methods::ping(const Incoming& in) {
 }
 
 void Methods::tools_list(const Incoming& in) {
-  answer(in, json::make_result(in.id, gateway_.catalog().tools_json()));
+  answer_when_settled(
+      in, [this, id = in.id] { return json::make_result(id, gateway_.catalog().tools_json()); });
 }
 
 void Methods::prompts_list(const Incoming& in) {
-  answer(in, json::make_result(in.id, gateway_.catalog().prompts_json()));
+  answer_when_settled(
+      in, [this, id = in.id] { return json::make_result(id, gateway_.catalog().prompts_json()); });
 }
 
 void Methods::resources_list(const Incoming& in) {
-  answer(in, json::make_result(in.id, gateway_.catalog().resources_json()));
+  answer_when_settled(in, [this, id = in.id] {
+    return json::make_result(id, gateway_.catalog().resources_json());
+  });
 }
 
 void Methods::templates_list(const Incoming& in) {
-  answer(in, json::make_result(in.id, gateway_.catalog().templates_json()));
+  answer_when_settled(in, [this, id = in.id] {
+    return json::make_result(id, gateway_.catalog().templates_json());
+  });
 }
 
 void Methods::set_log_level(const Incoming& in) {
@@ -265,7 +283,9 @@ void Methods::release(const Incoming& in) {
       !why.empty()) {
     return answer(in, json::make_error(in.id, json::kInvalidParams, "'session': " + why));
   }
-  const std::string key = named ? std::string(named->as_string()) : in.session->id();
+  const std::string& own =
+      in.session->trajectory.empty() ? in.session->id() : in.session->trajectory;
+  const std::string key = named ? std::string(named->as_string()) : own;
   std::string refused;
   const std::size_t n = gateway_.release_for(key, in.session->owner, refused);
   if (!refused.empty()) return answer(in, json::make_error(in.id, json::kInvalidParams, refused));
@@ -287,6 +307,16 @@ std::shared_ptr<Call> Methods::make_call(const Incoming& in, std::string& error)
     error = take_meta(*call, meta);
     if (!error.empty()) return nullptr;
   }
+  // The session's URL or X-Toolbridge-Trajectory names the trajectory of all its calls; _meta may
+  // repeat it but not name another (a conflict is refused, not resolved by precedence).
+  const std::string& named = in.session->trajectory;
+  if (!named.empty() && !call->trajectory.empty() && call->trajectory != named) {
+    error = "_meta[\"" + std::string(kSessionMeta) + "\"] names trajectory '" + call->trajectory +
+            "' but this session was opened for trajectory '" + named +
+            "' (URL /t/NAME/mcp or X-Toolbridge-Trajectory); name one trajectory";
+    return nullptr;
+  }
+  if (call->trajectory.empty()) call->trajectory = named;
   // A call may name its trajectory; per_session servers then bind to that name, not to the MCP
   // session, so one connection can drive many trajectories.
   if (call->trajectory.empty()) {

@@ -3,6 +3,7 @@
 // logging/setLevel, toolbridge/release) is a handler; the methods servers answer (tools/call,
 // prompts/get, resources/*, completion/complete) become Calls run through the pipeline. Every
 // front end that speaks JSON-RPC MCP hands its messages here.
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -47,6 +48,9 @@ class Methods {
   using Handler = void (Methods::*)(const Incoming&);
 
   void answer(const Incoming& in, std::string response);
+  // answer(make()) once start-up is over (gateway.ready_timeout at most), so an agent that
+  // initializes or lists tools right after the gateway started sees every server that comes up.
+  void answer_when_settled(const Incoming& in, std::function<std::string()> make);
   void on_notification(const Incoming& in);
   void on_cancelled(const Incoming& in);
 

@@ -11,7 +11,8 @@ namespace toolbridge::gateway {
 
 Pipeline::Pipeline(const PipelineParts& p) {
   // resolve → [repair] → [cache] → [admission] → retry → breaker → deadline → dispatch
-  chain_.push_back(std::make_unique<catalog::ResolveStage>(p.catalog, p.upstreams, p.stopping));
+  chain_.push_back(std::make_unique<catalog::ResolveStage>(p.catalog, p.upstreams, p.stopping,
+                                                           p.config.gateway.separator));
   chain_.push_back(std::make_unique<MeasureStage>(p.metrics));
   // Repair, cache and admission go here, in that order, as their issues land.
   chain_.push_back(std::make_unique<policy::RetryStage>(p.io, p.clock, p.stopping));

@@ -99,6 +99,10 @@ class Session : public std::enable_shared_from_this<Session> {
   // Who may use and release the trajectories this session names: its tenant if the client gave
   // one (X-Toolbridge-Tenant), else its address. Set by the front end that opened it.
   std::string owner;
+  // The trajectory the client named by URL (/t/NAME/mcp) or X-Toolbridge-Trajectory when it
+  // opened the session: every call of the session belongs to it. Empty: each call's
+  // _meta["toolbridge/session"], else the session itself.
+  std::string trajectory;
   // Nothing in flight and no open stream: closing it loses no answer.
   bool idle() const { return in_flight.empty() && !(get_stream && !get_stream->closed); }
   mcp::Version version = mcp::kLatestVersion;

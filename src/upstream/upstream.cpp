@@ -198,6 +198,7 @@ void Upstream::member_lost(const Member& m, const std::string& why) {
 
 void Upstream::catalog_changed() {
   if (on_catalog_changed) on_catalog_changed();
+  wake_waiters();  // until_started() waits for the first catalog
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -316,6 +317,16 @@ asio::awaitable<Upstream::Pick> Upstream::checkout(std::string key, Clock::time_
       awaiting_spare_.erase(key);
       co_return Pick{nullptr, checkout_timeout_message(key), false};
     }
+    auto t = std::make_shared<asio::steady_timer>(io_, deadline);
+    waiters_.push_back(t);
+    boost::system::error_code ec;
+    co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (!ec) std::erase(waiters_, t);  // timed out rather than woken
+  }
+}
+
+asio::awaitable<void> Upstream::until_started(Clock::time_point deadline) {
+  while (!catalog() && state() == State::kStarting && clock_.now() < deadline) {
     auto t = std::make_shared<asio::steady_timer>(io_, deadline);
     waiters_.push_back(t);
     boost::system::error_code ec;

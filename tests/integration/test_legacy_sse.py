@@ -120,7 +120,7 @@ def test_sigterm_with_an_open_legacy_stream(gateway_factory):
     """A gateway with a legacy session open still stops cleanly (exit 0, no process left)."""
     gw = gateway_factory({"fixture": fixture_server()}, ready=["fixture"])
     with httpx.Client(base_url=gw.base_url, timeout=10) as client:
-        with client.stream("GET", "/sse") as resp:
+        with client.stream("GET", "/sse", headers={"Accept": "text/event-stream"}) as resp:
             lines = resp.iter_lines()
             assert next(lines) == "event: endpoint"
             endpoint = next(lines)[len("data: "):]

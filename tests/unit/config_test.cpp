@@ -307,7 +307,7 @@ TEST(Config, JsonNearMissesOfOurKeysAreErrorsButOtherToolsKeysAreNot) {
             "max_connections, "
             "max_connections_per_client, idle_timeout, write_timeout, session_idle_ttl, "
             "start_concurrency, tool_naming, separator, log_level, shutdown_grace, "
-            "session_dir_root");
+            "session_dir_root, ready_timeout");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -343,7 +343,7 @@ TEST(Config, PolicyDefaultsFollowThePolicy) {
 
 TEST(Config, PolicyKeysAreRead) {
   const Config c = yaml_config(
-      "gateway:\n  session_dir_root: /var/tmp/tb\n"
+      "gateway:\n  session_dir_root: /var/tmp/tb\n  ready_timeout: 5s\n"
       "servers:\n"
       "  p:\n    command: x\n    policy: pool\n    min_instances: 0\n    max_instances: 8\n"
       "    spares: 1\n    target_in_flight: 4\n    checkout_timeout: 2s\n    max_calls: 100\n"
@@ -351,6 +351,8 @@ TEST(Config, PolicyKeysAreRead) {
       "  t:\n    command: x\n    policy: per_session\n    rebind_on_exit: true\n"
       "    keep_session_dir: true\n    env:\n      MEMORY_FILE_PATH: ${session.dir}/m.json\n");
   EXPECT_EQ(c.gateway.session_dir_root, "/var/tmp/tb");
+  EXPECT_EQ(c.gateway.ready_timeout.count(), 5000);
+  EXPECT_EQ(Gateway{}.ready_timeout.count(), 30'000);
   const Server& p = c.servers[0];
   EXPECT_EQ(p.min_instances, 0u);
   EXPECT_EQ(p.effective_max_instances(), 8u);

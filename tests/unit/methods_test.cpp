@@ -4,6 +4,8 @@
 
 #include <boost/json.hpp>
 
+#include "stage_support.h"
+
 namespace toolbridge::gateway {
 namespace {
 
@@ -46,6 +48,24 @@ TEST(ToJsonRpc, OtherFaultsAndOtherMethodsAreJsonRpcErrorsWithTheirCodes) {
   const bj::value stopping = bj::parse(
       to_jsonrpc(call_of("tools/call"), Result::failure(Fault::kShuttingDown, "stopping")));
   EXPECT_EQ(stopping.at("error").at("code"), json::kUpstreamUnavailable);
+}
+
+TEST(ToJsonRpc, AServersErrorPrefixMarksOnlyTheGatewaysOwnToolErrors) {
+  config::Server server;
+  server.error_prefix = "[toolbridge error] ";
+  testing::Routed routed(server);
+  const Call call = routed.call();
+  const bj::value timeout =
+      bj::parse(to_jsonrpc(call, Result::failure(Fault::kTimeout, "srv__t timed out")));
+  EXPECT_EQ(timeout.at("result").at("content").at(0).at("text"),
+            "[toolbridge error] srv__t timed out");
+  // The server's own isError result and JSON-RPC errors are passed on as they are.
+  Result own;
+  own.fault = Fault::kToolError;
+  own.response = R"({"jsonrpc":"2.0","id":7,"result":{"isError":true,"content":[]}})";
+  EXPECT_EQ(to_jsonrpc(call, own), own.response);
+  const bj::value busy = bj::parse(to_jsonrpc(call, Result::failure(Fault::kOverloaded, "busy")));
+  EXPECT_EQ(busy.at("error").at("message"), "busy");
 }
 
 }  // namespace
