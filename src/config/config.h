@@ -32,6 +32,15 @@ enum class ToolNaming {
 // HTTP+SSE transport (GET stream + POST endpoint) when the first POST gets a 4xx.
 enum class RemoteTransport { kAuto, kStreamableHttp, kSse };
 
+// Adaptive concurrency of one server (concurrency_limit: adaptive): the limit follows the
+// server's latency against its sampled minimum (README "Admission control").
+struct AdaptiveLimit {
+  std::size_t min_limit = 1;
+  std::size_t max_limit = 64;
+  Duration window{1'000};           // latency is averaged over this long before the limit moves
+  Duration probe_interval{60'000};  // the minimum latency is measured again this often
+};
+
 struct Server {
   std::string name;
   // Remote servers: an http:// or https:// URL instead of a command.
@@ -94,6 +103,11 @@ struct Server {
   std::optional<Duration> idle_ttl;
   bool rebind_on_exit = false;    // per_session: a session whose instance died gets a fresh one
   bool keep_session_dir = false;  // per_session: keep ${session.dir} after release
+  // Admission control: calls to this server in flight at once (0: no limit), or adaptive.
+  std::size_t concurrency_limit = 0;
+  bool adaptive_limit = false;
+  AdaptiveLimit adaptive;
+  std::map<std::string, std::size_t> tool_limits;  // per tool (server's own name)
 
   std::size_t effective_max_instances() const {
     if (policy == Policy::kShared) return 1;
@@ -145,6 +159,17 @@ struct Gateway {
   // Where per_session servers' ${session.dir} directories are made. Empty: $TMPDIR (or /tmp)
   // /toolbridge-<pid>, removed at exit.
   std::string session_dir_root;
+  // Admission control (0: no limit): calls in flight through the whole gateway, per tenant (a
+  // run, unless `tenants` says otherwise) and per trajectory; calls waiting per server.
+  std::size_t max_calls_in_flight = 0;
+  std::size_t tenant_limit = 0;
+  std::size_t trajectory_limit = 0;
+  std::size_t admission_queue_size = 1'000;
+  struct Tenant {
+    std::size_t limit = 0;  // 0: tenant_limit
+    double weight = 1;      // share of the admission queue against other tenants
+  };
+  std::map<std::string, Tenant> tenants;
 };
 
 struct Config {

@@ -15,7 +15,7 @@
 
 namespace toolbridge::config {
 
-inline constexpr std::array<std::string_view, 45> kServerKeys{
+inline constexpr std::array<std::string_view, 48> kServerKeys{
     "command",
     "args",
     "env",
@@ -61,6 +61,9 @@ inline constexpr std::array<std::string_view, 45> kServerKeys{
     "ca_file",
     "max_connections",
     "connect_timeout",
+    "concurrency_limit",
+    "adaptive",
+    "tool_limits",
 };
 // Keys other MCP clients write into the same entries, which we interpret rather than ignore.
 inline constexpr std::array<std::string_view, 4> kForeignServerKeys{"disabled", "timeout",
