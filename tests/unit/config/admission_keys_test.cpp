@@ -62,6 +62,9 @@ TEST(ConfigAdmission, BadValuesAreErrorsAtTheirPlace) {
   EXPECT_EQ(
       yaml_error("servers:\n  s:\n    command: x\n    adaptive: {min_limit: 9, max_limit: 3}\n"),
       "cfg.yaml:4:41: servers.s.adaptive.max_limit: 3 must be from min_limit (9) to 1000000");
+  EXPECT_EQ(yaml_error("servers:\n  s:\n    command: x\n    concurrency_limit: 4\n"
+                       "    adaptive: {max_limit: 9}\n"),
+            "cfg.yaml:5:5: servers.s.adaptive: applies only with concurrency_limit: adaptive");
   EXPECT_EQ(yaml_error("gateway:\n  tenants:\n    a: {weight: 0}\n"),
             "cfg.yaml:3:17: gateway.tenants.a.weight: expected a weight from 0.01 to 1000, got "
             "'0'");
