@@ -204,3 +204,43 @@ def test_healthz_shows_limits_and_no_limit_costs_no_stage(gateway_factory):
     assert admission["tenants"]["run-a"] == {"limit": 3, "weight": 2.0, "in_flight": 0}
     assert admission["servers"]["fixture"]["tool_limits"] == {"sleep": {"limit": 2, "in_flight": 0}}
     assert admission["servers"]["plain"]["limit"] == 0
+
+
+def test_the_adaptive_limit_falls_when_latency_rises_and_recovers_when_it_falls(gateway_factory):
+    gw = gateway_factory({"fixture": fixture_server(
+        concurrency_limit="adaptive", call_timeout="120s",
+        adaptive={"min_limit": 1, "max_limit": 64, "window": "100ms", "probe_interval": "1h"})})
+
+    def limit() -> int:
+        return gw.health()["admission"]["servers"]["fixture"]["limit"]
+
+    async def load(c, sids, seconds: float, args: dict):
+        stop = time.monotonic() + seconds
+
+        async def worker(n: int):
+            i = 0
+            while time.monotonic() < stop:
+                r = await call(c, gw.mcp_url, sids[n % len(sids)], n * 100000 + i, "fixture__busy", args)
+                assert not r.get("isError"), r
+                i += 1
+
+        await asyncio.gather(*(worker(n) for n in range(40)))
+
+    async def main():
+        async with client() as c:
+            sids = await asyncio.gather(*(open_session(c, gw.mcp_url) for _ in range(8)))
+            # Unloaded and fast: the limit grows.
+            await load(c, sids, 3.0, {"ms": 5})
+            grown = limit()
+            # The server now slows down steeply with its own concurrency: the limit comes down.
+            await load(c, sids, 3.0, {"ms": 20, "k": 2})
+            fallen = limit()
+            # Fast again: it recovers.
+            await load(c, sids, 4.0, {"ms": 5})
+            return grown, fallen, limit()
+
+    grown, fallen, recovered = asyncio.run(main())
+    assert grown >= 16, f"the limit did not grow on a fast server: {grown}"
+    assert fallen <= 4, f"the limit did not come down when the server slowed: {grown} -> {fallen}"
+    assert recovered >= 16, f"the limit did not recover: {fallen} -> {recovered}"
+    assert re.search(r'^toolbridge_admission_limit\{server="fixture"\} \d+', gw.metrics(), re.M)
