@@ -244,3 +244,20 @@ def test_the_adaptive_limit_falls_when_latency_rises_and_recovers_when_it_falls(
     assert fallen <= 4, f"the limit did not come down when the server slowed: {grown} -> {fallen}"
     assert recovered >= 16, f"the limit did not recover: {fallen} -> {recovered}"
     assert re.search(r'^toolbridge_admission_limit\{server="fixture"\} \d+', gw.metrics(), re.M)
+
+
+def test_a_malformed_tenant_in_meta_is_refused_with_the_rule(gateway_factory):
+    from tb_support import RawSession
+    gw = gateway_factory({"fixture": fixture_server(concurrency_limit=4)})
+    s = RawSession(gw.mcp_url).initialize()
+    try:
+        answer = s.request("tools/call", {"name": "fixture__echo", "arguments": {"text": "x"},
+                                          "_meta": {"toolbridge/tenant": "no spaces allowed"}}, 1)
+        assert answer["error"]["code"] == -32602, answer
+        assert "toolbridge/tenant" in answer["error"]["message"], answer
+        assert "[A-Za-z0-9._:-]" in answer["error"]["message"], answer
+        ok = s.request("tools/call", {"name": "fixture__echo", "arguments": {"text": "x"},
+                                      "_meta": {"toolbridge/tenant": "run-7"}}, 2)
+        assert text_of(ok["result"]) == "x", ok
+    finally:
+        s.close()
