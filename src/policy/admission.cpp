@@ -114,6 +114,30 @@ Admission::Block Admission::blocked(const Server& s, const AdmissionRequest& r) 
   return Block::kNone;
 }
 
+std::string Admission::full_limit(const Server& s, const AdmissionRequest& r) const {
+  if (global_.full()) return fmt::format("gateway.max_calls_in_flight ({})", global_.limit);
+  if (s.slot.full()) {
+    return fmt::format("servers.{}.concurrency_limit ({}{})", s.name, s.slot.limit,
+                       s.adaptive ? ", adaptive" : "");
+  }
+  if (!r.tool.empty()) {
+    auto it = s.tools.find(r.tool);
+    if (it != s.tools.end() && it->second.full())
+      return fmt::format("servers.{}.tool_limits.{} ({})", s.name, r.tool, it->second.limit);
+  }
+  if (const std::size_t limit = limit_of_tenant(r.tenant); limit > 0) {
+    auto it = tenants_.find(r.tenant);
+    if (it != tenants_.end() && it->second.slot.in_use >= limit)
+      return fmt::format("the limit of tenant '{}' ({})", r.tenant, limit);
+  }
+  if (trajectory_limit_ > 0) {
+    auto it = trajectories_.find(r.trajectory);
+    if (it != trajectories_.end() && it->second.in_use >= trajectory_limit_)
+      return fmt::format("gateway.trajectory_limit ({})", trajectory_limit_);
+  }
+  return {};
+}
+
 Permit Admission::take(Server& s, const AdmissionRequest& r) {
   Permit p;
   p.owner_ = shared_from_this();
@@ -195,7 +219,10 @@ Admission::Withdrawn Admission::withdraw(AdmissionWaiter& waiter) {
   auto it = s.tenants.find(waiter.tenant);
   TenantQueue& t = it->second;
   auto pos = std::find(t.calls.begin(), t.calls.end(), &waiter);
-  const Withdrawn out{static_cast<std::size_t>(pos - t.calls.begin()) + 1, s.queued};
+  Withdrawn out{static_cast<std::size_t>(pos - t.calls.begin()) + 1, s.queued,
+                full_limit(s, waiter.request())};
+  // Not held by a limit of its own: calls ahead of it in the fair queue took the free slots.
+  if (out.held_by.empty()) out.held_by = "the calls queued ahead of it";
   t.calls.erase(pos);
   --s.queued;
   --queued_total_;

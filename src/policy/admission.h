@@ -112,6 +112,7 @@ class Admission : public std::enable_shared_from_this<Admission> {
   struct Withdrawn {
     std::size_t position = 0;  // 1-based, in its tenant's FIFO at that server
     std::size_t queued = 0;    // calls that were waiting for the server, this one included
+    std::string held_by;       // the limit that held it at the end, as configured
   };
   Withdrawn withdraw(AdmissionWaiter& waiter);
 
@@ -167,6 +168,8 @@ class Admission : public std::enable_shared_from_this<Admission> {
   Server* find(std::string_view server);
   const Server* find(std::string_view server) const;
   Block blocked(const Server& s, const AdmissionRequest& r) const;
+  // The config key of the first full limit a call is under ("" if none is full).
+  std::string full_limit(const Server& s, const AdmissionRequest& r) const;
   Permit take(Server& s, const AdmissionRequest& r);
   void release(Permit& p);
   void pump();

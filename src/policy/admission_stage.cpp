@@ -161,10 +161,10 @@ asio::awaitable<Result> AdmissionStage::handle(gateway::Call& call, gateway::Nex
       ++*series.expired;
       std::string why = fmt::format(
           "{} waited {:.1f} s in the admission queue of server '{}' (position {} of {} queued "
-          "calls) and its deadline of {:g} s passed before it could be sent; the server is at "
-          "its concurrency limit: retry later or with a longer timeout",
+          "calls) and its deadline of {:g} s passed before it could be sent; held by {}: retry "
+          "later or with a longer timeout",
           call.route.display_name, seconds(clock_.now() - arrived), call.route.server, w.position,
-          w.queued, static_cast<double>(call.timeout.count()) / 1000.0);
+          w.queued, static_cast<double>(call.timeout.count()) / 1000.0, w.held_by);
       co_return Result::failure(Fault::kTimeout, std::move(why));
     }
     permit = std::move(waiter->permit);

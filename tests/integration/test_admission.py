@@ -161,6 +161,7 @@ def test_a_call_whose_deadline_passes_in_the_queue_gets_a_clear_error(gateway_fa
     text = text_of(result)
     assert "admission queue of server 'fixture'" in text, text
     assert "position 1 of 1 queued" in text, text
+    assert "held by servers.fixture.concurrency_limit (1)" in text, text
     assert re.search(r"waited 0\.[4-9] s", text), text
     assert elapsed < 2.5, f"the queued call waited {elapsed:.1f} s, past its 0.5 s deadline"
     assert 'toolbridge_admission_expired_total{server="fixture",tenant="other"} 1' in gw.metrics()

@@ -190,8 +190,11 @@ TEST_F(AdmissionTest, TrajectoryAndToolLimitsHold) {
   // A call held by its own limit (tool) lets another tenant's call to another tool go.
   Waiter& slow = queue("x", "third", "slow");
   Waiter& fast = queue("y", "fourth", "fast");
+  Waiter& same = queue("z", "traj", "fast");  // its trajectory is full
   EXPECT_FALSE(slow.permit);
   EXPECT_TRUE(fast.permit);
+  EXPECT_FALSE(same.permit);
+  EXPECT_EQ(admission->withdraw(same).held_by, "gateway.trajectory_limit (1)");
   s1.release();
   EXPECT_TRUE(slow.permit);
   t1.release();
@@ -245,6 +248,7 @@ TEST_F(AdmissionTest, AWithdrawnCallReportsItsPositionAndHoldsNothing) {
   const Admission::Withdrawn w = admission->withdraw(second);
   EXPECT_EQ(w.position, 2u);
   EXPECT_EQ(w.queued, 3u);
+  EXPECT_EQ(w.held_by, "servers.search.concurrency_limit (1)");
   EXPECT_FALSE(second.queued());
   EXPECT_EQ(admission->queued_total(), 2u);
   a.release();
