@@ -85,6 +85,8 @@ int main(int argc, char** argv) {
   app.add_option("--fixture", options.fixture_bin, "toolbridge-fixture binary")->capture_default_str();
   app.add_option("--node", options.node_bin, "node executable for server-everything")->capture_default_str();
   app.add_option("--everything", options.everything_js, "server-everything's dist/index.js")->capture_default_str();
+  app.add_flag("--idle-limits", options.idle_limits,
+               "admission limits configured but never reached (their overhead; README Admission control)");
   app.add_option("--window", options.window_seconds, "seconds measured per row (default: 1 short, 5 full)");
   app.add_option("--concurrency", options.concurrency, "overhead, peers: concurrency levels (default 1 8 64 256)")
       ->delimiter(',');
@@ -116,6 +118,8 @@ int main(int argc, char** argv) {
       {"rollout", "N trajectories x M calls (search/scrape/python latencies): makespan vs the ideal", run_rollout},
       {"peers", "echo through toolbridge vs supergateway and mcp-proxy (npm, PyPI)", run_peers},
       {"sessions", "first call of a new per_session session, with and without warm spares", run_sessions},
+      {"contention", "2 runs x 60 trajectories on a server that slows with load: no limit, static, adaptive",
+       run_contention},
   };
   std::vector<CLI::App*> commands;
   for (const auto& s : scenarios) commands.push_back(app.add_subcommand(s.name, s.help));

@@ -42,11 +42,13 @@ std::vector<std::string> fastmcp_argv(const Options& o) {
 std::string gateway_config(const Options& o, bool with_everything, bool with_fastmcp) {
   std::string y =
       "gateway:\n"
-      "  listen: 127.0.0.1:0\n"
+      "  listen: 127.0.0.1:0\n" +
+      std::string(o.idle_limits ? "  max_calls_in_flight: 1000000\n" : "") +
       "servers:\n"
       "  fixture:\n"
       "    command: " +
-      yaml_string(o.fixture_bin) + "\n";
+      yaml_string(o.fixture_bin) + "\n" +
+      std::string(o.idle_limits ? "    concurrency_limit: 1000000\n" : "");
   if (with_everything) {
     y += "  everything:\n"
          "    command: " +

@@ -27,6 +27,9 @@ struct Options {
   std::size_t rollout_calls = 0;
   double rollout_scale = 0;                    // tool times × this; 0: the mode's default
   std::string rollout_server = "fixture";      // whose `sleep` tool: "fixture" or "fastmcp"
+  // Admission limits in every generated gateway config, high enough never to be reached (its
+  // cost when configured but idle): gateway.max_calls_in_flight, the fixture's concurrency_limit.
+  bool idle_limits = false;
   Floor floor;
 };
 
@@ -43,5 +46,6 @@ ScenarioResult run_startup(const Options& options);
 ScenarioResult run_rollout(const Options& options);
 ScenarioResult run_peers(const Options& options);
 ScenarioResult run_sessions(const Options& options);
+ScenarioResult run_contention(const Options& options);
 
 }  // namespace toolbridge::bench

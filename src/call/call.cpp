@@ -20,6 +20,8 @@ std::string_view to_string(Fault f) {
       return "unavailable";
     case Fault::kOverloaded:
       return "overloaded";
+    case Fault::kShed:
+      return "shed";
     case Fault::kTimeout:
       return "timeout";
     case Fault::kCrashed:
@@ -49,6 +51,8 @@ std::string_view outcome_label(Fault f) {
       return "unavailable";
     case Fault::kCancelled:
       return "cancelled";
+    case Fault::kShed:
+      return "shed";
     default:
       return "error";
   }
@@ -64,6 +68,7 @@ int error_code(Fault f) {
     case Fault::kShuttingDown:
       return json::kUpstreamUnavailable;
     case Fault::kOverloaded:
+    case Fault::kShed:
       return json::kOverloaded;
     case Fault::kTimeout:
       return json::kRequestTimeout;

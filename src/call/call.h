@@ -30,6 +30,7 @@ enum class Fault {
   kNotFound,       // no server serves the resource
   kUnavailable,    // no instance could take the call (not running, breaker open, checkout)
   kOverloaded,     // an instance refused it (max_in_flight)
+  kShed,           // admission control refused it at once: the server's queue is full
   kTimeout,        // the deadline passed
   kCrashed,        // the instance died with the call sent
   kNotSent,        // the instance died before the call reached it
@@ -40,7 +41,7 @@ inline constexpr std::size_t kFaultCount = static_cast<std::size_t>(Fault::kShut
 
 std::string_view to_string(Fault f);
 // The label of toolbridge_calls_total{outcome}: ok, tool_error, error, timeout, crashed,
-// unavailable, cancelled.
+// unavailable, cancelled, shed.
 std::string_view outcome_label(Fault f);
 // The JSON-RPC error code a fault is reported with when it is not the server's own error.
 int error_code(Fault f);
@@ -91,6 +92,9 @@ class Call {
   std::optional<std::string> meta;
   std::string progress_token;  // raw JSON of _meta.progressToken, empty if none
   std::string trajectory;      // per_session key: _meta["toolbridge/session"] or the session
+  // The run the call belongs to, for admission control: _meta["toolbridge/tenant"], else the
+  // session's X-Toolbridge-Tenant, else the session id.
+  std::string tenant;
   std::chrono::milliseconds requested_timeout{0};  // _meta["toolbridge/timeout_ms"], 0 if none
   std::shared_ptr<Events> events;                  // may be null (no stream to send events to)
   Clock::time_point started = Clock::now();

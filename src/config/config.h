@@ -32,6 +32,15 @@ enum class ToolNaming {
 // HTTP+SSE transport (GET stream + POST endpoint) when the first POST gets a 4xx.
 enum class RemoteTransport { kAuto, kStreamableHttp, kSse };
 
+// Adaptive concurrency of one server (concurrency_limit: adaptive): the limit follows the
+// server's latency against its sampled minimum (README "Admission control").
+struct AdaptiveLimit {
+  std::size_t min_limit = 1;
+  std::size_t max_limit = 64;
+  Duration window{1'000};           // latency is averaged over this long before the limit moves
+  Duration probe_interval{60'000};  // the minimum latency is measured again this often
+};
+
 struct Server {
   std::string name;
   // Remote servers: an http:// or https:// URL instead of a command.
@@ -97,6 +106,11 @@ struct Server {
   // Put before the text of the isError results the gateway itself makes for this server's tools
   // (timeouts, crashes, breaker, unavailable), for frameworks that show isError as an answer.
   std::string error_prefix;
+  // Admission control: calls to this server in flight at once (0: no limit), or adaptive.
+  std::size_t concurrency_limit = 0;
+  bool adaptive_limit = false;
+  AdaptiveLimit adaptive;
+  std::map<std::string, std::size_t> tool_limits;  // per tool (server's own name)
 
   std::size_t effective_max_instances() const {
     if (policy == Policy::kShared) return 1;
@@ -152,6 +166,17 @@ struct Gateway {
   // for every server to be ready or failed, and a call to a starting server's tool waits for it
   // (within its own deadline). 0: answer at once with whatever is ready.
   Duration ready_timeout{30'000};
+  // Admission control (0: no limit): calls in flight through the whole gateway, per tenant (a
+  // run, unless `tenants` says otherwise) and per trajectory; calls waiting per server.
+  std::size_t max_calls_in_flight = 0;
+  std::size_t tenant_limit = 0;
+  std::size_t trajectory_limit = 0;
+  std::size_t admission_queue_size = 1'000;
+  struct Tenant {
+    std::size_t limit = 0;  // 0: tenant_limit
+    double weight = 1;      // share of the admission queue against other tenants
+  };
+  std::map<std::string, Tenant> tenants;
 };
 
 struct Config {

@@ -10,7 +10,7 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 18> kGatewayKeys{
+constexpr std::array<std::string_view, 23> kGatewayKeys{
     "listen",
     "allowed_origins",
     "max_body_bytes",
@@ -29,7 +29,14 @@ constexpr std::array<std::string_view, 18> kGatewayKeys{
     "shutdown_grace",
     "session_dir_root",
     "ready_timeout",
+    "max_calls_in_flight",
+    "tenant_limit",
+    "trajectory_limit",
+    "admission_queue_size",
+    "tenants",
 };
+constexpr std::array<std::string_view, 2> kTenantKeys{"limit", "weight"};
+constexpr std::size_t kMaxLimit = 1'000'000;
 constexpr std::array<std::string_view, 2> kToolNamings{"prefixed", "unprefixed_when_unique"};
 constexpr std::array<std::string_view, 5> kLogLevels{"trace", "debug", "info", "warn", "error"};
 
@@ -93,6 +100,44 @@ std::string origin(const NodeReader& r, const Node& v, const std::string& path) 
            fmt::format("expected an origin like http://localhost:3000, got '{}'{}", o, hint));
   }
   return o;
+}
+
+bool is_tenant_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == ':' || c == '-';
+}
+
+// A tenant's share of the admission queue: a number from 0.01 to 1000.
+double weight(const NodeReader& r, const Node& v, const std::string& path) {
+  if (v.kind == Node::Kind::kScalar && !v.scalar.empty()) {
+    double w = 0;
+    const char* end = v.scalar.data() + v.scalar.size();
+    auto [ptr, ec] = std::from_chars(v.scalar.data(), end, w);
+    if (ec == std::errc() && ptr == end && w >= 0.01 && w <= 1000) return w;
+  }
+  r.fail(v.mark, path, fmt::format("expected a weight from 0.01 to 1000, got {}", r.describe(v)));
+}
+
+void read_tenants(const NodeReader& r, const Node& node, const std::string& path, Gateway& g) {
+  for (const Entry& t : r.entries(node, path)) {
+    const std::string tp = join_path(path, t.key);
+    if (t.key.empty() || t.key.size() > 128 ||
+        !std::all_of(t.key.begin(), t.key.end(), is_tenant_char)) {
+      r.fail(t.key_mark, tp,
+             "a tenant name is 1-128 characters of [A-Za-z0-9._:-] (as in X-Toolbridge-Tenant)");
+    }
+    Gateway::Tenant& tenant = g.tenants[t.key];
+    NodeReader::Seen seen;
+    for (const Entry& e : r.entries(t.value, tp)) {
+      r.check_key(e, tp, kTenantKeys, /*lenient=*/false, seen);
+      const std::string p = join_path(tp, e.key);
+      if (e.key == "limit") {
+        tenant.limit = r.zero_or_count(e.value, p, kMaxLimit);
+      } else {
+        tenant.weight = weight(r, e.value, p);
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -160,6 +205,16 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
       g.log_level = std::string(r.one_of(v, p, kLogLevels));
     } else if (e.key == "ready_timeout") {
       g.ready_timeout = r.duration(v, p, /*allow_zero=*/true);
+    } else if (e.key == "max_calls_in_flight") {
+      g.max_calls_in_flight = r.zero_or_count(v, p, kMaxLimit);
+    } else if (e.key == "tenant_limit") {
+      g.tenant_limit = r.zero_or_count(v, p, kMaxLimit);
+    } else if (e.key == "trajectory_limit") {
+      g.trajectory_limit = r.zero_or_count(v, p, kMaxLimit);
+    } else if (e.key == "admission_queue_size") {
+      g.admission_queue_size = r.zero_or_count(v, p, kMaxLimit);
+    } else if (e.key == "tenants") {
+      read_tenants(r, v, p, g);
     }
   }
 }

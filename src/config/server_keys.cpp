@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/url/parse.hpp>
+#include <cctype>
 #include <charconv>
 #include <cstdint>
 #include <limits>
@@ -21,6 +22,10 @@ constexpr std::array<std::string_view, 3> kTransports{"auto", "streamable_http",
 constexpr std::array<std::string_view, 6> kTypes{
     "stdio", "http", "streamable-http", "streamable_http", "streamableHttp", "sse"};
 constexpr std::array<std::string_view, 2> kBackoffKeys{"initial", "max"};
+constexpr std::array<std::string_view, 4> kAdaptiveKeys{"min_limit", "max_limit", "window",
+                                                        "probe_interval"};
+// The largest concurrency limit a server, tool, tenant or trajectory may be given.
+constexpr std::size_t kMaxConcurrencyLimit = 1'000'000;
 
 // Cline and Roo Code write "timeout" in seconds (1-3600); Gemini CLI writes milliseconds
 // (default 600000). A number no human means as seconds is taken as milliseconds.
@@ -232,6 +237,58 @@ void read_policy(const NodeReader& r, const Entry& e, const std::string& p, Serv
 }
 
 // ---------------------------------------------------------------------------------------------
+// Admission control
+
+void read_concurrency_limit(const NodeReader& r, const Entry& e, const std::string& p,
+                            ServerDraft& d) {
+  if (e.value.kind == Node::Kind::kScalar && e.value.scalar == "adaptive") {
+    d.server.adaptive_limit = true;
+    return;
+  }
+  if (e.value.kind == Node::Kind::kScalar && !e.value.scalar.empty() &&
+      std::isdigit(static_cast<unsigned char>(e.value.scalar[0]))) {
+    d.server.concurrency_limit = r.zero_or_count(e.value, p, kMaxConcurrencyLimit);
+    return;
+  }
+  r.fail(e.value.mark, p,
+         fmt::format("expected a number of calls (0: no limit) or 'adaptive', got {}",
+                     r.describe(e.value)));
+}
+
+void read_adaptive(const NodeReader& r, const Entry& entry, const std::string& path,
+                   ServerDraft& d) {
+  AdaptiveLimit& a = d.server.adaptive;
+  NodeReader::Seen seen;
+  std::optional<Mark> max_mark;
+  for (const Entry& e : r.entries(entry.value, path)) {
+    r.check_key(e, path, kAdaptiveKeys, /*lenient=*/false, seen);
+    const std::string p = join_path(path, e.key);
+    if (e.key == "min_limit") {
+      a.min_limit = r.count(e.value, p);
+    } else if (e.key == "max_limit") {
+      a.max_limit = r.count(e.value, p);
+      max_mark = e.value.mark;
+    } else if (e.key == "window") {
+      a.window = r.duration(e.value, p, /*allow_zero=*/false);
+    } else {
+      a.probe_interval = r.duration(e.value, p, /*allow_zero=*/false);
+    }
+  }
+  if (a.max_limit < a.min_limit || a.max_limit > kMaxConcurrencyLimit) {
+    r.fail(max_mark.value_or(entry.value.mark), join_path(path, "max_limit"),
+           fmt::format("{} must be from min_limit ({}) to {}", a.max_limit, a.min_limit,
+                       kMaxConcurrencyLimit));
+  }
+}
+
+void read_tool_limits(const NodeReader& r, const Entry& e, const std::string& p, ServerDraft& d) {
+  for (const Entry& t : r.entries(e.value, p)) {
+    const std::size_t n = r.zero_or_count(t.value, join_path(p, t.key), kMaxConcurrencyLimit);
+    if (n > 0) d.server.tool_limits[t.key] = n;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The table: one reader per key, grouped by what the key is about.
 
 // Short names for the reader's parameters, so that most keys read in one line.
@@ -354,6 +411,9 @@ constexpr KeyReader kPlacementKeyReaders[] = {
      [](R r, E e, P p, D d) { d.server.keep_session_dir = r.boolean(e.value, p); }},
     {"error_prefix",
      [](R r, E e, P p, D d) { d.server.error_prefix = read_error_prefix(r, e, p); }},
+    {"concurrency_limit", read_concurrency_limit},
+    {"adaptive", read_adaptive},
+    {"tool_limits", read_tool_limits},
 };
 
 }  // namespace

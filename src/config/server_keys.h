@@ -15,7 +15,7 @@
 
 namespace toolbridge::config {
 
-inline constexpr std::array<std::string_view, 46> kServerKeys{
+inline constexpr std::array<std::string_view, 49> kServerKeys{
     "command",
     "args",
     "env",
@@ -62,6 +62,9 @@ inline constexpr std::array<std::string_view, 46> kServerKeys{
     "max_connections",
     "connect_timeout",
     "error_prefix",
+    "concurrency_limit",
+    "adaptive",
+    "tool_limits",
 };
 // Keys other MCP clients write into the same entries, which we interpret rather than ignore.
 inline constexpr std::array<std::string_view, 4> kForeignServerKeys{"disabled", "timeout",

@@ -138,6 +138,10 @@ Server read_server(const NodeReader& r, const Entry& entry, const std::string& p
   if (d.disabled) s.enabled = !d.disabled->first;
   if (d.foreign_timeout && !d.call_timeout_set) s.call_timeout = *d.foreign_timeout;
   check_policy(r, entry, path, s, d.marks);
+  if (auto it = d.marks.find("adaptive"); it != d.marks.end() && !s.adaptive_limit) {
+    r.fail(it->second, join_path(path, "adaptive"),
+           "applies only with concurrency_limit: adaptive");
+  }
   return std::move(d.server);
 }
 

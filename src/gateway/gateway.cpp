@@ -12,6 +12,7 @@
 
 #include "gateway/methods.h"
 #include "json/envelope.h"
+#include "policy/admission_stage.h"
 #include "policy/breaker_stage.h"
 
 namespace toolbridge::gateway {
@@ -347,7 +348,8 @@ std::string Gateway::health_json() const {
                  {"sessions", sessions_.size()},
                  {"trajectories", trajectory_owners_.size()},
                  {"tools", catalog_.tool_count()},
-                 {"servers", std::move(servers)}};
+                 {"servers", std::move(servers)},
+                 {"admission", pipeline_->admission().health()}};
   return bj::serialize(out);
 }
 

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/json.hpp>
 
@@ -22,6 +23,20 @@ namespace {
 constexpr std::string_view kTimeoutMeta = "toolbridge/timeout_ms";
 // params._meta key naming the trajectory a call belongs to (per_session affinity).
 constexpr std::string_view kSessionMeta = "toolbridge/session";
+// params._meta key naming the run (tenant) a call belongs to, for admission control.
+constexpr std::string_view kTenantMeta = "toolbridge/tenant";
+// What Session::owner starts with when the client named its tenant (X-Toolbridge-Tenant).
+constexpr std::string_view kTenantOwner = "tenant ";
+
+// Why `name` cannot be a tenant (the rule of X-Toolbridge-Tenant); empty if it can.
+std::string tenant_name_error(std::string_view name) {
+  const bool valid =
+      !name.empty() && name.size() <= 128 && std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '.' || c == '_' || c == ':' || c == '-';
+      });
+  return valid ? std::string() : "a tenant is 1-128 characters of [A-Za-z0-9._:-]";
+}
 
 bj::object parse_object(std::string_view text) {
   if (text.empty()) return {};
@@ -38,7 +53,7 @@ std::string member_string(const bj::object& o, std::string_view key) {
 
 bool fault_is_tool_result(Fault f) {
   return f == Fault::kTimeout || f == Fault::kCrashed || f == Fault::kNotSent ||
-         f == Fault::kUnavailable;
+         f == Fault::kUnavailable || f == Fault::kShed;
 }
 
 // Reads the gateway's own _meta keys into `call` and leaves call->meta without them. Returns an
@@ -58,6 +73,15 @@ std::string take_meta(Call& call, std::string_view raw_meta) {
     }
     call.trajectory = std::string(t->as_string());
     meta.erase(kSessionMeta);
+    changed = true;
+  }
+  if (const auto* t = meta.if_contains(kTenantMeta)) {
+    const std::string where = "_meta[\"" + std::string(kTenantMeta) + "\"]";
+    const std::string why =
+        t->is_string() ? tenant_name_error(t->as_string()) : tenant_name_error(std::string_view());
+    if (!why.empty()) return where + ": " + why;
+    call.tenant = std::string(t->as_string());
+    meta.erase(kTenantMeta);
     changed = true;
   }
   if (const auto* t = meta.if_contains(kTimeoutMeta)) {
@@ -325,6 +349,12 @@ std::shared_ptr<Call> Methods::make_call(const Incoming& in, std::string& error)
              !refusal.empty()) {
     error = std::move(refusal);
     return nullptr;
+  }
+  // The run it belongs to: _meta, else the session's tenant header, else the session itself.
+  if (call->tenant.empty()) {
+    const std::string& owner = in.session->owner;
+    call->tenant =
+        owner.starts_with(kTenantOwner) ? owner.substr(kTenantOwner.size()) : in.session->id();
   }
   call->events = in.stream;
   return call;

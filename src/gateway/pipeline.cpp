@@ -3,6 +3,7 @@
 #include "catalog/resolve.h"
 #include "gateway/dispatch.h"
 #include "gateway/measure.h"
+#include "policy/admission_stage.h"
 #include "policy/breaker_stage.h"
 #include "policy/deadline.h"
 #include "policy/retry.h"
@@ -15,6 +16,7 @@ Pipeline::Pipeline(const PipelineParts& p) {
                                                            p.config.gateway.separator));
   chain_.push_back(std::make_unique<MeasureStage>(p.metrics));
   // Repair, cache and admission go here, in that order, as their issues land.
+  chain_.emplace_back(admission_ = new policy::AdmissionStage(p.io, p.config, p.metrics, p.clock));
   chain_.push_back(std::make_unique<policy::RetryStage>(p.io, p.clock, p.stopping));
   auto breakers = std::make_unique<policy::BreakerStage>(p.config.servers, p.metrics, p.clock);
   breakers_ = breakers.get();

@@ -13,8 +13,9 @@
 #include "telemetry/metrics.h"
 
 namespace toolbridge::policy {
+class AdmissionStage;
 class BreakerStage;
-}
+}  // namespace toolbridge::policy
 
 namespace toolbridge::gateway {
 
@@ -38,10 +39,12 @@ class Pipeline {
   // The stages, in order (for logs, the README and tests).
   std::vector<std::string_view> stage_names() const;
   const policy::BreakerStage& breakers() const { return *breakers_; }
+  const policy::AdmissionStage& admission() const { return *admission_; }
 
  private:
   std::vector<std::unique_ptr<Stage>> chain_;
   const policy::BreakerStage* breakers_ = nullptr;
+  policy::AdmissionStage* admission_ = nullptr;
 };
 
 }  // namespace toolbridge::gateway

@@ -14,7 +14,7 @@ from tb_support import fixture_server
 
 pytestmark = pytest.mark.timeout(60)
 
-FIXTURE_TOOLS = {"echo", "add", "sleep", "fail", "crash", "hang", "payload", "counter", "progress",
+FIXTURE_TOOLS = {"echo", "add", "sleep", "fail", "crash", "hang", "payload", "counter", "busy", "progress",
                  "log", "sample", "elicit"}
 
 

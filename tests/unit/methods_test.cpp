@@ -25,7 +25,8 @@ TEST(ToJsonRpc, AServerAnswerIsSentAsItCame) {
 }
 
 TEST(ToJsonRpc, AToolCallsTimeoutCrashOrOutageIsAToolResultWithIsError) {
-  for (Fault f : {Fault::kTimeout, Fault::kCrashed, Fault::kNotSent, Fault::kUnavailable}) {
+  for (Fault f : {Fault::kTimeout, Fault::kCrashed, Fault::kNotSent, Fault::kUnavailable,
+                  Fault::kShed}) {
     const bj::value v =
         bj::parse(to_jsonrpc(call_of("tools/call"), Result::failure(f, "it broke")));
     EXPECT_EQ(v.at("id"), "abc");
@@ -45,6 +46,9 @@ TEST(ToJsonRpc, OtherFaultsAndOtherMethodsAreJsonRpcErrorsWithTheirCodes) {
   const bj::value overloaded =
       bj::parse(to_jsonrpc(call_of("tools/call"), Result::failure(Fault::kOverloaded, "busy")));
   EXPECT_EQ(overloaded.at("error").at("code"), json::kOverloaded);
+  const bj::value shed =
+      bj::parse(to_jsonrpc(call_of("resources/read"), Result::failure(Fault::kShed, "queued")));
+  EXPECT_EQ(shed.at("error").at("code"), json::kOverloaded);
   const bj::value stopping = bj::parse(
       to_jsonrpc(call_of("tools/call"), Result::failure(Fault::kShuttingDown, "stopping")));
   EXPECT_EQ(stopping.at("error").at("code"), json::kUpstreamUnavailable);

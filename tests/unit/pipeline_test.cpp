@@ -63,8 +63,9 @@ TEST(Pipeline, IsBuiltInTheOrderOfTheDataFlow) {
   telemetry::Metrics metrics;
   bool stopping = false;
   const Pipeline p(PipelineParts{io, cfg, catalog, upstreams, metrics, stopping});
-  EXPECT_EQ(p.stage_names(), (std::vector<std::string_view>{"resolve", "measure", "retry",
-                                                            "breaker", "deadline", "dispatch"}));
+  EXPECT_EQ(p.stage_names(),
+            (std::vector<std::string_view>{"resolve", "measure", "admission", "retry", "breaker",
+                                           "deadline", "dispatch"}));
 }
 
 }  // namespace
