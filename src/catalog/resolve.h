@@ -30,6 +30,7 @@ class ResolveStage final : public gateway::Stage {
   std::optional<gateway::Result> resolve_named(gateway::Call& call) const;
   std::optional<gateway::Result> resolve_completion(gateway::Call& call) const;
   std::string unknown_tool_message(const std::string& name) const;
+  config::RepairMode repair_mode(const Entry& e) const;
 
   const Catalog& catalog_;
   std::unordered_map<std::string, std::shared_ptr<upstream::Upstream>> upstreams_;

@@ -32,6 +32,22 @@ enum class ToolNaming {
 // HTTP+SSE transport (GET stream + POST endpoint) when the first POST gets a 4xx.
 enum class RemoteTransport { kAuto, kStreamableHttp, kSse };
 
+// Call repair and validation (src/repair/): per server, overridable per tool.
+enum class RepairMode { kOff, kSafe, kAggressive };
+enum class ValidateMode { kOff, kWarn, kEnforce };
+struct RepairSettings {
+  RepairMode repair = RepairMode::kSafe;
+  ValidateMode validate = ValidateMode::kWarn;
+  // Parameter names a model writes every time -> the schema's name ("code" -> "code_block").
+  std::map<std::string, std::string> param_aliases;
+};
+// `tool_repair.TOOL`: what is written overrides the server's settings for that tool.
+struct ToolRepairOverride {
+  std::optional<RepairMode> repair;
+  std::optional<ValidateMode> validate;
+  std::map<std::string, std::string> param_aliases;  // added to (and over) the server's
+};
+
 struct Server {
   std::string name;
   // Remote servers: an http:// or https:// URL instead of a command.
@@ -94,6 +110,20 @@ struct Server {
   std::optional<Duration> idle_ttl;
   bool rebind_on_exit = false;    // per_session: a session whose instance died gets a fresh one
   bool keep_session_dir = false;  // per_session: keep ${session.dir} after release
+  RepairSettings repair;          // repair, validate, param_aliases
+  std::map<std::string, ToolRepairOverride, std::less<>> tool_repair;  // by the server's tool name
+
+  // The repair settings of one tool (the server's own name): the server's, with the tool's
+  // override applied.
+  RepairSettings repair_for(std::string_view tool) const {
+    auto it = tool_repair.find(tool);
+    if (it == tool_repair.end()) return repair;
+    RepairSettings s = repair;
+    if (it->second.repair) s.repair = *it->second.repair;
+    if (it->second.validate) s.validate = *it->second.validate;
+    for (const auto& [from, to] : it->second.param_aliases) s.param_aliases[from] = to;
+    return s;
+  }
 
   std::size_t effective_max_instances() const {
     if (policy == Policy::kShared) return 1;
@@ -121,6 +151,8 @@ struct Server {
 };
 
 std::string_view to_string(Policy p);
+std::string_view to_string(RepairMode m);
+std::string_view to_string(ValidateMode m);
 
 struct Gateway {
   std::string host = "127.0.0.1";

@@ -328,6 +328,12 @@ std::string Gateway::health_json() const {
                  {"sessions", sessions_.size()},
                  {"tools", catalog_.tool_count()},
                  {"servers", std::move(servers)}};
+  // Tools whose inputSchema does not compile: their calls are not validated.
+  if (!catalog_.schema_errors().empty()) {
+    bj::array errors;
+    for (const auto& e : catalog_.schema_errors()) errors.emplace_back(e);
+    out["schema_errors"] = std::move(errors);
+  }
   return bj::serialize(out);
 }
 

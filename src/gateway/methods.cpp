@@ -22,6 +22,8 @@ namespace {
 constexpr std::string_view kTimeoutMeta = "toolbridge/timeout_ms";
 // params._meta key naming the trajectory a call belongs to (per_session affinity).
 constexpr std::string_view kSessionMeta = "toolbridge/session";
+// params._meta key by which a caller turns repair off (or down to safe) for one call.
+constexpr std::string_view kRepairMeta = "toolbridge/repair";
 
 bj::object parse_object(std::string_view text) {
   if (text.empty()) return {};
@@ -66,6 +68,14 @@ std::string take_meta(Call& call, std::string_view raw_meta) {
       call.requested_timeout = std::chrono::milliseconds(static_cast<long>(t->to_number<double>()));
     }
     meta.erase(kTimeoutMeta);
+    changed = true;
+  }
+  if (const auto* t = meta.if_contains(kRepairMeta)) {
+    const bool known = t->is_string() && (t->as_string() == "off" || t->as_string() == "safe" ||
+                                          t->as_string() == "aggressive");
+    if (!known) return R"(_meta["toolbridge/repair"] must be "off", "safe" or "aggressive")";
+    call.repair_request = std::string(t->as_string());
+    meta.erase(kRepairMeta);
     changed = true;
   }
   if (changed) call.meta = meta.empty() ? std::string() : bj::serialize(meta);

@@ -6,6 +6,7 @@
 #include "policy/breaker_stage.h"
 #include "policy/deadline.h"
 #include "policy/retry.h"
+#include "repair/repair_stage.h"
 
 namespace toolbridge::gateway {
 
@@ -14,6 +15,7 @@ Pipeline::Pipeline(const PipelineParts& p) {
   chain_.push_back(std::make_unique<catalog::ResolveStage>(p.catalog, p.upstreams, p.stopping));
   chain_.push_back(std::make_unique<MeasureStage>(p.metrics));
   // Repair, cache and admission go here, in that order, as their issues land.
+  chain_.push_back(std::make_unique<repair::RepairStage>(p.catalog, p.config, p.metrics));
   chain_.push_back(std::make_unique<policy::RetryStage>(p.io, p.clock, p.stopping));
   auto breakers = std::make_unique<policy::BreakerStage>(p.config.servers, p.metrics, p.clock);
   breakers_ = breakers.get();

@@ -63,7 +63,7 @@ TEST(Pipeline, IsBuiltInTheOrderOfTheDataFlow) {
   telemetry::Metrics metrics;
   bool stopping = false;
   const Pipeline p(PipelineParts{io, cfg, catalog, upstreams, metrics, stopping});
-  EXPECT_EQ(p.stage_names(), (std::vector<std::string_view>{"resolve", "measure", "retry",
+  EXPECT_EQ(p.stage_names(), (std::vector<std::string_view>{"resolve", "measure", "repair", "retry",
                                                             "breaker", "deadline", "dispatch"}));
 }
 

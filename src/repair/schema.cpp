@@ -1,0 +1,178 @@
+// valijson's default on a schema it cannot handle is to print and abort(): a server's schema
+// must never end the gateway, so it throws instead (caught below). Only this file includes it.
+#define VALIJSON_USE_EXCEPTIONS 1
+
+#include "repair/schema.h"
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <cmath>
+#include <valijson/adapters/boost_json_adapter.hpp>
+#include <valijson/schema.hpp>
+#include <valijson/schema_parser.hpp>
+#include <valijson/validation_results.hpp>
+#include <valijson/validator.hpp>
+
+namespace toolbridge::repair {
+
+namespace bj = boost::json;
+
+bool Parameter::accepts(std::string_view type) const {
+  if (types.empty()) return true;
+  for (const auto& t : types) {
+    if (t == type || (t == "number" && type == "integer")) return true;
+  }
+  return false;
+}
+
+std::string_view json_type(const bj::value& v) {
+  switch (v.kind()) {
+    case bj::kind::null:
+      return "null";
+    case bj::kind::bool_:
+      return "boolean";
+    case bj::kind::int64:
+    case bj::kind::uint64:
+      return "integer";
+    case bj::kind::double_: {
+      const double d = v.get_double();
+      return std::isfinite(d) && d == std::floor(d) ? "integer" : "number";
+    }
+    case bj::kind::string:
+      return "string";
+    case bj::kind::array:
+      return "array";
+    case bj::kind::object:
+      return "object";
+  }
+  return "null";
+}
+
+namespace {
+
+std::vector<std::string> type_names(const bj::object& s) {
+  std::vector<std::string> out;
+  const bj::value* t = s.if_contains("type");
+  if (!t) return out;
+  if (t->is_string()) out.emplace_back(t->get_string());
+  if (t->is_array()) {
+    for (const auto& x : t->get_array()) {
+      if (x.is_string()) out.emplace_back(x.get_string());
+    }
+  }
+  return out;
+}
+
+Parameter read_parameter(const std::string& name, const bj::value& def) {
+  Parameter p;
+  p.name = name;
+  if (!def.is_object()) return p;
+  const bj::object& s = def.get_object();
+  p.types = type_names(s);
+  if (const bj::value* e = s.if_contains("enum"); e && e->is_array()) {
+    for (const auto& v : e->get_array()) {
+      p.enum_values.push_back(v);
+      if (v.is_string()) p.quoted_enum.push_back(bj::serialize(v));
+    }
+  }
+  if (const bj::value* d = s.if_contains("default")) p.default_value = *d;
+  if (const bj::value* items = s.if_contains("items"); items && items->is_object()) {
+    p.item_types = type_names(items->get_object());
+  }
+  return p;
+}
+
+// valijson's context ("<root>", "[name]", "[0]") as a JSON pointer.
+std::string pointer_of(const std::vector<std::string>& context) {
+  std::string out;
+  for (const auto& part : context) {
+    if (part == "<root>") continue;
+    std::string_view seg = part;
+    if (seg.size() >= 2 && seg.front() == '[' && seg.back() == ']')
+      seg = seg.substr(1, seg.size() - 2);
+    out += '/';
+    for (char c : seg) {
+      if (c == '~')
+        out += "~0";
+      else if (c == '/')
+        out += "~1";
+      else
+        out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ToolSchema::~ToolSchema() = default;
+
+std::shared_ptr<const ToolSchema> ToolSchema::compile(const bj::value& input_schema) {
+  std::shared_ptr<ToolSchema> s(new ToolSchema());
+  if (!input_schema.is_object()) {
+    s->error_ = "inputSchema is not an object";
+    return s;
+  }
+  const bj::object& root = input_schema.get_object();
+  if (const bj::value* props = root.if_contains("properties"); props && props->is_object()) {
+    for (const auto& [name, def] : props->get_object()) {
+      s->parameters_.push_back(read_parameter(std::string(name), def));
+    }
+  }
+  if (const bj::value* req = root.if_contains("required"); req && req->is_array()) {
+    for (const auto& r : req->get_array()) {
+      if (!r.is_string()) continue;
+      for (auto& p : s->parameters_) {
+        if (p.name == r.get_string()) p.required = true;
+      }
+    }
+  }
+  const bj::value* extra = root.if_contains("additionalProperties");
+  s->closed_ = extra && extra->is_bool() && !extra->get_bool();
+  try {
+    auto schema = std::make_unique<valijson::Schema>();
+    valijson::SchemaParser parser;
+    valijson::adapters::BoostJsonAdapter adapter(input_schema);
+    parser.populateSchema(adapter, *schema);
+    s->schema_ = std::move(schema);
+  } catch (const std::exception& e) {
+    s->error_ = e.what();
+  }
+  return s;
+}
+
+const Parameter* ToolSchema::parameter(std::string_view name) const {
+  for (const auto& p : parameters_) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+std::vector<Violation> ToolSchema::validate(const bj::value& arguments) const {
+  std::vector<Violation> out;
+  if (!schema_) return out;
+  valijson::Validator validator;
+  valijson::ValidationResults results;
+  valijson::adapters::BoostJsonAdapter target(arguments);
+  try {
+    if (validator.validate(*schema_, target, &results)) return out;
+  } catch (const std::exception& e) {
+    // A pattern std::regex cannot handle, for instance: the server's schema, not the call.
+    return out;
+  }
+  valijson::ValidationResults::Error error;
+  while (results.popError(error)) {
+    std::string pointer = pointer_of(error.context);
+    // valijson adds a summary per enclosing level ("Failed to validate against schema
+    // associated with property name 'x'."); the specific errors say it better.
+    if (error.description.starts_with("Failed to validate against schema associated")) continue;
+    if (std::any_of(out.begin(), out.end(), [&](const Violation& v) {
+          return v.pointer == pointer && v.message == error.description;
+        }))
+      continue;
+    out.push_back({std::move(pointer), std::move(error.description)});
+  }
+  return out;
+}
+
+}  // namespace toolbridge::repair

@@ -1,0 +1,66 @@
+#pragma once
+// A tool's inputSchema, compiled once when the catalog is built: the valijson schema that
+// validates calls, and what repair needs to know of each top-level parameter (its types, enum,
+// default, whether it is required). A schema that does not compile is kept with its error, so
+// it is reported once, at the catalog build, not per call.
+#include <boost/json/value.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace valijson {
+class Schema;
+}
+
+namespace toolbridge::repair {
+
+struct Parameter {
+  std::string name;
+  std::vector<std::string> types;  // JSON Schema type names; empty: any
+  std::vector<boost::json::value> enum_values;
+  std::vector<std::string> quoted_enum;  // the string members of enum as raw JSON, for the scan
+  std::optional<boost::json::value> default_value;
+  std::vector<std::string> item_types;  // arrays: the items' types; empty: any
+  bool required = false;
+
+  // Does a value of JSON type `type` ("integer" for whole numbers) satisfy `types`?
+  bool accepts(std::string_view type) const;
+};
+
+// One violation of the schema: where (a JSON pointer into the arguments, "" for the whole
+// object) and what.
+struct Violation {
+  std::string pointer;
+  std::string message;
+};
+
+class ToolSchema {
+ public:
+  // Never throws: a schema valijson cannot compile gives a ToolSchema with error() set.
+  static std::shared_ptr<const ToolSchema> compile(const boost::json::value& input_schema);
+  ~ToolSchema();
+
+  bool compiled() const { return error_.empty(); }
+  const std::string& error() const { return error_; }
+  const std::vector<Parameter>& parameters() const { return parameters_; }
+  const Parameter* parameter(std::string_view name) const;
+  // additionalProperties: false — unknown parameters may be dropped.
+  bool closed() const { return closed_; }
+
+  // Every violation of `arguments` (empty when valid, or when the schema did not compile).
+  std::vector<Violation> validate(const boost::json::value& arguments) const;
+
+ private:
+  ToolSchema() = default;
+  std::unique_ptr<valijson::Schema> schema_;
+  std::string error_;
+  std::vector<Parameter> parameters_;
+  bool closed_ = false;
+};
+
+// The JSON type name of `v` as a schema says it ("integer" for whole numbers).
+std::string_view json_type(const boost::json::value& v);
+
+}  // namespace toolbridge::repair
