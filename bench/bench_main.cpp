@@ -116,6 +116,7 @@ int main(int argc, char** argv) {
       {"rollout", "N trajectories x M calls (search/scrape/python latencies): makespan vs the ideal", run_rollout},
       {"peers", "echo through toolbridge vs supergateway and mcp-proxy (npm, PyPI)", run_peers},
       {"sessions", "first call of a new per_session session, with and without warm spares", run_sessions},
+      {"repair", "gateway CPU per call with repair and validation off, on (warn), enforce, repairing", run_repair},
   };
   std::vector<CLI::App*> commands;
   for (const auto& s : scenarios) commands.push_back(app.add_subcommand(s.name, s.help));

@@ -43,5 +43,6 @@ ScenarioResult run_startup(const Options& options);
 ScenarioResult run_rollout(const Options& options);
 ScenarioResult run_peers(const Options& options);
 ScenarioResult run_sessions(const Options& options);
+ScenarioResult run_repair(const Options& options);
 
 }  // namespace toolbridge::bench

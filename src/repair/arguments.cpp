@@ -37,35 +37,18 @@ std::string pointer(std::string_view name) {
   return out;
 }
 
-// The JSON type of a raw value from its first byte (numbers: "integer" unless it has a
-// fraction or an exponent).
-std::string_view raw_type(std::string_view raw) {
-  if (raw.empty()) return "null";
-  switch (raw.front()) {
-    case '"':
-      return "string";
-    case '{':
-      return "object";
-    case '[':
-      return "array";
-    case 't':
-    case 'f':
-      return "boolean";
-    case 'n':
-      return "null";
-    default:
-      return raw.find_first_of(".eE") == std::string_view::npos ? "integer" : "number";
-  }
-}
-
 }  // namespace
 
 bool may_need_repair(std::string_view raw, const ToolSchema& schema,
                      const config::RepairSettings& settings) {
-  if (settings.repair == RepairMode::kOff) return false;
   const auto members = json::object_members(raw);
-  if (!members) return true;
-  for (const auto& m : *members) {
+  return !members || may_need_repair(raw, *members, schema, settings);
+}
+
+bool may_need_repair(std::string_view raw, const std::vector<json::Member>& members,
+                     const ToolSchema& schema, const config::RepairSettings& settings) {
+  if (settings.repair == RepairMode::kOff) return false;
+  for (const auto& m : members) {
     const Parameter* p = schema.parameter(m.name);
     if (!p) {
       // An unknown name: a typo of a parameter, an alias, or a parameter the schema forbids.
@@ -73,7 +56,7 @@ bool may_need_repair(std::string_view raw, const ToolSchema& schema,
       continue;
     }
     const std::string_view value = m.value.in(raw);
-    if (!p->accepts(raw_type(value))) return true;
+    if (!p->accepts(raw_json_type(value))) return true;
     if (!p->quoted_enum.empty() && value.front() == '"' &&
         std::find(p->quoted_enum.begin(), p->quoted_enum.end(), value) == p->quoted_enum.end())
       return true;
@@ -81,7 +64,7 @@ bool may_need_repair(std::string_view raw, const ToolSchema& schema,
   // A required parameter missing: only a default can fill it.
   for (const auto& p : schema.parameters()) {
     if (!p.required || !p.default_value) continue;
-    if (std::none_of(members->begin(), members->end(),
+    if (std::none_of(members.begin(), members.end(),
                      [&](const json::Member& m) { return m.name == p.name; }))
       return true;
   }

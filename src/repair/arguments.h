@@ -37,6 +37,9 @@ struct ArgumentRepair {
 // DOM. False means the arguments are left as they are.
 bool may_need_repair(std::string_view raw, const ToolSchema& schema,
                      const config::RepairSettings& settings);
+// The same with the members already scanned.
+bool may_need_repair(std::string_view raw, const std::vector<json::Member>& members,
+                     const ToolSchema& schema, const config::RepairSettings& settings);
 
 // `raw`: the raw JSON value of params.arguments, empty when absent. `schema` may be null (no
 // schema: only the shape of the arguments is repaired).

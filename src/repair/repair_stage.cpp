@@ -79,20 +79,24 @@ std::optional<Result> RepairStage::prepare(Call& call) {
   const ToolSchema* schema = entry->schema.get();
   const std::string_view raw = call.member("arguments");
 
+  // One scan of the arguments' top-level members serves both checks below.
+  std::optional<std::vector<json::Member>> members;
+  if (raw.empty()) {
+    members.emplace();
+  } else if (raw.front() == '{') {
+    members = json::object_members(raw);
+  }
+  const std::string_view object = raw.empty() ? std::string_view("{}") : raw;
   bool needed = false;
   if (settings.repair != config::RepairMode::kOff) {
-    if (!raw.empty() && raw.front() != '{') {
-      needed = true;
-    } else if (schema) {
-      needed = may_need_repair(raw.empty() ? std::string_view("{}") : raw, *schema, settings);
-    }
+    needed = !members || (schema && may_need_repair(object, *members, *schema, settings));
   }
   ArgumentRepair fixed;
   if (needed) fixed = repair_arguments(raw, schema, settings);
   if (fixed.arguments) {
-    auto members = json::object_members(call.upstream_params);
-    if (members) {
-      call.upstream_params = json::rewrite_object(call.upstream_params, *members,
+    auto params = json::object_members(call.upstream_params);
+    if (params) {
+      call.upstream_params = json::rewrite_object(call.upstream_params, *params,
                                                   {{"arguments", *fixed.arguments}}, {});
       for (auto& c : fixed.changes) {
         spdlog::debug("tools/call {} {}: {} {} '{}' -> '{}'", call.id, call.route.label, c.kind,
@@ -104,6 +108,11 @@ std::optional<Result> RepairStage::prepare(Call& call) {
   }
   count_repairs(call);
   if (settings.validate == config::ValidateMode::kOff || !schema || !schema->compiled()) {
+    return std::nullopt;
+  }
+  // Unchanged arguments that one scan proves valid need no DOM and no valijson.
+  if (!fixed.arguments && fixed.problem.empty() && members &&
+      schema->valid_by_scan(object, *members)) {
     return std::nullopt;
   }
   return validate(call, settings, *schema, raw, fixed.parsed, fixed.problem);

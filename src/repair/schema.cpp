@@ -48,7 +48,76 @@ std::string_view json_type(const bj::value& v) {
   return "null";
 }
 
+std::string_view raw_json_type(std::string_view raw) {
+  if (raw.empty()) return "null";
+  switch (raw.front()) {
+    case '"':
+      return "string";
+    case '{':
+      return "object";
+    case '[':
+      return "array";
+    case 't':
+    case 'f':
+      return "boolean";
+    case 'n':
+      return "null";
+    default:
+      return raw.find_first_of(".eE") == std::string_view::npos ? "integer" : "number";
+  }
+}
+
 namespace {
+
+bool one_of(std::string_view key, std::initializer_list<std::string_view> keys) {
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+// Only keywords the scan checks, or that constrain nothing.
+bool scannable_parameter(const bj::value& def) {
+  if (!def.is_object()) return false;
+  for (const auto& [key, value] : def.get_object()) {
+    if (key == "type") {
+      std::vector<std::string> types;
+      if (value.is_string()) types.emplace_back(value.get_string());
+      if (value.is_array()) {
+        for (const auto& t : value.get_array()) {
+          if (!t.is_string()) return false;
+          types.emplace_back(t.get_string());
+        }
+      }
+      for (const auto& t : types) {
+        if (!one_of(t, {"string", "integer", "number", "boolean", "null"})) return false;
+      }
+    } else if (key == "enum") {
+      if (!value.is_array()) return false;
+      for (const auto& e : value.get_array()) {
+        if (!e.is_string()) return false;
+      }
+    } else if (!one_of(key, {"description", "title", "default", "examples", "deprecated"})) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool scannable(const bj::object& root) {
+  for (const auto& [key, value] : root) {
+    if (key == "properties") {
+      if (!value.is_object()) return false;
+      for (const auto& [name, def] : value.get_object()) {
+        if (!scannable_parameter(def)) return false;
+      }
+    } else if (key == "additionalProperties") {
+      if (!value.is_bool()) return false;
+    } else if (key == "type") {
+      if (value != "object") return false;
+    } else if (!one_of(key, {"required", "$schema", "title", "description"})) {
+      return false;
+    }
+  }
+  return true;
+}
 
 std::vector<std::string> type_names(const bj::object& s) {
   std::vector<std::string> out;
@@ -129,6 +198,7 @@ std::shared_ptr<const ToolSchema> ToolSchema::compile(const bj::value& input_sch
   }
   const bj::value* extra = root.if_contains("additionalProperties");
   s->closed_ = extra && extra->is_bool() && !extra->get_bool();
+  s->scannable_ = scannable(root);
   try {
     auto schema = std::make_unique<valijson::Schema>();
     valijson::SchemaParser parser;
@@ -146,6 +216,31 @@ const Parameter* ToolSchema::parameter(std::string_view name) const {
     if (p.name == name) return &p;
   }
   return nullptr;
+}
+
+bool ToolSchema::valid_by_scan(std::string_view raw,
+                               const std::vector<json::Member>& members) const {
+  if (!scannable_ || !compiled()) return false;
+  std::size_t required = 0;
+  for (const auto& m : members) {
+    const Parameter* p = parameter(m.name);
+    if (!p) {
+      if (closed_) return false;
+      continue;
+    }
+    const std::string_view value = m.value.in(raw);
+    if (!p->accepts(raw_json_type(value))) return false;
+    // An enum member is compared as written; another spelling of the same string is left to
+    // validate().
+    if (!p->quoted_enum.empty() &&
+        std::find(p->quoted_enum.begin(), p->quoted_enum.end(), value) == p->quoted_enum.end())
+      return false;
+    if (p->required) ++required;
+  }
+  // A duplicated required name would count twice: validate() decides those.
+  std::size_t wanted = 0;
+  for (const auto& p : parameters_) wanted += p.required ? 1 : 0;
+  return required == wanted && required <= members.size();
 }
 
 std::vector<Violation> ToolSchema::validate(const bj::value& arguments) const {

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "json/envelope.h"
+
 namespace valijson {
 class Schema;
 }
@@ -52,15 +54,25 @@ class ToolSchema {
   // Every violation of `arguments` (empty when valid, or when the schema did not compile).
   std::vector<Violation> validate(const boost::json::value& arguments) const;
 
+  // True when one scan of the object's members (`members` of `raw`) proves the arguments valid:
+  // for schemas of top-level scalar parameters (types, string enums, required,
+  // additionalProperties: false), the common case, no DOM is built and valijson is not run.
+  // False means "not proven": validate() decides.
+  bool valid_by_scan(std::string_view raw, const std::vector<json::Member>& members) const;
+
  private:
   ToolSchema() = default;
   std::unique_ptr<valijson::Schema> schema_;
   std::string error_;
   std::vector<Parameter> parameters_;
   bool closed_ = false;
+  bool scannable_ = false;  // valid_by_scan() can prove validity for this schema
 };
 
 // The JSON type name of `v` as a schema says it ("integer" for whole numbers).
 std::string_view json_type(const boost::json::value& v);
+// The same for a raw JSON value, from its first byte (numbers: "integer" unless they have a
+// fraction or an exponent).
+std::string_view raw_json_type(std::string_view raw);
 
 }  // namespace toolbridge::repair

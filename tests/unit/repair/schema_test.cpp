@@ -67,6 +67,33 @@ TEST(RepairSchema, ASchemaThatDoesNotCompileIsKeptWithItsError) {
   EXPECT_FALSE(ToolSchema::compile(bj::parse("[]"))->compiled());
 }
 
+bool scan(const ToolSchema& s, std::string_view raw) {
+  return s.valid_by_scan(raw, *json::object_members(raw));
+}
+
+TEST(RepairSchema, OneScanProvesSimpleCallsValid) {
+  const auto s = ToolSchema::compile(bj::parse(R"({"type": "object", "properties": {
+      "q": {"type": "string", "description": "d"}, "n": {"type": ["integer", "null"]},
+      "mode": {"type": "string", "enum": ["a", "b"]}}, "required": ["q"],
+      "additionalProperties": false})"));
+  EXPECT_TRUE(scan(*s, R"({"q": "x"})"));
+  EXPECT_TRUE(scan(*s, R"({"q": "x", "n": 3, "mode": "b"})"));
+  EXPECT_TRUE(scan(*s, R"({"q": "x", "n": null})"));
+  // Not proven: validate() decides (and finds these invalid).
+  EXPECT_FALSE(scan(*s, R"({"n": 3})"));
+  EXPECT_FALSE(scan(*s, R"({"q": 1})"));
+  EXPECT_FALSE(scan(*s, R"({"q": "x", "mode": "c"})"));
+  EXPECT_FALSE(scan(*s, R"({"q": "x", "other": 1})"));
+  EXPECT_FALSE(scan(*s, R"({"q": "x", "n": 2.5})"));
+  // Keywords the scan does not check make a schema validate()'s alone.
+  const auto bounded = ToolSchema::compile(
+      bj::parse(R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}})"));
+  EXPECT_FALSE(scan(*bounded, R"({"n": 5})"));
+  const auto nested = ToolSchema::compile(bj::parse(
+      R"({"type": "object", "properties": {"t": {"type": "array", "items": {"type": "string"}}}})"));
+  EXPECT_FALSE(scan(*nested, R"({"t": ["a"]})"));
+}
+
 TEST(RepairSchema, JsonTypes) {
   EXPECT_EQ(json_type(bj::parse("5")), "integer");
   EXPECT_EQ(json_type(bj::parse("5.0")), "integer");
