@@ -138,6 +138,9 @@ class ArgumentRepairer {
   // The parameter an unknown name stands for, or nullptr.
   const Parameter* target_of(std::string_view name, std::string_view& kind) const {
     if (settings_.repair == RepairMode::kOff) return nullptr;
+    // Matching costs a few edit distances per parameter: a call with thousands of unknown names
+    // gets the first ones matched, not a second of CPU.
+    if (++match_attempts_ > kMaxMatchedParams) return nullptr;
     if (auto it = settings_.param_aliases.find(std::string(name));
         it != settings_.param_aliases.end()) {
       kind = "param_alias";
@@ -280,9 +283,11 @@ class ArgumentRepairer {
     }
   }
 
+  static constexpr std::size_t kMaxMatchedParams = 64;
   const ToolSchema* schema_;
   const config::RepairSettings& settings_;
   ArgumentRepair& out_;
+  mutable std::size_t match_attempts_ = 0;
 };
 
 }  // namespace

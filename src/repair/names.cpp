@@ -70,6 +70,8 @@ NameMatch match_name(std::string_view want, const std::vector<std::vector<std::s
       !exact.empty() || mode == config::RepairMode::kOff) {
     return decide(MatchKind::kExact, std::move(exact));
   }
+  // Names are short; a long one is no typo, and matching it would cost its length per candidate.
+  if (want.size() > kMaxMatchedName) return {};
   const std::string norm = normalize_name(want);
   if (norm.empty()) return {};
   if (auto same =

@@ -34,6 +34,9 @@ struct NameMatch {
 // and a name that is whole words of exactly one candidate: "python" for "run_python_code").
 std::size_t fuzzy_bound(std::size_t length, config::RepairMode mode);
 
+// Names longer than this are matched exactly only.
+inline constexpr std::size_t kMaxMatchedName = 128;
+
 // `spellings[i]` are the names candidate i answers to (a tool: "server__tool" and "tool").
 // kOff finds exact names only.
 NameMatch match_name(std::string_view want, const std::vector<std::vector<std::string>>& spellings,

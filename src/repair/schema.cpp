@@ -221,7 +221,8 @@ const Parameter* ToolSchema::parameter(std::string_view name) const {
 bool ToolSchema::valid_by_scan(std::string_view raw,
                                const std::vector<json::Member>& members) const {
   if (!scannable_ || !compiled()) return false;
-  std::size_t required = 0;
+  // Each required parameter present (a name given twice counts once).
+  std::vector<bool> present(parameters_.size(), false);
   for (const auto& m : members) {
     const Parameter* p = parameter(m.name);
     if (!p) {
@@ -235,12 +236,12 @@ bool ToolSchema::valid_by_scan(std::string_view raw,
     if (!p->quoted_enum.empty() &&
         std::find(p->quoted_enum.begin(), p->quoted_enum.end(), value) == p->quoted_enum.end())
       return false;
-    if (p->required) ++required;
+    present[static_cast<std::size_t>(p - parameters_.data())] = true;
   }
-  // A duplicated required name would count twice: validate() decides those.
-  std::size_t wanted = 0;
-  for (const auto& p : parameters_) wanted += p.required ? 1 : 0;
-  return required == wanted && required <= members.size();
+  for (std::size_t i = 0; i < parameters_.size(); ++i) {
+    if (parameters_[i].required && !present[i]) return false;
+  }
+  return true;
 }
 
 std::vector<Violation> ToolSchema::validate(const bj::value& arguments) const {

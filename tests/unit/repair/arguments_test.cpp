@@ -170,6 +170,16 @@ TEST(RepairArguments, WithoutASchemaOnlyTheShape) {
   EXPECT_FALSE(repair_arguments(R"({"a": "1"})", nullptr, s).arguments);
 }
 
+TEST(RepairArguments, NameMatchingIsBoundedPerCall) {
+  Fixture f;
+  std::string many = R"({"query": "x", "page": 1)";
+  for (int i = 0; i < 100; ++i) many += ",\"zz" + std::to_string(i) + "zz\": 1";
+  const std::string late = many + R"(, "Sandbox_ID": "s"})";
+  // The 101st unknown name is past the bound: left as it was.
+  EXPECT_FALSE(f.repair(late).arguments);
+  EXPECT_TRUE(f.repair(R"({"query": "x", "page": 1, "Sandbox_ID": "s"})").arguments);
+}
+
 TEST(RepairArguments, ChangesSayFromWhatToWhat) {
   Fixture f;
   const ArgumentRepair r = f.repair(R"({"query": "x", "page": "2"})");

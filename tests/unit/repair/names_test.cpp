@@ -53,6 +53,9 @@ TEST(RepairNames, FarNamesAndShortNamesAreNotGuessed) {
   const std::vector<std::vector<std::string>> short_names{{"ab"}};
   EXPECT_EQ(match_name("ac", short_names, RepairMode::kSafe).kind, MatchKind::kNone);
   EXPECT_EQ(match_name("", kTools, RepairMode::kSafe).kind, MatchKind::kNone);
+  // A long name is no typo (and would cost its length per candidate).
+  EXPECT_EQ(match_name(std::string(kMaxMatchedName + 1, 'a'), kTools, RepairMode::kAggressive).kind,
+            MatchKind::kNone);
 }
 
 TEST(RepairNames, OffFindsExactNamesOnly) {

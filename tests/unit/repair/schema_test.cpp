@@ -85,6 +85,9 @@ TEST(RepairSchema, OneScanProvesSimpleCallsValid) {
   EXPECT_FALSE(scan(*s, R"({"q": "x", "mode": "c"})"));
   EXPECT_FALSE(scan(*s, R"({"q": "x", "other": 1})"));
   EXPECT_FALSE(scan(*s, R"({"q": "x", "n": 2.5})"));
+  const auto two = ToolSchema::compile(bj::parse(R"({"type": "object", "properties": {
+      "a": {"type": "string"}, "b": {"type": "string"}}, "required": ["a", "b"]})"));
+  EXPECT_FALSE(scan(*two, R"({"a": "x", "a": "y"})")) << "a name given twice counts once";
   // Keywords the scan does not check make a schema validate()'s alone.
   const auto bounded = ToolSchema::compile(
       bj::parse(R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}})"));
