@@ -16,6 +16,7 @@ Modes:
   stderr N           each tools/call first prints N lines to stderr
   sampling           each tools/call sends a sampling/createMessage request and waits for it
   deaf               stops reading its stdin once it has listed its tools
+  bad-schema         the tool's inputSchema has a remote $ref (no JSON Schema library fetches it)
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def deep_schema(levels: int) -> dict:
 def tool() -> bytes:
     schema = deep_schema(ARG) if MODE == "deep-schema" else {
         "type": "object", "properties": {"text": {"type": "string"}}}
+    if MODE == "bad-schema":
+        schema["properties"]["text"] = {"$ref": "http://schemas.invalid/text.json#"}
     desc = "DESC" if MODE == "latin1" else "Echoes its text."
     raw = json.dumps({"name": "echo", "description": desc, "inputSchema": schema}).encode()
     raw = raw.replace(b"DESC", b"caf\xe9") if MODE == "latin1" else raw

@@ -176,3 +176,25 @@ def test_repairs_are_counted_by_kind_with_catalog_labels(gw):
     assert 'toolbridge_repairs_total{server="fixture",tool="fixture__search",kind="tool_name"}' \
         in metrics
     assert "fixture_serch" not in metrics, "caller text must never become a label"
+
+
+def test_a_schema_that_does_not_compile_is_reported_once_and_not_enforced(gateway_factory):
+    import sys
+    from pathlib import Path
+
+    rogue = str(Path(__file__).resolve().parent / "rogue_server.py")
+    gw = gateway_factory({"rogue": {"command": sys.executable, "args": [rogue, "bad-schema"],
+                                    "validate": "enforce"}}, name="bad-schema")
+    health = gw.health()
+    errors = health.get("schema_errors", [])
+    assert len(errors) == 1 and errors[0].startswith("rogue__echo: "), health
+    raw = RawSession(gw.mcp_url).initialize()
+    try:
+        answers = [raw.call_tool("rogue__echo", {"text": 5}, req_id=i) for i in range(3)]
+    finally:
+        raw.close()
+    # Not validated (its schema could not be compiled), so enforce does not refuse it.
+    for answer in answers:
+        assert "result" in answer and not answer["result"].get("isError"), answer
+    log = gw.stderr_path.read_text(errors="replace")
+    assert log.count("its inputSchema does not compile") == 1, log[-3000:]
