@@ -163,6 +163,17 @@ def test_meta_turns_repair_off_for_one_call(gw):
     assert repairs_of(result) == []
 
 
+def test_a_repair_meta_value_that_is_not_a_mode_is_refused(gw):
+    raw = RawSession(gw.mcp_url).initialize()
+    try:
+        answer = raw.request("tools/call", {"name": "fixture__search", "arguments": {"query": "x"},
+                                            "_meta": {"toolbridge/repair": "never"}}, 1)
+    finally:
+        raw.close()
+    assert answer["error"]["code"] == -32602, answer
+    assert "toolbridge/repair" in answer["error"]["message"]
+
+
 def test_repairs_are_counted_by_kind_with_catalog_labels(gw):
     async def main():
         async with sdk_session(gw.mcp_url) as s:
