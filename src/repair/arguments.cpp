@@ -48,6 +48,8 @@ bool may_need_repair(std::string_view raw, const ToolSchema& schema,
 bool may_need_repair(std::string_view raw, const std::vector<json::Member>& members,
                      const ToolSchema& schema, const config::RepairSettings& settings) {
   if (settings.repair == RepairMode::kOff) return false;
+  // Objects inside the arguments are not scanned: their mistakes need the parse.
+  if (schema.nested() && !members.empty()) return true;
   for (const auto& m : members) {
     const Parameter* p = schema.parameter(m.name);
     if (!p) {
@@ -122,12 +124,7 @@ class ArgumentRepairer {
   }
 
   void repair(bj::object& args) {
-    if (!schema_) return;
-    rename_parameters(args);
-    for (const auto& p : schema_->parameters()) {
-      if (bj::value* v = args.if_contains(p.name)) fix_value(args, p, *v);
-    }
-    fill_defaults(args);
+    if (schema_) repair(args, schema_->shape(), "", 0);
   }
 
  private:
@@ -135,8 +132,34 @@ class ArgumentRepairer {
     out_.changes.push_back({kind, std::move(path), std::move(from), std::move(to)});
   }
 
+  // One object against its shape, then the objects inside it (`at`: its JSON pointer).
+  void repair(bj::object& args, const Shape& shape, const std::string& at, std::size_t depth) {
+    rename_parameters(args, shape, at);
+    for (const auto& p : shape.parameters) {
+      bj::value* v = args.if_contains(p.name);
+      if (!v) continue;
+      fix_value(args, p, *v, at);
+      // fix_value may have dropped it.
+      v = args.if_contains(p.name);
+      if (!v || depth >= json::kMaxDepth) continue;
+      const std::string here = at + pointer(p.name);
+      if (p.fields && v->is_object()) repair(v->get_object(), *p.fields, here, depth + 1);
+      if (p.item_fields && v->is_array()) {
+        auto& items = v->get_array();
+        for (std::size_t i = 0; i < items.size(); ++i) {
+          if (items[i].is_object()) {
+            repair(items[i].get_object(), *p.item_fields, here + "/" + std::to_string(i),
+                   depth + 1);
+          }
+        }
+      }
+    }
+    fill_defaults(args, shape, at);
+  }
+
   // The parameter an unknown name stands for, or nullptr.
-  const Parameter* target_of(std::string_view name, std::string_view& kind) const {
+  const Parameter* target_of(std::string_view name, const Shape& shape,
+                             std::string_view& kind) const {
     if (settings_.repair == RepairMode::kOff) return nullptr;
     // Matching costs a few edit distances per parameter: a call with thousands of unknown names
     // gets the first ones matched, not a second of CPU.
@@ -144,33 +167,33 @@ class ArgumentRepairer {
     if (auto it = settings_.param_aliases.find(std::string(name));
         it != settings_.param_aliases.end()) {
       kind = "param_alias";
-      return schema_->parameter(it->second);
+      return shape.parameter(it->second);
     }
     std::vector<std::vector<std::string>> spellings;
-    for (const auto& p : schema_->parameters()) spellings.push_back({p.name});
+    for (const auto& p : shape.parameters) spellings.push_back({p.name});
     const NameMatch m = match_name(name, spellings, settings_.repair);
     if (m.kind != MatchKind::kNormalised && m.kind != MatchKind::kFuzzy) return nullptr;
     kind = "param_name";
-    return &schema_->parameters()[m.candidates.front()];
+    return &shape.parameters[m.candidates.front()];
   }
 
-  void rename_parameters(bj::object& args) {
-    if (schema_->parameters().empty()) return;
+  void rename_parameters(bj::object& args, const Shape& shape, const std::string& at) {
+    if (shape.parameters.empty()) return;
     bj::object renamed;
     for (auto& [key, value] : args) {
       const std::string_view name = key;
-      if (schema_->parameter(name)) {
+      if (shape.parameter(name)) {
         renamed[name] = std::move(value);
         continue;
       }
       std::string_view kind;
-      const Parameter* target = target_of(name, kind);
+      const Parameter* target = target_of(name, shape, kind);
       // Never over a parameter the call also gives under its own name.
       if (target && !args.contains(target->name) && !renamed.contains(target->name)) {
-        change(kind, pointer(name), std::string(name), target->name);
+        change(kind, at + pointer(name), std::string(name), target->name);
         renamed[target->name] = std::move(value);
-      } else if (schema_->closed() && settings_.repair != RepairMode::kOff) {
-        change("unknown_param_dropped", pointer(name), std::string(name), "");
+      } else if (shape.closed && settings_.repair != RepairMode::kOff) {
+        change("unknown_param_dropped", at + pointer(name), std::string(name), "");
       } else {
         renamed[name] = std::move(value);
       }
@@ -179,17 +202,18 @@ class ArgumentRepairer {
     args = std::move(renamed);
   }
 
-  void fix_value(bj::object& args, const Parameter& p, bj::value& v) {
+  void fix_value(bj::object& args, const Parameter& p, bj::value& v, const std::string& at) {
     if (settings_.repair == RepairMode::kOff || p.types.empty()) return;
     if (v.is_null() && !p.accepts("null") && !p.required) {
-      change("null_dropped", pointer(p.name), "null", "");
+      change("null_dropped", at + pointer(p.name), "null", "");
       args.erase(p.name);
       return;
     }
     std::string_view kind;
     std::optional<bj::value> to = coerce(p, v, kind);
     if (!to) return;
-    change(kind, pointer(p.name), abbreviate(bj::serialize(v)), abbreviate(bj::serialize(*to)));
+    change(kind, at + pointer(p.name), abbreviate(bj::serialize(v)),
+           abbreviate(bj::serialize(*to)));
     v = std::move(*to);
   }
 
@@ -274,11 +298,12 @@ class ArgumentRepairer {
     return found;
   }
 
-  void fill_defaults(bj::object& args) {
+  void fill_defaults(bj::object& args, const Shape& shape, const std::string& at) {
     if (settings_.repair == RepairMode::kOff) return;
-    for (const auto& p : schema_->parameters()) {
+    for (const auto& p : shape.parameters) {
       if (!p.required || !p.default_value || args.contains(p.name)) continue;
-      change("default_filled", pointer(p.name), "", abbreviate(bj::serialize(*p.default_value)));
+      change("default_filled", at + pointer(p.name), "",
+             abbreviate(bj::serialize(*p.default_value)));
       args[p.name] = *p.default_value;
     }
   }

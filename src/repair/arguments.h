@@ -4,7 +4,8 @@
 // like tool names), values coerced where the schema leaves one reading ("5" -> 5 for an
 // integer, "true" -> true, x -> [x] for an array, a JSON string -> an object or array),
 // defaults of missing required parameters filled, nulls of optional ones dropped, unknown ones
-// dropped only when the schema forbids them. Top-level parameters only.
+// dropped only when the schema forbids them. Objects inside the arguments (and arrays of them)
+// whose schema lists their properties get the same rules, down to a bounded depth.
 #include <boost/json/value.hpp>
 #include <optional>
 #include <string>

@@ -132,7 +132,12 @@ std::vector<std::string> type_names(const bj::object& s) {
   return out;
 }
 
-Parameter read_parameter(const std::string& name, const bj::value& def) {
+Shape read_shape(const bj::object& s, std::size_t depth);
+
+// Bounded: a server's schema nested deeper is repaired down to this depth only.
+constexpr std::size_t kMaxShapeDepth = 16;
+
+Parameter read_parameter(const std::string& name, const bj::value& def, std::size_t depth) {
   Parameter p;
   p.name = name;
   if (!def.is_object()) return p;
@@ -147,8 +152,34 @@ Parameter read_parameter(const std::string& name, const bj::value& def) {
   if (const bj::value* d = s.if_contains("default")) p.default_value = *d;
   if (const bj::value* items = s.if_contains("items"); items && items->is_object()) {
     p.item_types = type_names(items->get_object());
+    if (depth < kMaxShapeDepth && items->get_object().contains("properties")) {
+      p.item_fields = std::make_shared<Shape>(read_shape(items->get_object(), depth + 1));
+    }
+  }
+  if (depth < kMaxShapeDepth && s.contains("properties")) {
+    p.fields = std::make_shared<Shape>(read_shape(s, depth + 1));
   }
   return p;
+}
+
+Shape read_shape(const bj::object& s, std::size_t depth) {
+  Shape shape;
+  if (const bj::value* props = s.if_contains("properties"); props && props->is_object()) {
+    for (const auto& [name, def] : props->get_object()) {
+      shape.parameters.push_back(read_parameter(std::string(name), def, depth));
+    }
+  }
+  if (const bj::value* req = s.if_contains("required"); req && req->is_array()) {
+    for (const auto& r : req->get_array()) {
+      if (!r.is_string()) continue;
+      for (auto& p : shape.parameters) {
+        if (p.name == r.get_string()) p.required = true;
+      }
+    }
+  }
+  const bj::value* extra = s.if_contains("additionalProperties");
+  shape.closed = extra && extra->is_bool() && !extra->get_bool();
+  return shape;
 }
 
 // valijson's context ("<root>", "[name]", "[0]") as a JSON pointer.
@@ -183,21 +214,9 @@ std::shared_ptr<const ToolSchema> ToolSchema::compile(const bj::value& input_sch
     return s;
   }
   const bj::object& root = input_schema.get_object();
-  if (const bj::value* props = root.if_contains("properties"); props && props->is_object()) {
-    for (const auto& [name, def] : props->get_object()) {
-      s->parameters_.push_back(read_parameter(std::string(name), def));
-    }
-  }
-  if (const bj::value* req = root.if_contains("required"); req && req->is_array()) {
-    for (const auto& r : req->get_array()) {
-      if (!r.is_string()) continue;
-      for (auto& p : s->parameters_) {
-        if (p.name == r.get_string()) p.required = true;
-      }
-    }
-  }
-  const bj::value* extra = root.if_contains("additionalProperties");
-  s->closed_ = extra && extra->is_bool() && !extra->get_bool();
+  s->root_ = read_shape(root, 0);
+  s->nested_ = std::any_of(s->root_.parameters.begin(), s->root_.parameters.end(),
+                           [](const Parameter& p) { return p.fields || p.item_fields; });
   s->scannable_ = scannable(root);
   try {
     auto schema = std::make_unique<valijson::Schema>();
@@ -211,8 +230,8 @@ std::shared_ptr<const ToolSchema> ToolSchema::compile(const bj::value& input_sch
   return s;
 }
 
-const Parameter* ToolSchema::parameter(std::string_view name) const {
-  for (const auto& p : parameters_) {
+const Parameter* Shape::parameter(std::string_view name) const {
+  for (const auto& p : parameters) {
     if (p.name == name) return &p;
   }
   return nullptr;
@@ -222,11 +241,12 @@ bool ToolSchema::valid_by_scan(std::string_view raw,
                                const std::vector<json::Member>& members) const {
   if (!scannable_ || !compiled()) return false;
   // Each required parameter present (a name given twice counts once).
-  std::vector<bool> present(parameters_.size(), false);
+  const auto& params = root_.parameters;
+  std::vector<bool> present(params.size(), false);
   for (const auto& m : members) {
     const Parameter* p = parameter(m.name);
     if (!p) {
-      if (closed_) return false;
+      if (root_.closed) return false;
       continue;
     }
     const std::string_view value = m.value.in(raw);
@@ -236,10 +256,10 @@ bool ToolSchema::valid_by_scan(std::string_view raw,
     if (!p->quoted_enum.empty() &&
         std::find(p->quoted_enum.begin(), p->quoted_enum.end(), value) == p->quoted_enum.end())
       return false;
-    present[static_cast<std::size_t>(p - parameters_.data())] = true;
+    present[static_cast<std::size_t>(p - params.data())] = true;
   }
-  for (std::size_t i = 0; i < parameters_.size(); ++i) {
-    if (parameters_[i].required && !present[i]) return false;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (params[i].required && !present[i]) return false;
   }
   return true;
 }

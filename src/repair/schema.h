@@ -18,6 +18,8 @@ class Schema;
 
 namespace toolbridge::repair {
 
+struct Shape;
+
 struct Parameter {
   std::string name;
   std::vector<std::string> types;  // JSON Schema type names; empty: any
@@ -26,9 +28,19 @@ struct Parameter {
   std::optional<boost::json::value> default_value;
   std::vector<std::string> item_types;  // arrays: the items' types; empty: any
   bool required = false;
+  // Objects with properties, and arrays of them: their own parameters, repaired the same way.
+  std::shared_ptr<const Shape> fields;
+  std::shared_ptr<const Shape> item_fields;
 
   // Does a value of JSON type `type` ("integer" for whole numbers) satisfy `types`?
   bool accepts(std::string_view type) const;
+};
+
+// The parameters of one object of a schema (the arguments, or an object inside them).
+struct Shape {
+  std::vector<Parameter> parameters;
+  bool closed = false;  // additionalProperties: false
+  const Parameter* parameter(std::string_view name) const;
 };
 
 // One violation of the schema: where (a JSON pointer into the arguments, "" for the whole
@@ -46,10 +58,13 @@ class ToolSchema {
 
   bool compiled() const { return error_.empty(); }
   const std::string& error() const { return error_; }
-  const std::vector<Parameter>& parameters() const { return parameters_; }
-  const Parameter* parameter(std::string_view name) const;
+  const Shape& shape() const { return root_; }
+  const std::vector<Parameter>& parameters() const { return root_.parameters; }
+  const Parameter* parameter(std::string_view name) const { return root_.parameter(name); }
   // additionalProperties: false — unknown parameters may be dropped.
-  bool closed() const { return closed_; }
+  bool closed() const { return root_.closed; }
+  // Some parameter has parameters of its own (objects, arrays of objects).
+  bool nested() const { return nested_; }
 
   // Every violation of `arguments` (empty when valid, or when the schema did not compile).
   std::vector<Violation> validate(const boost::json::value& arguments) const;
@@ -64,8 +79,8 @@ class ToolSchema {
   ToolSchema() = default;
   std::unique_ptr<valijson::Schema> schema_;
   std::string error_;
-  std::vector<Parameter> parameters_;
-  bool closed_ = false;
+  Shape root_;
+  bool nested_ = false;
   bool scannable_ = false;  // valid_by_scan() can prove validity for this schema
 };
 

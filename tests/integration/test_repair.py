@@ -209,3 +209,27 @@ def test_a_schema_that_does_not_compile_is_reported_once_and_not_enforced(gatewa
         assert "result" in answer and not answer["result"].get("isError"), answer
     log = gw.stderr_path.read_text(errors="replace")
     assert log.count("its inputSchema does not compile") == 1, log[-3000:]
+
+
+def test_a_real_server_gets_repaired_nested_arguments(gateway_factory, tmp_path):
+    from tb_support import memory_server
+
+    gw = gateway_factory({"memory": memory_server(tmp_path / "memory.json")}, name="memory")
+
+    async def main():
+        async with sdk_session(gw.mcp_url) as s:
+            created = await s.call_tool("memory-create_entities", {"entities": [
+                {"name": "Ada", "entity_type": "person", "observations": "wrote the first program"}]})
+            graph = await s.call_tool("memory__read_graph", {})
+            return created, graph
+
+    created, graph = run(main)
+    assert not created.is_error, created
+    kinds = sorted((r["kind"], r.get("path", "")) for r in repairs_of(created))
+    assert kinds == [("param_name", "/entities/0/entity_type"), ("tool_name", ""),
+                     ("wrapped_in_array", "/entities/0/observations")], kinds
+    entities = json.loads(only_text(graph))["entities"]
+    assert entities == [{"type": "entity", "name": "Ada", "entityType": "person",
+                         "observations": ["wrote the first program"]}] or \
+        [{k: e[k] for k in ("name", "entityType", "observations")} for e in entities] == \
+        [{"name": "Ada", "entityType": "person", "observations": ["wrote the first program"]}], entities

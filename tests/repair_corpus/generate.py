@@ -164,6 +164,20 @@ def cases_for(tool: str, schema: dict, all_tools: dict) -> list[dict]:
             case("array_as_json_string", {**valid, p: json.dumps(valid[p])})
         if t == "array" and s.get("items", {}).get("type") == "object":
             case("array_as_json_string", {**valid, p: json.dumps(valid[p])})
+            # Inside the objects of the array: a field in another naming style, a scalar for
+            # an array of strings.
+            item, fields = valid[p][0], s["items"].get("properties", {})
+            for k, v in item.items():
+                alt = camel(k) if "_" in k else snake(k)
+                if alt != k:
+                    moved = {(alt if key == k else key): x for key, x in item.items()}
+                    case("nested_param_style", {**valid, p: [moved]})
+                    break
+            for k, v in item.items():
+                if fields.get(k, {}).get("type") == "array" and isinstance(v, list) and v:
+                    case("nested_scalar_for_array", {**valid, p: [{**item, k: v[0]}]},
+                         expect_args={**valid, p: [{**item, k: v[:1]}]})
+                    break
         if "enum" in s and all(isinstance(e, str) for e in s["enum"]):
             shouted = valid[p].upper()
             if shouted not in s["enum"]:

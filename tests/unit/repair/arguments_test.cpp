@@ -180,6 +180,37 @@ TEST(RepairArguments, NameMatchingIsBoundedPerCall) {
   EXPECT_TRUE(f.repair(R"({"query": "x", "page": 1, "Sandbox_ID": "s"})").arguments);
 }
 
+TEST(RepairArguments, ObjectsInsideTheArgumentsAreRepairedTheSameWay) {
+  // server-memory's create_entities, as it lists it.
+  config::RepairSettings settings;
+  const auto schema = ToolSchema::compile(bj::parse(R"({"type": "object", "properties": {
+      "entities": {"type": "array", "items": {"type": "object", "properties": {
+        "name": {"type": "string"}, "entityType": {"type": "string"},
+        "observations": {"type": "array", "items": {"type": "string"}}},
+        "required": ["name", "entityType", "observations"], "additionalProperties": false}}},
+      "required": ["entities"], "additionalProperties": false})"));
+  ASSERT_TRUE(schema->nested());
+  const std::string_view raw =
+      R"({"entities": [{"name": "A", "entity_type": "person", "observations": "likes tea"},
+                       {"name": "B", "entityType": "cat", "observations": ["x"], "age": 3}]})";
+  EXPECT_TRUE(may_need_repair(raw, *schema, settings));
+  const ArgumentRepair r = repair_arguments(raw, schema.get(), settings);
+  ASSERT_TRUE(r.arguments);
+  EXPECT_EQ(bj::parse(*r.arguments), bj::parse(R"({"entities": [
+      {"name": "A", "entityType": "person", "observations": ["likes tea"]},
+      {"name": "B", "entityType": "cat", "observations": ["x"]}]})"));
+  std::vector<std::string> where;
+  for (const auto& c : r.changes) where.push_back(std::string(c.kind) + " " + c.path);
+  EXPECT_EQ(where, (std::vector<std::string>{"param_name /entities/0/entity_type",
+                                             "wrapped_in_array /entities/0/observations",
+                                             "unknown_param_dropped /entities/1/age"}));
+  // A valid nested call is parsed (the scan cannot see inside) but left as it was.
+  EXPECT_FALSE(
+      repair_arguments(R"({"entities": [{"name": "A", "entityType": "p", "observations": []}]})",
+                       schema.get(), settings)
+          .arguments);
+}
+
 TEST(RepairArguments, ChangesSayFromWhatToWhat) {
   Fixture f;
   const ArgumentRepair r = f.repair(R"({"query": "x", "page": "2"})");
