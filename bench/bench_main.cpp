@@ -120,6 +120,7 @@ int main(int argc, char** argv) {
       {"sessions", "first call of a new per_session session, with and without warm spares", run_sessions},
       {"contention", "2 runs x 60 trajectories on a server that slows with load: no limit, static, adaptive",
        run_contention},
+      {"repair", "gateway CPU per call with repair and validation off, on (warn), enforce, repairing", run_repair},
   };
   std::vector<CLI::App*> commands;
   for (const auto& s : scenarios) commands.push_back(app.add_subcommand(s.name, s.help));

@@ -47,5 +47,6 @@ ScenarioResult run_rollout(const Options& options);
 ScenarioResult run_peers(const Options& options);
 ScenarioResult run_sessions(const Options& options);
 ScenarioResult run_contention(const Options& options);
+ScenarioResult run_repair(const Options& options);
 
 }  // namespace toolbridge::bench

@@ -67,6 +67,15 @@ struct Route {
   std::string display_name;  // in messages: "server__tool", or "server method"
 };
 
+// One change repair made to the call (src/repair/): reported in the result's
+// _meta["toolbridge/repairs"] and counted by kind.
+struct CallRepair {
+  std::string kind;  // one of a fixed set: "tool_name", "param_name", "type_coerced", ...
+  std::string path;  // JSON pointer into the arguments; empty for the tool name
+  std::string from;
+  std::string to;
+};
+
 // Receives what a server sends on the call's behalf while it runs (progress, log messages,
 // sampling or elicitation requests). The front end's stream, if it has one.
 using Events = upstream::CallSink;
@@ -96,6 +105,8 @@ class Call {
   // session's X-Toolbridge-Tenant, else the session id.
   std::string tenant;
   std::chrono::milliseconds requested_timeout{0};  // _meta["toolbridge/timeout_ms"], 0 if none
+  // _meta["toolbridge/repair"]: "off" (or "safe") caps repair for this call; empty if not given.
+  std::string repair_request;
   std::shared_ptr<Events> events;                  // may be null (no stream to send events to)
   Clock::time_point started = Clock::now();
 
@@ -106,6 +117,7 @@ class Call {
   std::chrono::milliseconds timeout{0};  // the budget the deadline was set from
   int attempts = 0;                      // retries so far
   int sends = 0;                         // times it was handed to an instance
+  std::vector<CallRepair> repairs;       // what repair changed (tool name, arguments)
 
   bool is_tool_call() const { return method == "tools/call"; }
   // The raw value of a top-level member of params; empty if absent.

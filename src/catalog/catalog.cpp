@@ -1,10 +1,12 @@
 #include "catalog/catalog.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <set>
 
+#include "config/suggestion.h"
 #include "upstream/upstream.h"
 
 namespace toolbridge::catalog {
@@ -41,20 +43,6 @@ std::string hashed(const std::string& sanitized, const std::string& server,
   return sanitized.substr(0, kCutTo) + fmt::format("_{:08x}", fnv1a(server + "/" + name));
 }
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    cur[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t sub =
-          prev[j - 1] + (std::tolower(a[i - 1]) == std::tolower(b[j - 1]) ? 0 : 1);
-      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
-    }
-    std::swap(prev, cur);
-  }
-  return prev[b.size()];
-}
 }  // namespace
 
 bool is_valid_tool_name(std::string_view name) {
@@ -132,6 +120,17 @@ void tag_origin(bj::object& def, const std::string& server, const std::string& o
 
 void Catalog::rebuild(const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
                       config::ToolNaming naming, std::string_view separator) {
+  std::vector<Source> sources;
+  for (const auto& up : upstreams) {
+    const upstream::Catalog* snapshot = up->catalog();
+    if (!snapshot || up->state() == upstream::Upstream::State::kDisabled) continue;
+    sources.push_back({up->name(), snapshot});
+  }
+  rebuild(sources, naming, separator);
+}
+
+void Catalog::rebuild(const std::vector<Source>& sources, config::ToolNaming naming,
+                      std::string_view separator) {
   tools_.clear();
   prompts_.clear();
   resources_.clear();
@@ -139,24 +138,22 @@ void Catalog::rebuild(const std::vector<std::shared_ptr<upstream::Upstream>>& up
   std::vector<std::pair<std::string, std::string>> tool_pairs, prompt_pairs;
   std::vector<const bj::object*> tool_defs, prompt_defs;
   bj::array resources, templates;
-  for (const auto& up : upstreams) {
-    const upstream::Catalog* snapshot = up->catalog();
-    if (!snapshot || up->state() == upstream::Upstream::State::kDisabled) continue;
+  for (const auto& [server, snapshot] : sources) {
     const auto& cat = *snapshot;
     for (const auto& t : cat.tools) {
       if (!t.is_object() || !t.as_object().contains("name") || !t.at("name").is_string()) continue;
-      tool_pairs.emplace_back(up->name(), std::string(t.at("name").as_string()));
+      tool_pairs.emplace_back(server, std::string(t.at("name").as_string()));
       tool_defs.push_back(&t.as_object());
     }
     for (const auto& p : cat.prompts) {
       if (!p.is_object() || !p.as_object().contains("name") || !p.at("name").is_string()) continue;
-      prompt_pairs.emplace_back(up->name(), std::string(p.at("name").as_string()));
+      prompt_pairs.emplace_back(server, std::string(p.at("name").as_string()));
       prompt_defs.push_back(&p.as_object());
     }
     for (const auto& r : cat.resources) {
       if (!r.is_object() || !r.as_object().contains("uri") || !r.at("uri").is_string()) continue;
       // The first server to list a URI owns it; later duplicates are hidden, not merged.
-      if (resources_.emplace(std::string(r.at("uri").as_string()), up->name()).second) {
+      if (resources_.emplace(std::string(r.at("uri").as_string()), server).second) {
         resources.push_back(r);
       }
     }
@@ -164,14 +161,17 @@ void Catalog::rebuild(const std::vector<std::shared_ptr<upstream::Upstream>>& up
       if (!r.is_object() || !r.as_object().contains("uriTemplate") ||
           !r.at("uriTemplate").is_string())
         continue;
-      templates_.emplace_back(std::string(r.at("uriTemplate").as_string()), up->name());
+      templates_.emplace_back(std::string(r.at("uriTemplate").as_string()), server);
       templates.push_back(r);
     }
   }
   const auto tool_names = expose_names(tool_pairs, naming, separator);
+  SchemaCache schemas = std::move(schemas_);
+  schema_errors_.clear();
   bj::array tools;
   for (std::size_t i = 0; i < tool_pairs.size(); ++i) {
-    tools_[tool_names[i]] = Entry{tool_names[i], tool_pairs[i].first, tool_pairs[i].second};
+    tools_[tool_names[i]] = Entry{tool_names[i], tool_pairs[i].first, tool_pairs[i].second,
+                                  compiled_schema(*tool_defs[i], tool_names[i], schemas)};
     bj::object def = *tool_defs[i];
     def["name"] = tool_names[i];
     tag_origin(def, tool_pairs[i].first, tool_pairs[i].second);
@@ -191,6 +191,29 @@ void Catalog::rebuild(const std::vector<std::shared_ptr<upstream::Upstream>>& up
   prompts_json_ = bj::serialize(bj::object{{"prompts", std::move(prompts)}});
   resources_json_ = bj::serialize(bj::object{{"resources", std::move(resources)}});
   templates_json_ = bj::serialize(bj::object{{"resourceTemplates", std::move(templates)}});
+}
+
+std::shared_ptr<const repair::ToolSchema> Catalog::compiled_schema(const bj::object& def,
+                                                                   const std::string& exposed,
+                                                                   SchemaCache& previous) {
+  const bj::value* input = def.if_contains("inputSchema");
+  if (!input) return nullptr;
+  // A list that changed recompiles only the schemas that changed.
+  std::string text = bj::serialize(*input);
+  // Tools that share a schema (this build) or kept theirs (the last build) share one compilation.
+  auto it = schemas_.find(text);
+  const bool known = it != schemas_.end() || (it = previous.find(text)) != previous.end();
+  std::shared_ptr<const repair::ToolSchema> schema =
+      known ? it->second : repair::ToolSchema::compile(*input);
+  if (!schema->compiled()) {
+    schema_errors_.push_back(exposed + ": " + schema->error());
+    if (!known) {
+      spdlog::warn("tool {}: its inputSchema does not compile, calls are not validated: {}",
+                   exposed, schema->error());
+    }
+  }
+  schemas_.emplace(std::move(text), schema);
+  return schema;
 }
 
 const Entry* Catalog::tool(std::string_view exposed) const {
@@ -214,7 +237,8 @@ const std::string* Catalog::resource_server(std::string_view uri) const {
 std::vector<std::string> Catalog::suggest_tools(std::string_view name, std::size_t max) const {
   std::vector<std::pair<std::size_t, std::string>> scored;
   for (const auto& [exposed, entry] : tools_) {
-    std::size_t d = std::min(edit_distance(name, exposed), edit_distance(name, entry.original));
+    std::size_t d =
+        std::min(config::edit_distance(name, exposed), config::edit_distance(name, entry.original));
     // A bare tool name ("python") inside the exposed one ("sandbox__run_python") is a near miss.
     if (exposed.find(name) != std::string::npos && name.size() >= 3)
       d = std::min<std::size_t>(d, 2);

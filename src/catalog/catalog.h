@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "config/config.h"
+#include "repair/schema.h"
 
 namespace toolbridge::upstream {
 class Upstream;
+struct Catalog;
 }
 
 namespace toolbridge::catalog {
@@ -30,12 +32,21 @@ struct Entry {
   std::string exposed;
   std::string server;
   std::string original;
+  // Tools: the inputSchema, compiled once per distinct schema (null if the tool has none).
+  std::shared_ptr<const repair::ToolSchema> schema;
 };
 
 class Catalog {
  public:
   void rebuild(const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
                config::ToolNaming naming, std::string_view separator);
+  // The same from each server's name and lists (the servers that are not disabled).
+  struct Source {
+    std::string server;
+    const upstream::Catalog* lists;
+  };
+  void rebuild(const std::vector<Source>& sources, config::ToolNaming naming,
+               std::string_view separator);
 
   const Entry* tool(std::string_view exposed) const;
   const Entry* prompt(std::string_view exposed) const;
@@ -50,12 +61,24 @@ class Catalog {
   const std::string& resources_json() const { return resources_json_; }
   const std::string& templates_json() const { return templates_json_; }
   std::size_t tool_count() const { return tools_.size(); }
+  // Every tool by exposed name: the names repair matches a mistyped one against.
+  const std::map<std::string, Entry, std::less<>>& tool_entries() const { return tools_; }
+  // "server__tool: why" for each tool whose inputSchema does not compile (logged at the build).
+  const std::vector<std::string>& schema_errors() const { return schema_errors_; }
 
  private:
+  // Compiled schemas by their JSON text.
+  using SchemaCache = std::map<std::string, std::shared_ptr<const repair::ToolSchema>, std::less<>>;
+  std::shared_ptr<const repair::ToolSchema> compiled_schema(const boost::json::object& def,
+                                                            const std::string& exposed,
+                                                            SchemaCache& previous);
+
   std::map<std::string, Entry, std::less<>> tools_;
+  SchemaCache schemas_;
   std::map<std::string, Entry, std::less<>> prompts_;
   std::map<std::string, std::string, std::less<>> resources_;   // uri -> server
   std::vector<std::pair<std::string, std::string>> templates_;  // template -> server
+  std::vector<std::string> schema_errors_;
   std::string tools_json_ = R"({"tools":[]})";
   std::string prompts_json_ = R"({"prompts":[]})";
   std::string resources_json_ = R"({"resources":[]})";

@@ -6,6 +6,7 @@
 
 #include "json/parse.h"
 #include "policy/deadline.h"
+#include "repair/tool_name.h"
 #include "upstream/upstream.h"
 
 namespace toolbridge::catalog {
@@ -116,6 +117,13 @@ std::optional<Result> ResolveStage::resolve_named(gateway::Call& call) const {
   if (tool || call.method == "prompts/get") {
     const std::string name = call.string_member("name");
     const Entry* entry = tool ? catalog_.tool(name) : catalog_.prompt(name);
+    if (!entry && tool) {
+      // A mistyped tool name: the one meant, if only one fits (src/repair/).
+      repair::ToolNameRepair fixed = repair::repair_tool_name(
+          catalog_, call, name, [this](const Entry& e) { return repair_mode(e); });
+      if (fixed.answer) return std::move(*fixed.answer);
+      entry = fixed.entry;
+    }
     if (!entry) {
       return Result::failure(Fault::kInvalidParams,
                              tool ? unknown_tool_message(name) : "Unknown prompt: '" + name + "'");
@@ -178,6 +186,12 @@ std::optional<Result> ResolveStage::resolve_completion(gateway::Call& call) cons
   empty.response =
       json::make_result(call.id, R"({"completion":{"values":[],"total":0,"hasMore":false}})");
   return empty;
+}
+
+config::RepairMode ResolveStage::repair_mode(const Entry& e) const {
+  auto it = upstreams_.find(e.server);
+  return it == upstreams_.end() ? config::RepairMode::kOff
+                                : it->second->config().repair_for(e.original).repair;
 }
 
 std::string ResolveStage::unknown_tool_message(const std::string& name) const {

@@ -39,6 +39,7 @@ class ResolveStage final : public gateway::Stage {
   boost::asio::awaitable<gateway::Result> after_start(gateway::Call& call,
                                                       std::shared_ptr<upstream::Upstream> up,
                                                       gateway::Next next);
+  config::RepairMode repair_mode(const Entry& e) const;
 
   const Catalog& catalog_;
   std::unordered_map<std::string, std::shared_ptr<upstream::Upstream>> upstreams_;

@@ -41,6 +41,22 @@ struct AdaptiveLimit {
   Duration probe_interval{60'000};  // the minimum latency is measured again this often
 };
 
+// Call repair and validation (src/repair/): per server, overridable per tool.
+enum class RepairMode { kOff, kSafe, kAggressive };
+enum class ValidateMode { kOff, kWarn, kEnforce };
+struct RepairSettings {
+  RepairMode repair = RepairMode::kSafe;
+  ValidateMode validate = ValidateMode::kWarn;
+  // Parameter names a model writes every time -> the schema's name ("code" -> "code_block").
+  std::map<std::string, std::string> param_aliases;
+};
+// `tool_repair.TOOL`: what is written overrides the server's settings for that tool.
+struct ToolRepairOverride {
+  std::optional<RepairMode> repair;
+  std::optional<ValidateMode> validate;
+  std::map<std::string, std::string> param_aliases;  // added to (and over) the server's
+};
+
 struct Server {
   std::string name;
   // Remote servers: an http:// or https:// URL instead of a command.
@@ -111,6 +127,20 @@ struct Server {
   bool adaptive_limit = false;
   AdaptiveLimit adaptive;
   std::map<std::string, std::size_t> tool_limits;  // per tool (server's own name)
+  RepairSettings repair;          // repair, validate, param_aliases
+  std::map<std::string, ToolRepairOverride, std::less<>> tool_repair;  // by the server's tool name
+
+  // The repair settings of one tool (the server's own name): the server's, with the tool's
+  // override applied.
+  RepairSettings repair_for(std::string_view tool) const {
+    auto it = tool_repair.find(tool);
+    if (it == tool_repair.end()) return repair;
+    RepairSettings s = repair;
+    if (it->second.repair) s.repair = *it->second.repair;
+    if (it->second.validate) s.validate = *it->second.validate;
+    for (const auto& [from, to] : it->second.param_aliases) s.param_aliases[from] = to;
+    return s;
+  }
 
   std::size_t effective_max_instances() const {
     if (policy == Policy::kShared) return 1;
@@ -138,6 +168,8 @@ struct Server {
 };
 
 std::string_view to_string(Policy p);
+std::string_view to_string(RepairMode m);
+std::string_view to_string(ValidateMode m);
 
 struct Gateway {
   std::string host = "127.0.0.1";

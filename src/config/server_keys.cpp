@@ -427,7 +427,7 @@ ServerKeyReader server_key_reader(std::string_view key) {
       if (k.key == key) return k.read;
     }
   }
-  return nullptr;
+  return repair_key_reader(key);
 }
 
 }  // namespace toolbridge::config

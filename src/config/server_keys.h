@@ -15,7 +15,7 @@
 
 namespace toolbridge::config {
 
-inline constexpr std::array<std::string_view, 49> kServerKeys{
+inline constexpr std::array<std::string_view, 53> kServerKeys{
     "command",
     "args",
     "env",
@@ -65,6 +65,10 @@ inline constexpr std::array<std::string_view, 49> kServerKeys{
     "concurrency_limit",
     "adaptive",
     "tool_limits",
+    "repair",
+    "validate",
+    "param_aliases",
+    "tool_repair",
 };
 // Keys other MCP clients write into the same entries, which we interpret rather than ignore.
 inline constexpr std::array<std::string_view, 4> kForeignServerKeys{"disabled", "timeout",
@@ -92,5 +96,7 @@ using ServerKeyReader = void (*)(const NodeReader& r, const Entry& e, const std:
 
 // The reader of a key of kServerKeys or kForeignServerKeys; nullptr for any other key.
 ServerKeyReader server_key_reader(std::string_view key);
+// The readers of the repair keys (repair_keys.cpp); nullptr for any other key.
+ServerKeyReader repair_key_reader(std::string_view key);
 
 }  // namespace toolbridge::config

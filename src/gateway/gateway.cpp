@@ -350,6 +350,12 @@ std::string Gateway::health_json() const {
                  {"tools", catalog_.tool_count()},
                  {"servers", std::move(servers)},
                  {"admission", pipeline_->admission().health()}};
+  // Tools whose inputSchema does not compile: their calls are not validated.
+  if (!catalog_.schema_errors().empty()) {
+    bj::array errors;
+    for (const auto& e : catalog_.schema_errors()) errors.emplace_back(e);
+    out["schema_errors"] = std::move(errors);
+  }
   return bj::serialize(out);
 }
 

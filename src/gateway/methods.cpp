@@ -27,6 +27,8 @@ constexpr std::string_view kSessionMeta = "toolbridge/session";
 constexpr std::string_view kTenantMeta = "toolbridge/tenant";
 // What Session::owner starts with when the client named its tenant (X-Toolbridge-Tenant).
 constexpr std::string_view kTenantOwner = "tenant ";
+// params._meta key by which a caller turns repair off (or down to safe) for one call.
+constexpr std::string_view kRepairMeta = "toolbridge/repair";
 
 // Why `name` cannot be a tenant (the rule of X-Toolbridge-Tenant); empty if it can.
 std::string tenant_name_error(std::string_view name) {
@@ -90,6 +92,14 @@ std::string take_meta(Call& call, std::string_view raw_meta) {
       call.requested_timeout = std::chrono::milliseconds(static_cast<long>(t->to_number<double>()));
     }
     meta.erase(kTimeoutMeta);
+    changed = true;
+  }
+  if (const auto* t = meta.if_contains(kRepairMeta)) {
+    const bool known = t->is_string() && (t->as_string() == "off" || t->as_string() == "safe" ||
+                                          t->as_string() == "aggressive");
+    if (!known) return R"(_meta["toolbridge/repair"] must be "off", "safe" or "aggressive")";
+    call.repair_request = std::string(t->as_string());
+    meta.erase(kRepairMeta);
     changed = true;
   }
   if (changed) call.meta = meta.empty() ? std::string() : bj::serialize(meta);

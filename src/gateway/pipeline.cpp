@@ -7,16 +7,20 @@
 #include "policy/breaker_stage.h"
 #include "policy/deadline.h"
 #include "policy/retry.h"
+#include "repair/repair_stage.h"
 
 namespace toolbridge::gateway {
 
 Pipeline::Pipeline(const PipelineParts& p) {
-  // resolve → [repair] → [cache] → [admission] → retry → breaker → deadline → dispatch
+  // resolve → measure → repair → [cache] → admission → retry → breaker → deadline → dispatch
   chain_.push_back(std::make_unique<catalog::ResolveStage>(p.catalog, p.upstreams, p.stopping,
                                                            p.config.gateway.separator));
   chain_.push_back(std::make_unique<MeasureStage>(p.metrics));
-  // Repair, cache and admission go here, in that order, as their issues land.
-  chain_.emplace_back(admission_ = new policy::AdmissionStage(p.io, p.config, p.metrics, p.clock));
+  chain_.push_back(std::make_unique<repair::RepairStage>(p.catalog, p.config, p.metrics));
+  // The cache stage goes here (a hit must take no admission slot).
+  auto admission = std::make_unique<policy::AdmissionStage>(p.io, p.config, p.metrics, p.clock);
+  admission_ = admission.get();
+  chain_.push_back(std::move(admission));
   chain_.push_back(std::make_unique<policy::RetryStage>(p.io, p.clock, p.stopping));
   auto breakers = std::make_unique<policy::BreakerStage>(p.config.servers, p.metrics, p.clock);
   breakers_ = breakers.get();

@@ -18,6 +18,7 @@ Modes:
   stderr N           each tools/call first prints N lines to stderr
   sampling           each tools/call sends a sampling/createMessage request and waits for it
   deaf               stops reading its stdin once it has listed its tools
+  bad-schema         the tool's inputSchema has a remote $ref (no JSON Schema library fetches it)
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def tool() -> bytes:
         "type": "object", "properties": {"text": {"type": "string"}}}
     if MODE == "huge-number":
         schema["properties"]["n"] = {"type": "number", "maximum": "MAX"}
+    if MODE == "bad-schema":
+        schema["properties"]["text"] = {"$ref": "http://schemas.invalid/text.json#"}
     desc = "DESC" if MODE in ("latin1", "lone-surrogate") else "Echoes its text."
     raw = json.dumps({"name": "echo", "description": desc, "inputSchema": schema}).encode()
     raw = raw.replace(b"DESC", b"caf\xe9") if MODE == "latin1" else raw

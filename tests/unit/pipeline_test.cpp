@@ -64,8 +64,8 @@ TEST(Pipeline, IsBuiltInTheOrderOfTheDataFlow) {
   bool stopping = false;
   const Pipeline p(PipelineParts{io, cfg, catalog, upstreams, metrics, stopping});
   EXPECT_EQ(p.stage_names(),
-            (std::vector<std::string_view>{"resolve", "measure", "admission", "retry", "breaker",
-                                           "deadline", "dispatch"}));
+            (std::vector<std::string_view>{"resolve", "measure", "repair", "admission", "retry",
+                                           "breaker", "deadline", "dispatch"}));
 }
 
 }  // namespace

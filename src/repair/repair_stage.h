@@ -1,0 +1,46 @@
+#pragma once
+// The repair stage: after resolve (which already matched a mistyped tool name), it makes a
+// tool call's arguments fit the tool's input schema where that has one reading
+// (repair/arguments.h), validates them against the schema compiled with the catalog
+// (warn: logged and counted; enforce: answered with an isError result listing every violation,
+// the server never called), and adds what it changed to the result's _meta. A valid call pays
+// one scan of its arguments' top-level members, plus the schema check when validation is on.
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "call/stage.h"
+#include "catalog/catalog.h"
+#include "config/config.h"
+#include "telemetry/metrics.h"
+
+namespace toolbridge::repair {
+
+class RepairStage final : public gateway::Stage {
+ public:
+  RepairStage(const catalog::Catalog& catalog, const config::Config& config,
+              telemetry::Metrics& metrics);
+  std::string_view name() const override { return "repair"; }
+  bool applies(const gateway::Call& call) const override { return call.is_tool_call(); }
+  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
+
+  // Repairs and validates `call` in place; a Result when it is answered here (enforce).
+  // Separate from handle() so it can be tested without a chain.
+  std::optional<gateway::Result> prepare(gateway::Call& call);
+
+ private:
+  boost::asio::awaitable<gateway::Result> report(gateway::Call& call, gateway::Next next);
+  std::optional<gateway::Result> validate(gateway::Call& call, const config::RepairSettings& s,
+                                          const ToolSchema& schema, std::string_view raw,
+                                          const std::optional<boost::json::value>& parsed,
+                                          const std::string& problem);
+  void count_repairs(const gateway::Call& call);
+
+  const catalog::Catalog& catalog_;
+  std::unordered_map<std::string, const config::Server*> servers_;
+  telemetry::Metrics& metrics_;
+  std::map<std::string, std::uint64_t, std::less<>> invalid_calls_;  // per tool, to thin logs
+};
+
+}  // namespace toolbridge::repair
