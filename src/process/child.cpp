@@ -290,28 +290,36 @@ int exec_error(int& report_fd) {
 
 }  // namespace
 
+namespace {
+// The argv and envp arrays execve wants, pointing into strings this object owns.
+struct ExecVectors {
+  explicit ExecVectors(const Spec& spec) {
+    for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
+    for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    for (auto& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
+  }
+  std::vector<std::string> env_strings;
+  std::vector<char*> argv, envp;
+};
+}  // namespace
+
 Child Child::spawn(const Spec& spec, std::string& error) {
   Child child;
   const std::string exe = check_spec(spec, error);
   if (exe.empty()) return child;
 
   // Everything the child touches is prepared before clone.
-  std::vector<std::string> env_strings;
-  for (const auto& [k, v] : spec.env) env_strings.push_back(k + "=" + v);
-  std::vector<char*> argv, envp;
-  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
+  ExecVectors vectors(spec);
   Pipes pipes;
   if (!pipes.open(error)) return child;
   std::string cgroup = cgroups::make_leaf();
   const std::string procs_path = cgroup + "/cgroup.procs";
   const int cgroup_procs = cgroup.empty() ? -1 : ::open(procs_path.c_str(), O_WRONLY | O_CLOEXEC);
   ChildSetup setup{exe.c_str(),
-                   argv.data(),
-                   envp.data(),
+                   vectors.argv.data(),
+                   vectors.envp.data(),
                    spec.cwd.empty() ? nullptr : spec.cwd.c_str(),
                    cgroup_procs,
                    pipes.in[0],
