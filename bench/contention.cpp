@@ -56,6 +56,7 @@ void start_run(asio::io_context& io, RunState& st, int run);
 asio::awaitable<void> trajectory(asio::io_context& io, RunState& st, int run) {
   auto ex = co_await asio::this_coro::executor;
   McpHttpSession session(ex, st.gw->host(), st.gw->port(), 600s);
+  session.set_tenant(run == 0 ? "run-1" : "run-2");  // the runs are the tenants
   std::string err = co_await session.open();
   if (!err.empty()) {
     ++st.errors;
@@ -263,9 +264,8 @@ ScenarioResult run_contention(const Options& o) {
   std::cerr << "contention: adaptive\n";
   add_row("adaptive", run_row(o, m, "adaptive"));
   r.table.add_note(
-      "Each trajectory is its own MCP session and, without X-Toolbridge-Tenant, its own tenant: "
-      "the queue is fair "
-      "between trajectories, hence between the two equal runs. limit: the server's concurrency "
+      "Each trajectory is its own MCP session; each run is one tenant (X-Toolbridge-Tenant: "
+      "run-1, run-2), so the queue is fair between the runs. limit: the server's concurrency "
       "limit at the end "
       "(0: none). Latency: as the client saw each call (queue + execution). Queue wait: from the "
       "gateway's "

@@ -25,7 +25,8 @@ namespace {
 constexpr const char* kProtocolVersion = "2025-11-25";
 
 // Reads one response into `out`; `out.error` is set on a transport failure.
-asio::awaitable<void> read_response(beast::tcp_stream& stream, beast::flat_buffer& buffer, HttpResult& out) {
+asio::awaitable<void> read_response(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                    HttpResult& out) {
   http::response_parser<http::string_body> parser;
   parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   boost::system::error_code ec;
@@ -63,7 +64,8 @@ HttpResult http_get(const std::string& host, unsigned short port, const std::str
           result.error = "bad address '" + host + "': " + ec.message();
           co_return;
         }
-        co_await stream.async_connect(tcp::endpoint(address, port), asio::redirect_error(asio::use_awaitable, ec));
+        co_await stream.async_connect(tcp::endpoint(address, port),
+                                      asio::redirect_error(asio::use_awaitable, ec));
         if (ec) {
           result.error = "connect: " + ec.message();
           co_return;
@@ -103,22 +105,27 @@ std::string_view find_response(const HttpResult& res, std::string_view id) {
   return {};
 }
 
-std::string check_tool_response(std::string_view message, std::string_view id, std::size_t min_result_bytes) {
+std::string check_tool_response(std::string_view message, std::string_view id,
+                                std::size_t min_result_bytes) {
   if (message.empty()) return "no JSON-RPC response with id " + std::string(id);
   const json::Envelope env = json::parse_envelope(message);
   if (env.kind != json::Kind::kResponse) return "not a JSON-RPC response: " + excerpt(message);
-  if (env.id.in(message) != id) return "response id " + std::string(env.id.in(message)) + ", expected " + std::string(id);
+  if (env.id.in(message) != id)
+    return "response id " + std::string(env.id.in(message)) + ", expected " + std::string(id);
   if (!env.error.empty()) return "JSON-RPC error: " + excerpt(env.error.in(message));
   const std::string_view result = env.result.in(message);
   // isError sits at the top level of the result, after or before a possibly huge content.
-  for (std::string_view part : {result.substr(result.size() > 256 ? result.size() - 256 : 0), result.substr(0, 256)}) {
+  for (std::string_view part :
+       {result.substr(result.size() > 256 ? result.size() - 256 : 0), result.substr(0, 256)}) {
     const auto at = part.find("\"isError\"");
-    if (at != std::string_view::npos && part.substr(at + 9, 8).find("true") != std::string_view::npos) {
+    if (at != std::string_view::npos &&
+        part.substr(at + 9, 8).find("true") != std::string_view::npos) {
       return "tool error: " + excerpt(result);
     }
   }
   if (result.size() < min_result_bytes) {
-    return "result of " + std::to_string(result.size()) + " bytes, expected at least " + std::to_string(min_result_bytes);
+    return "result of " + std::to_string(result.size()) + " bytes, expected at least " +
+           std::to_string(min_result_bytes);
   }
   return {};
 }
@@ -136,7 +143,8 @@ asio::awaitable<std::string> McpHttpSession::connect() {
   const auto address = asio::ip::make_address(host_, ec);
   if (ec) co_return "bad address '" + host_ + "': " + ec.message();
   stream_.expires_after(timeout_);
-  co_await stream_.async_connect(tcp::endpoint(address, port_), asio::redirect_error(asio::use_awaitable, ec));
+  co_await stream_.async_connect(tcp::endpoint(address, port_),
+                                 asio::redirect_error(asio::use_awaitable, ec));
   if (ec) co_return "connect to " + host_header_ + ": " + ec.message();
   stream_.socket().set_option(tcp::no_delay(true), ec);
   buffer_.clear();
@@ -159,6 +167,7 @@ asio::awaitable<HttpResult> McpHttpSession::exchange(http::verb verb, std::strin
   if (!body.empty()) req.set(http::field::content_type, "application/json");
   if (!session_.empty()) req.set("Mcp-Session-Id", session_);
   if (!protocol_version_.empty()) req.set("MCP-Protocol-Version", protocol_version_);
+  if (!tenant_.empty()) req.set("X-Toolbridge-Tenant", tenant_);
   req.body() = std::move(body);
   req.prepare_payload();
   boost::system::error_code ec;
@@ -185,29 +194,37 @@ asio::awaitable<std::string> McpHttpSession::open() {
           R"(","capabilities":{},"clientInfo":{"name":"toolbridge-bench","version":"0.1.0"}})");
   HttpResult res = co_await exchange(http::verb::post, init);
   if (!res.error.empty()) co_return "initialize: " + res.error;
-  if (res.status != 200) co_return "initialize: HTTP " + std::to_string(res.status) + ": " + excerpt(res.body);
+  if (res.status != 200)
+    co_return "initialize: HTTP " + std::to_string(res.status) + ": " + excerpt(res.body);
   const std::string_view message = find_response(res, "0");
   const json::Envelope env = json::parse_envelope(message);
-  if (env.kind != json::Kind::kResponse || env.result.empty()) co_return "initialize failed: " + excerpt(message);
+  if (env.kind != json::Kind::kResponse || env.result.empty())
+    co_return "initialize failed: " + excerpt(message);
   boost::system::error_code ec;
   bj::value result = bj::parse(env.result.in(message), ec);
-  const bj::value* version = !ec && result.is_object() ? result.as_object().if_contains("protocolVersion") : nullptr;
-  protocol_version_ = version && version->is_string() ? std::string(version->as_string()) : kProtocolVersion;
+  const bj::value* version =
+      !ec && result.is_object() ? result.as_object().if_contains("protocolVersion") : nullptr;
+  protocol_version_ =
+      version && version->is_string() ? std::string(version->as_string()) : kProtocolVersion;
   // A stateless server (supergateway without --stateful) sends no session id; that is allowed.
   session_ = res.session_id;
-  HttpResult ack = co_await exchange(http::verb::post, json::make_notification("notifications/initialized", {}));
+  HttpResult ack =
+      co_await exchange(http::verb::post, json::make_notification("notifications/initialized", {}));
   if (!ack.error.empty()) co_return "notifications/initialized: " + ack.error;
-  if (ack.status != 202 && ack.status != 200) co_return "notifications/initialized: HTTP " + std::to_string(ack.status);
+  if (ack.status != 202 && ack.status != 200)
+    co_return "notifications/initialized: HTTP " + std::to_string(ack.status);
   co_return std::string();
 }
 
-asio::awaitable<std::string> McpHttpSession::call_tool(std::string_view name, std::string_view arguments_json,
+asio::awaitable<std::string> McpHttpSession::call_tool(std::string_view name,
+                                                       std::string_view arguments_json,
                                                        std::size_t min_result_bytes) {
   const std::string id = std::to_string(next_id_++);
   std::string params = "{\"name\":" + json::quote(name) + ",\"arguments\":";
   params += arguments_json;
   params += '}';
-  HttpResult res = co_await exchange(http::verb::post, json::make_request(id, "tools/call", params));
+  HttpResult res =
+      co_await exchange(http::verb::post, json::make_request(id, "tools/call", params));
   if (!res.error.empty()) co_return res.error;
   if (res.status != 200) co_return "HTTP " + std::to_string(res.status) + ": " + excerpt(res.body);
   co_return check_tool_response(find_response(res, id), id, min_result_bytes);

@@ -20,7 +20,7 @@ struct HttpResult {
   std::string body;
   std::string session_id;  // Mcp-Session-Id of the response
   bool keep_alive = true;
-  std::string error;       // transport failure; empty when an HTTP response arrived
+  std::string error;  // transport failure; empty when an HTTP response arrived
 };
 
 // GET with its own io_context, for readiness checks.
@@ -33,7 +33,8 @@ std::string_view find_response(const HttpResult& res, std::string_view id);
 
 // Checks a tools/call response: a result, not an error, not isError, and a result of at least
 // `min_result_bytes`. Returns an empty string when it is fine, else what is wrong.
-std::string check_tool_response(std::string_view message, std::string_view id, std::size_t min_result_bytes);
+std::string check_tool_response(std::string_view message, std::string_view id,
+                                std::size_t min_result_bytes);
 
 class McpHttpSession {
  public:
@@ -43,10 +44,14 @@ class McpHttpSession {
   // TCP connect (TCP_NODELAY), initialize, notifications/initialized. Error text or empty.
   boost::asio::awaitable<std::string> open();
   // One tools/call; error text or empty.
-  boost::asio::awaitable<std::string> call_tool(std::string_view name, std::string_view arguments_json,
+  boost::asio::awaitable<std::string> call_tool(std::string_view name,
+                                                std::string_view arguments_json,
                                                 std::size_t min_result_bytes);
   // DELETE the session (best effort) and close the connection.
   boost::asio::awaitable<void> close();
+
+  // The tenant (a run) the session belongs to: sent as X-Toolbridge-Tenant with every request.
+  void set_tenant(std::string tenant) { tenant_ = std::move(tenant); }
 
   // How many times the gateway closed a keep-alive connection under us (we reconnect).
   std::uint64_t reconnects() const { return reconnects_; }
@@ -64,6 +69,7 @@ class McpHttpSession {
   bool connected_ = false;
   std::string session_;
   std::string protocol_version_;
+  std::string tenant_;
   std::uint64_t next_id_ = 1;
   std::uint64_t reconnects_ = 0;
 };
