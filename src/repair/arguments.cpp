@@ -26,14 +26,7 @@ namespace {
 
 std::string pointer(std::string_view name) {
   std::string out = "/";
-  for (char c : name) {
-    if (c == '~')
-      out += "~0";
-    else if (c == '/')
-      out += "~1";
-    else
-      out += c;
-  }
+  append_pointer_token(out, name);
   return out;
 }
 

@@ -22,6 +22,17 @@ std::string normalize_name(std::string_view name) {
   return out;
 }
 
+void append_pointer_token(std::string& out, std::string_view name) {
+  for (char c : name) {
+    if (c == '~')
+      out += "~0";
+    else if (c == '/')
+      out += "~1";
+    else
+      out += c;
+  }
+}
+
 std::string_view to_string(MatchKind k) {
   switch (k) {
     case MatchKind::kExact:

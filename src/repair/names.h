@@ -15,6 +15,9 @@ namespace toolbridge::repair {
 // "Web-Search", "web.search", "web__search" and "web_search" all become "web_search".
 std::string normalize_name(std::string_view name);
 
+// `name` as one JSON pointer token ('~' -> "~0", '/' -> "~1"), appended to `out`.
+void append_pointer_token(std::string& out, std::string_view name);
+
 enum class MatchKind {
   kExact,       // one candidate has exactly this name
   kNormalised,  // one candidate has it up to case and separators

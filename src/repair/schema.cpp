@@ -13,6 +13,8 @@
 #include <valijson/validation_results.hpp>
 #include <valijson/validator.hpp>
 
+#include "repair/names.h"
+
 namespace toolbridge::repair {
 
 namespace bj = boost::json;
@@ -191,14 +193,7 @@ std::string pointer_of(const std::vector<std::string>& context) {
     if (seg.size() >= 2 && seg.front() == '[' && seg.back() == ']')
       seg = seg.substr(1, seg.size() - 2);
     out += '/';
-    for (char c : seg) {
-      if (c == '~')
-        out += "~0";
-      else if (c == '/')
-        out += "~1";
-      else
-        out += c;
-    }
+    append_pointer_token(out, seg);
   }
   return out;
 }
