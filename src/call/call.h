@@ -117,6 +117,9 @@ class Call {
   std::chrono::milliseconds timeout{0};  // the budget the deadline was set from
   int attempts = 0;                      // retries so far
   int sends = 0;                         // times it was handed to an instance
+  // When it was first handed to an instance (the batch front end's queue/execution split);
+  // unset if it never was (refused, shed, expired in a queue, answered without a server).
+  std::optional<Clock::time_point> first_sent;
   std::vector<CallRepair> repairs;       // what repair changed (tool name, arguments)
 
   bool is_tool_call() const { return method == "tools/call"; }

@@ -56,6 +56,7 @@ Server::Server(asio::io_context& io, config::Config config)
       mcp_(gateway_),
       legacy_(gateway_),
       admin_(gateway_),
+      batch_(gateway_),
       http_(io, listener_options(gateway_.config().gateway),
             [this](Exchange& ex) { return router_.route(ex); }) {
   add_routes();
@@ -94,6 +95,10 @@ void Server::add_routes() {
                   return legacy_.handle(ex, p);
                 }));
   }
+  router_.add(http::verb::post, "/v1/batch",
+              guarded([this](Exchange& ex, std::string_view) { return batch_.post(ex); }));
+  router_.add(http::verb::get, "/v1/tools",
+              guarded([this](Exchange& ex, std::string_view) { return batch_.tools(ex); }));
   router_.add(std::nullopt, std::string(kTrajectoryPrefix),
               guarded([this](Exchange& ex, std::string_view p) { return for_trajectory(ex, p); }),
               true);
