@@ -16,7 +16,7 @@ import json
 import urllib.parse
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence, Union
+from typing import Any, Iterable, Literal, Mapping, Sequence, Union
 
 from ._transport import AsyncTransport, Response, SyncTransport, split_url
 from .errors import ConnectionFailed, ToolbridgeError, call_failed, rejected
@@ -24,6 +24,29 @@ from .errors import ConnectionFailed, ToolbridgeError, call_failed, rejected
 __all__ = ["AsyncClient", "AsyncTrajectory", "CallResult", "Client", "Timing", "ToolCall", "Trajectory"]
 
 _JSON = {"Content-Type": "application/json"}
+_MSGPACK = {"Content-Type": "application/msgpack"}
+Encoding = Literal["json", "msgpack"]
+
+
+class _Codec:
+    """How batch bodies are written and answers read: JSON, or MessagePack (`msgpack` package),
+    which costs the client less on large results and the gateway more (README, "From Python")."""
+
+    def __init__(self, encoding: Encoding) -> None:
+        if encoding == "json":
+            self.headers = _JSON
+            self.dumps = lambda body: json.dumps(body, separators=(",", ":")).encode()
+            self.loads = json.loads
+        elif encoding == "msgpack":
+            try:
+                import msgpack
+            except ImportError as exc:
+                raise ToolbridgeError("encoding='msgpack' needs the msgpack package: pip install msgpack") from exc
+            self.headers = _MSGPACK
+            self.dumps = msgpack.packb
+            self.loads = lambda raw: msgpack.unpackb(raw, raw=False)
+        else:
+            raise ValueError(f"encoding must be 'json' or 'msgpack', not {encoding!r}")
 
 
 @dataclass(frozen=True)
@@ -106,7 +129,7 @@ def _spec(call: CallSpec) -> dict[str, Any]:
 
 
 def _batch_body(calls: Iterable[CallSpec], trajectory: str | None, tenant: str | None,
-                fail_fast: bool, sequential: bool, timeout_ms: float | None) -> bytes:
+                fail_fast: bool, sequential: bool, timeout_ms: float | None) -> dict[str, Any]:
     body: dict[str, Any] = {"calls": [_spec(c) for c in calls]}
     if trajectory:
         body["trajectory"] = trajectory
@@ -118,15 +141,16 @@ def _batch_body(calls: Iterable[CallSpec], trajectory: str | None, tenant: str |
         body["sequential"] = True
     if timeout_ms is not None:
         body["timeout_ms"] = timeout_ms
-    return json.dumps(body, separators=(",", ":")).encode()
+    return body
 
 
-def _results(resp: Response) -> list[CallResult]:
+def _results(resp: Response, codec: _Codec) -> list[CallResult]:
     if resp.status != 200:
         raise rejected(resp.status, resp.body, resp.headers.get("retry-after"))
     try:
-        entries = json.loads(resp.body)["results"]
-    except (ValueError, KeyError, TypeError) as exc:
+        loads = codec.loads if resp.headers.get("content-type", "").endswith("msgpack") else json.loads
+        entries = loads(resp.body)["results"]
+    except Exception as exc:  # noqa: BLE001 - any decoder's error: the answer is not usable
         raise ToolbridgeError(f"the gateway's answer is not a batch result: {resp.body[:200]!r}") from exc
     out = []
     for e in entries:
@@ -165,12 +189,16 @@ class Client:
 
     ``url``: the gateway's base URL (its /mcp URL works too). ``tenant``: sent with every
     request (X-Toolbridge-Tenant), for admission control and trajectory ownership. ``timeout``:
-    seconds one HTTP request may take (calls have their own deadlines in the gateway)."""
+    seconds one HTTP request may take (calls have their own deadlines in the gateway).
+    ``encoding``: "json" (default) or "msgpack" (less client CPU on large results; needs the
+    msgpack package)."""
 
-    def __init__(self, url: str, *, tenant: str | None = None, timeout: float = 600.0) -> None:
+    def __init__(self, url: str, *, tenant: str | None = None, timeout: float = 600.0,
+                 encoding: Encoding = "json") -> None:
         host, port, self._prefix = split_url(url)
         self.url = f"http://{host}:{port}{self._prefix}"
         self.tenant = tenant
+        self._codec = _Codec(encoding)
         self._transport = SyncTransport(host, port, timeout)
         self._tools: list[dict[str, Any]] | None = None
 
@@ -217,8 +245,9 @@ class Client:
     def _headers(self) -> dict[str, str]:
         return {**_JSON, "X-Toolbridge-Tenant": self.tenant} if self.tenant else _JSON
 
-    def _post(self, body: bytes) -> list[CallResult]:
-        return _results(self._transport.request("POST", self._prefix + "/v1/batch", body, _JSON))
+    def _post(self, body: dict[str, Any]) -> list[CallResult]:
+        c = self._codec
+        return _results(self._transport.request("POST", self._prefix + "/v1/batch", c.dumps(body), c.headers), c)
 
 
 class Trajectory:
@@ -252,10 +281,12 @@ class Trajectory:
 class AsyncClient:
     """The asyncio twin of Client: the same methods, as coroutines (``async with``)."""
 
-    def __init__(self, url: str, *, tenant: str | None = None, timeout: float = 600.0) -> None:
+    def __init__(self, url: str, *, tenant: str | None = None, timeout: float = 600.0,
+                 encoding: Encoding = "json") -> None:
         host, port, self._prefix = split_url(url)
         self.url = f"http://{host}:{port}{self._prefix}"
         self.tenant = tenant
+        self._codec = _Codec(encoding)
         self._transport = AsyncTransport(host, port, timeout)
         self._tools: list[dict[str, Any]] | None = None
 
@@ -292,8 +323,9 @@ class AsyncClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _post(self, body: bytes) -> list[CallResult]:
-        return _results(await self._transport.request("POST", self._prefix + "/v1/batch", body, _JSON))
+    async def _post(self, body: dict[str, Any]) -> list[CallResult]:
+        c = self._codec
+        return _results(await self._transport.request("POST", self._prefix + "/v1/batch", c.dumps(body), c.headers), c)
 
 
 class AsyncTrajectory:

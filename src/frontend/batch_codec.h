@@ -1,7 +1,7 @@
 #pragma once
-// The encodings of POST /v1/batch, chosen by the request's Content-Type: JSON (the default) and
-// the answer in the same encoding. Results pass through as the server's raw JSON (spliced, not
-// re-parsed) in JSON answers.
+// The encodings of POST /v1/batch, chosen by the request's Content-Type: JSON (the default) or
+// MessagePack, the answer in the same encoding. Results pass through as the server's raw JSON
+// (spliced, not re-parsed) in JSON answers; a MessagePack answer re-encodes them.
 #include <boost/json/value.hpp>
 #include <string>
 #include <string_view>
@@ -11,10 +11,11 @@
 
 namespace toolbridge::frontend {
 
-enum class Encoding { kJson, kUnsupported };
+enum class Encoding { kJson, kMsgpack, kUnsupported };
 
 inline constexpr std::string_view kSupportedMediaTypes =
-    "Unsupported Media Type: POST /v1/batch takes Content-Type application/json";
+    "Unsupported Media Type: POST /v1/batch takes Content-Type application/json or "
+    "application/msgpack";
 
 // By the Content-Type header (empty: JSON).
 Encoding encoding_of(std::string_view content_type);
