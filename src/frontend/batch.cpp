@@ -206,6 +206,14 @@ class Run : public std::enable_shared_from_this<Run> {
   }
 
   void finish(std::size_t i, Result result) {
+    if (held_bytes_ + result.response.size() > kMaxBatchResultBytes) {
+      result = Result::failure(
+          Fault::kOverloaded,
+          fmt::format("the result ({} bytes) was dropped: with it the batch's answer would pass "
+                      "{} MiB; ask for large results in batches of their own",
+                      result.response.size(), kMaxBatchResultBytes >> 20));
+    }
+    held_bytes_ += result.response.size();
     const bool failed = result.fault != Fault::kNone;
     done_at[i] = Call::Clock::now();
     results[i] = std::move(result);
@@ -235,6 +243,7 @@ class Run : public std::enable_shared_from_this<Run> {
   asio::steady_timer wake_;
   std::size_t pending_ = 0;
   std::size_t next_ = 0;
+  std::size_t held_bytes_ = 0;  // of the results kept for the answer
   bool abandoned_ = false;
 
  public:

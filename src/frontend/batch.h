@@ -22,6 +22,9 @@ namespace toolbridge::frontend {
 inline constexpr std::size_t kMaxBatchCalls = 256;
 // A tool name longer than this is an error entry (no catalog holds one).
 inline constexpr std::size_t kMaxBatchToolName = 512;
+// The results one batch holds for its answer: a result that would pass it is dropped and its
+// entry says so (each result alone is bounded by the server's max_line_bytes).
+inline constexpr std::size_t kMaxBatchResultBytes = 256u << 20;
 
 // One call as the request named it, or why that entry cannot run.
 struct BatchCallSpec {
