@@ -7,6 +7,7 @@
 #include <string>
 
 #include "frontend/admin.h"
+#include "frontend/observe.h"
 #include "frontend/legacy_sse.h"
 #include "frontend/mcp_http.h"
 #include "frontend/router.h"
@@ -39,6 +40,7 @@ class Server {
   McpHttp mcp_;
   LegacySse legacy_;
   Admin admin_;
+  Observe observe_;
   Router router_;
   transport::HttpServer http_;
 };
