@@ -411,7 +411,8 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
     e.result = std::move(*run->results[i]);
     const Call* call = run->calls[i].get();
     if (call) {
-      const auto sent = call->first_sent.value_or(run->done_at[i]);
+      const bool was_sent = call->sent != Call::Clock::time_point{};
+      const auto sent = was_sent ? call->sent : run->done_at[i];
       e.queue_ms = ms_between(arrived, sent);
       e.execution_ms = ms_between(sent, run->done_at[i]);
       e.total_ms = ms_between(arrived, run->done_at[i]);

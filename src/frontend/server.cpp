@@ -57,6 +57,7 @@ Server::Server(asio::io_context& io, config::Config config)
       legacy_(gateway_),
       admin_(gateway_),
       batch_(gateway_),
+      observe_(gateway_),
       http_(io, listener_options(gateway_.config().gateway),
             [this](Exchange& ex) { return router_.route(ex); }) {
   add_routes();
@@ -110,6 +111,18 @@ void Server::add_routes() {
   router_.add(std::nullopt, "/sessions/",
               guarded([this](Exchange& ex, std::string_view p) { return admin_.release(ex, p); }),
               true);
+  router_.add(http::verb::get, "/v1/trajectories", guarded([this](Exchange& ex, std::string_view) {
+                return observe_.trajectories(ex);
+              }));
+  router_.add(http::verb::get, "/v1/trajectories/",
+              guarded([this](Exchange& ex, std::string_view p) {
+                return observe_.trajectory(ex, p);
+              }),
+              true);
+  router_.add(http::verb::get, "/dashboard",
+              guarded([this](Exchange& ex, std::string_view) { return observe_.dashboard(ex); }));
+  router_.add(http::verb::get, "/dashboard/state",
+              guarded([this](Exchange& ex, std::string_view) { return observe_.state(ex); }));
   router_.fallback([this](Exchange& ex, std::string_view) { return admin_.not_found(ex); });
 }
 
@@ -156,8 +169,7 @@ Handler Server::guarded(Handler handler) {
 
 std::string Server::start() {
   if (std::string err = http_.listen(); !err.empty()) return err;
-  gateway_.start();
-  return {};
+  return gateway_.start();
 }
 
 asio::awaitable<void> Server::shutdown() {

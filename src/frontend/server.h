@@ -8,6 +8,7 @@
 
 #include "frontend/admin.h"
 #include "frontend/batch.h"
+#include "frontend/observe.h"
 #include "frontend/legacy_sse.h"
 #include "frontend/mcp_http.h"
 #include "frontend/router.h"
@@ -41,6 +42,7 @@ class Server {
   LegacySse legacy_;
   Admin admin_;
   Batch batch_;
+  Observe observe_;
   Router router_;
   transport::HttpServer http_;
 };
