@@ -220,6 +220,10 @@ struct Gateway {
     double weight = 1;      // share of the admission queue against other tenants
   };
   std::map<std::string, Tenant> tenants;
+  // POST /v1/batch: calls per batch (more: 413) and result bytes one batch holds for its
+  // answer (a result past it is dropped, its entry says so).
+  std::size_t batch_max_calls = 256;
+  std::size_t batch_max_result_bytes = 256u << 20;
   Trace trace;
   ObserveAccess dashboard = ObserveAccess::kLoopback;
 };

@@ -10,7 +10,7 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 25> kGatewayKeys{
+constexpr std::array<std::string_view, 27> kGatewayKeys{
     "listen",
     "allowed_origins",
     "max_body_bytes",
@@ -36,9 +36,12 @@ constexpr std::array<std::string_view, 25> kGatewayKeys{
     "tenants",
     "trace",
     "dashboard",
+    "batch_max_calls",
+    "batch_max_result_bytes",
 };
 constexpr std::array<std::string_view, 2> kTenantKeys{"limit", "weight"};
 constexpr std::size_t kMaxLimit = 1'000'000;
+constexpr std::size_t kMaxBatchCalls = 100'000;
 constexpr std::array<std::string_view, 2> kToolNamings{"prefixed", "unprefixed_when_unique"};
 constexpr std::array<std::string_view, 5> kLogLevels{"trace", "debug", "info", "warn", "error"};
 
@@ -221,6 +224,12 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
       read_trace(r, v, p, g.trace);
     } else if (e.key == "dashboard") {
       g.dashboard = read_observe_access(r, v, p);
+    } else if (e.key == "batch_max_calls") {
+      g.batch_max_calls = r.count(v, p);
+      if (g.batch_max_calls > kMaxBatchCalls)
+        r.fail(v.mark, p, fmt::format("at most {} calls", kMaxBatchCalls));
+    } else if (e.key == "batch_max_result_bytes") {
+      g.batch_max_result_bytes = r.size(v, p);
     }
   }
 }

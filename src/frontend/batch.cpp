@@ -103,7 +103,7 @@ BatchRefusal bad(std::string message) {
 
 }  // namespace
 
-BatchRefusal read_batch_request(const bj::value& body, BatchRequest& out) {
+BatchRefusal read_batch_request(const bj::value& body, BatchRequest& out, std::size_t max_calls) {
   if (!body.is_object()) return bad("the body must be an object {\"calls\": [...]}");
   const bj::array* calls = nullptr;
   for (const auto& [key, value] : body.as_object()) {
@@ -138,11 +138,14 @@ BatchRefusal read_batch_request(const bj::value& body, BatchRequest& out) {
     }
   }
   if (!calls) return bad("calls is missing: {\"calls\": [{\"tool\": NAME, \"arguments\": {...}}]}");
-  if (calls->empty()) return bad("calls is empty: a batch carries 1 to 256 calls");
-  if (calls->size() > kMaxBatchCalls) {
-    return BatchRefusal{413, "too_many_calls",
-                        fmt::format("a batch carries at most {} calls; this one has {}: split it",
-                                    kMaxBatchCalls, calls->size())};
+  if (calls->empty())
+    return bad(fmt::format("calls is empty: a batch carries 1 to {} calls", max_calls));
+  if (calls->size() > max_calls) {
+    return BatchRefusal{
+        413, "too_many_calls",
+        fmt::format("a batch carries at most {} calls (gateway.batch_max_calls); this one has "
+                    "{}: split it",
+                    max_calls, calls->size())};
   }
   out.calls.reserve(calls->size());
   for (std::size_t i = 0; i < calls->size(); ++i) out.calls.push_back(read_call((*calls)[i], i));
@@ -155,8 +158,14 @@ namespace {
 // handler, each call's completion and the peer-closed callback.
 class Run : public std::enable_shared_from_this<Run> {
  public:
-  Run(asio::io_context& io, const gateway::Pipeline& pipeline, bool fail_fast, bool sequential)
-      : io_(io), pipeline_(pipeline), fail_fast_(fail_fast), sequential_(sequential), wake_(io) {}
+  Run(asio::io_context& io, const gateway::Pipeline& pipeline, bool fail_fast, bool sequential,
+      std::size_t max_result_bytes)
+      : io_(io),
+        pipeline_(pipeline),
+        fail_fast_(fail_fast),
+        sequential_(sequential),
+        wake_(io),
+        max_result_bytes_(max_result_bytes) {}
 
   std::vector<std::shared_ptr<Call>> calls;  // null for an entry that cannot run
   std::vector<std::optional<Result>> results;
@@ -207,12 +216,13 @@ class Run : public std::enable_shared_from_this<Run> {
   }
 
   void finish(std::size_t i, Result result) {
-    if (held_bytes_ + result.response.size() > kMaxBatchResultBytes) {
+    if (held_bytes_ + result.response.size() > max_result_bytes_) {
       result = Result::failure(
           Fault::kOverloaded,
           fmt::format("the result ({} bytes) was dropped: with it the batch's answer would pass "
-                      "{} MiB; ask for large results in batches of their own",
-                      result.response.size(), kMaxBatchResultBytes >> 20));
+                      "{} bytes (gateway.batch_max_result_bytes); ask for large results in "
+                      "batches of their own",
+                      result.response.size(), max_result_bytes_));
     }
     held_bytes_ += result.response.size();
     const bool failed = result.fault != Fault::kNone;
@@ -245,6 +255,7 @@ class Run : public std::enable_shared_from_this<Run> {
   std::size_t pending_ = 0;
   std::size_t next_ = 0;
   std::size_t held_bytes_ = 0;  // of the results kept for the answer
+  std::size_t max_result_bytes_ = 0;
   bool abandoned_ = false;
 
  public:
@@ -287,6 +298,7 @@ asio::awaitable<void> Batch::tools(Exchange& ex) {
 
 asio::awaitable<void> Batch::post(Exchange& ex) {
   const auto& req = ex.request();
+  const config::Gateway& limits = gateway_.config().gateway;
   const auto arrived = Call::Clock::now();
   const transport::Headers no_headers;
   const Encoding encoding = encoding_of(header(req, "Content-Type"));
@@ -304,7 +316,7 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
       co_await refuse(ex, r, no_headers);
       co_return;
     }
-    if (BatchRefusal r = read_batch_request(body, request); !r.empty()) {
+    if (BatchRefusal r = read_batch_request(body, request, limits.batch_max_calls); !r.empty()) {
       co_await refuse(ex, r, no_headers);
       co_return;
     }
@@ -364,7 +376,7 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
 
   const std::size_t n = request.calls.size();
   auto run = std::make_shared<Run>(gateway_.io(), gateway_.pipeline(), request.fail_fast,
-                                   request.sequential);
+                                   request.sequential, limits.batch_max_result_bytes);
   run->calls.resize(n);
   run->results.resize(n);
   run->done_at.resize(n, arrived);

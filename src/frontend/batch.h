@@ -18,13 +18,8 @@
 
 namespace toolbridge::frontend {
 
-// Calls one batch may carry (a turn's calls; more is a 413 naming the limit).
-inline constexpr std::size_t kMaxBatchCalls = 256;
 // A tool name longer than this is an error entry (no catalog holds one).
 inline constexpr std::size_t kMaxBatchToolName = 512;
-// The results one batch holds for its answer: a result that would pass it is dropped and its
-// entry says so (each result alone is bounded by the server's max_line_bytes).
-inline constexpr std::size_t kMaxBatchResultBytes = 256u << 20;
 
 // One call as the request named it, or why that entry cannot run.
 struct BatchCallSpec {
@@ -54,7 +49,9 @@ struct BatchRefusal {
 // Reads a decoded request body into `out`. Entries of `calls` that are malformed get their
 // `error` set; the request's own faults (not an object, no calls, unknown keys, wrong types,
 // too many calls) are returned.
-BatchRefusal read_batch_request(const boost::json::value& body, BatchRequest& out);
+// `max_calls`: gateway.batch_max_calls (more is a 413 naming the limit).
+BatchRefusal read_batch_request(const boost::json::value& body, BatchRequest& out,
+                                std::size_t max_calls);
 
 class Batch {
  public:

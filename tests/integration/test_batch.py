@@ -172,7 +172,7 @@ def test_trajectory_and_tenant_conflicts_and_ownership(gw):
     ({"calls": [{"tool": "fixture__echo"}], "timeout_ms": -1}, 400, "invalid_request", "timeout_ms must be more than 0"),
     ({"calls": [{"tool": "fixture__echo"}], "trajectory": "../x"}, 400, "invalid_request", "trajectory: character 1"),
     ({"calls": [{"tool": "fixture__echo"}] * 257}, 413, "too_many_calls",
-     "a batch carries at most 256 calls; this one has 257: split it"),
+     "a batch carries at most 256 calls (gateway.batch_max_calls); this one has 257: split it"),
 ])
 def test_the_request_itself_is_checked_with_precise_errors(gw, body, status, code, message):
     resp = post(gw, body)
@@ -235,3 +235,17 @@ def test_a_client_that_hangs_up_cancels_its_calls(gateway_factory):
                    headers={"Content-Type": "application/json"}, timeout=0.5)
     gw.wait_health(lambda h: h["servers"]["fixture"]["in_flight"] == 0, timeout=5,
                    what="the hung calls cancelled after the client left")
+
+
+def test_the_batch_limits_are_configurable(gateway_factory):
+    small = gateway_factory({"fixture": fixture_server()},
+                            {"batch_max_calls": 3, "batch_max_result_bytes": "4KiB"})
+    resp = post(small, {"calls": [{"tool": "fixture__echo", "arguments": {"text": "x"}}] * 4})
+    assert resp.status_code == 413 and "at most 3 calls" in resp.json()["error"]["message"], resp.text
+    # Two 3,000-byte results do not fit in 4 KiB: the second is dropped, its entry says why.
+    results = ok_batch(small, {"sequential": True, "calls": [
+        {"tool": "fixture__payload", "arguments": {"bytes": 3000}},
+        {"tool": "fixture__payload", "arguments": {"bytes": 3000}}]})
+    assert results[0]["outcome"] == "ok", results[0]
+    assert results[1]["outcome"] == "overloaded", results[1]
+    assert "gateway.batch_max_result_bytes" in json.dumps(results[1]), results[1]

@@ -45,6 +45,18 @@ TEST(ConfigObserve, EveryTraceKeyIsRead) {
             ObserveAccess::kOff);
 }
 
+TEST(ConfigBatch, LimitsHaveDefaultsAndBounds) {
+  const Config d = load_text("servers: {}\n", "cfg.yaml", false);
+  EXPECT_EQ(d.gateway.batch_max_calls, 256u);
+  EXPECT_EQ(d.gateway.batch_max_result_bytes, 256u << 20);
+  const Config c = load_text("gateway: {batch_max_calls: 16, batch_max_result_bytes: 1MiB}\n",
+                             "cfg.yaml", false);
+  EXPECT_EQ(c.gateway.batch_max_calls, 16u);
+  EXPECT_EQ(c.gateway.batch_max_result_bytes, 1u << 20);
+  EXPECT_EQ(yaml_error("gateway: {batch_max_calls: 1000000}\n"),
+            "cfg.yaml:1:28: gateway.batch_max_calls: at most 100000 calls");
+}
+
 TEST(ConfigObserve, BadValuesAreErrorsAtTheirPlace) {
   EXPECT_EQ(yaml_error("gateway:\n  trace: calls.jsonl\n"),
             "cfg.yaml:2:10: gateway.trace: must be an absolute path, got 'calls.jsonl'");

@@ -18,7 +18,7 @@ BatchRefusal read(std::string_view text, BatchRequest& out) {
   boost::system::error_code ec;
   const bj::value v = json::parse(text, ec);
   EXPECT_FALSE(ec) << text;
-  return read_batch_request(v, out);
+  return read_batch_request(v, out, 256);
 }
 
 TEST(BatchRequest, ReadsEveryField) {
@@ -90,14 +90,14 @@ TEST(BatchRequest, TheRequestsOwnFaultsAreRefusedWithTheirStatus) {
 
 TEST(BatchRequest, MoreCallsThanTheLimitIs413) {
   std::string body = R"({"calls":[)";
-  for (std::size_t i = 0; i <= kMaxBatchCalls; ++i)
+  for (std::size_t i = 0; i <= 256; ++i)
     body += std::string(i ? "," : "") + R"({"tool":"a"})";
   body += "]}";
   BatchRequest r;
   const BatchRefusal refusal = read(body, r);
   EXPECT_EQ(refusal.status, 413);
   EXPECT_EQ(refusal.code, "too_many_calls");
-  EXPECT_EQ(refusal.message, "a batch carries at most 256 calls; this one has 257: split it");
+  EXPECT_EQ(refusal.message, "a batch carries at most 256 calls (gateway.batch_max_calls); this one has 257: split it");
 }
 
 TEST(BatchCodec, EncodingByContentType) {
