@@ -107,6 +107,10 @@ class Call {
   std::chrono::milliseconds requested_timeout{0};  // _meta["toolbridge/timeout_ms"], 0 if none
   // _meta["toolbridge/repair"]: "off" (or "safe") caps repair for this call; empty if not given.
   std::string repair_request;
+  // _meta["toolbridge/cache"]: "bypass" (no cache, no coalescing), "refresh" (run it and store
+  // the new result) or empty; and a max age in ms of a cached result it accepts (-1: any).
+  std::string cache_request;
+  std::int64_t cache_max_age_ms = -1;
   std::shared_ptr<Events> events;                  // may be null (no stream to send events to)
   Clock::time_point started = Clock::now();
 

@@ -8,6 +8,11 @@
 
 namespace toolbridge::config {
 
+// `gateway.cache` (cache_keys.cpp).
+void read_cache_store(const NodeReader& r, const Node& node, const std::string& path, CacheStore& c);
+// Every server's cache tier is one the gateway section configures.
+void check_cache_tiers(const Config& config);
+
 void read_gateway(const NodeReader& r, const Node& node, const std::string& path, Gateway& g);
 
 }  // namespace toolbridge::config

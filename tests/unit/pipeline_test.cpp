@@ -64,7 +64,7 @@ TEST(Pipeline, IsBuiltInTheOrderOfTheDataFlow) {
   bool stopping = false;
   const Pipeline p(PipelineParts{io, cfg, catalog, upstreams, metrics, stopping});
   EXPECT_EQ(p.stage_names(),
-            (std::vector<std::string_view>{"resolve", "measure", "repair", "admission", "retry",
+            (std::vector<std::string_view>{"resolve", "measure", "repair", "cache", "admission", "retry",
                                            "breaker", "deadline", "dispatch"}));
 }
 
