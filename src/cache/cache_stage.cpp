@@ -7,6 +7,7 @@
 
 #include "cache/cache_meta.h"
 #include "cache/canonical.h"
+#include "cache/disk_tier.h"
 #include "json/envelope.h"
 #include "policy/deadline.h"
 #include "upstream/upstream.h"
@@ -68,6 +69,15 @@ CacheStage::CacheStage(asio::io_context& io, const config::Config& config,
       store_(config.gateway.cache),
       memory_(std::make_unique<MemoryTier>(config.gateway.cache.memory_bytes)),
       coalescer_(io) {
+  if (!store_.disk_path.empty()) {
+    try {
+      disk_ = std::make_unique<DiskTier>(store_.disk_path, store_.disk_bytes);
+      spdlog::info("cache: disk tier in {} ({} bytes in use)", store_.disk_path, disk_->bytes());
+    } catch (const std::exception& e) {
+      // A cache is never a reason to refuse calls: its entries go to memory instead.
+      spdlog::error("cache: {}; the disk tier's entries are kept in memory", e.what());
+    }
+  }
   for (const auto& s : config.servers) {
     ServerPolicy p;
     p.server = &s;

@@ -296,3 +296,22 @@ def test_a_follower_keeps_its_own_deadline(gateway_factory):
     assert followed.get("isError") and "timed out" in text_of(followed), followed
     assert elapsed < 2.0, (elapsed, text_of(followed))
     assert execution(led) == 1 and not led.get("isError")
+
+
+def test_the_disk_tier_survives_a_gateway_restart(gateway_factory, tmp_path):
+    store = {"cache": {"disk": {"path": str(tmp_path / "cache"), "max_bytes": "64MiB"}}}
+    servers = {"fixture": cached_server(tier="disk")}
+    first = gateway_factory(servers, store)
+    a = Agent(first)
+    assert execution(a.lookup({"query": "kept"})) == 1
+    meta = cache_meta(a.lookup({"query": "kept"}))
+    assert meta["hit"] is True and meta["tier"] == "disk", meta
+    first.close()
+    second = gateway_factory(servers, store)
+    b = Agent(second)
+    hit = b.lookup({"query": "kept"})
+    assert cache_meta(hit)["hit"] and cache_meta(hit)["tier"] == "disk", hit
+    assert execution(hit) == 1  # the first gateway's result
+    assert b.executions() == 0  # the second gateway's fixture never ran it
+    assert metric(second, "toolbridge_cache_bytes", tier="disk") > 0
+    assert metric(second, "toolbridge_cache_hits_total", tier="disk") == 1
