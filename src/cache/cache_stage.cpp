@@ -8,6 +8,7 @@
 #include "cache/cache_meta.h"
 #include "cache/canonical.h"
 #include "cache/disk_tier.h"
+#include "cache/redis_tier.h"
 #include "json/envelope.h"
 #include "policy/deadline.h"
 #include "upstream/upstream.h"
@@ -77,6 +78,18 @@ CacheStage::CacheStage(asio::io_context& io, const config::Config& config,
       // A cache is never a reason to refuse calls: its entries go to memory instead.
       spdlog::error("cache: {}; the disk tier's entries are kept in memory", e.what());
     }
+  }
+  if (!store_.redis_host.empty()) {
+    redis_ = std::make_unique<RedisTier>(io, store_.redis_host, store_.redis_port,
+                                         store_.redis_timeout, store_.redis_prefix);
+    metrics_.counter_fn("toolbridge_cache_redis_failures_total",
+                        "Redis connections refused or lost, and commands it did not answer in "
+                        "time (each such call was a miss).",
+                        [this](auto& out) {
+                          out.emplace_back(std::string(),
+                                           static_cast<double>(
+                                               static_cast<RedisTier&>(*redis_).failures()));
+                        });
   }
   for (const auto& s : config.servers) {
     ServerPolicy p;

@@ -315,3 +315,100 @@ def test_the_disk_tier_survives_a_gateway_restart(gateway_factory, tmp_path):
     assert b.executions() == 0  # the second gateway's fixture never ran it
     assert metric(second, "toolbridge_cache_bytes", tier="disk") > 0
     assert metric(second, "toolbridge_cache_hits_total", tier="disk") == 1
+
+
+class RedisServer:
+    """A real redis-server on a free loopback port, without persistence."""
+
+    def __init__(self, workdir):
+        import shutil
+        import socket
+        import subprocess
+        binary = shutil.which("redis-server")
+        assert binary, "redis-server is not installed (scripts/setup installs it)"
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--dir", str(workdir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as c:
+                    c.sendall(b"PING\r\n")
+                    if c.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                time.sleep(0.05)
+        self.close()
+        raise AssertionError("redis-server did not start")
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def signal(self, sig) -> None:
+        self.proc.send_signal(sig)
+
+    def close(self) -> None:
+        import signal as signals
+        if self.proc.poll() is None:
+            self.proc.send_signal(signals.SIGCONT)
+            self.proc.kill()
+        self.proc.wait(timeout=10)
+
+
+@pytest.fixture
+def redis(tmp_path):
+    server = RedisServer(tmp_path / "redis")
+    yield server
+    server.close()
+
+
+def redis_store(redis, timeout: str = "250ms") -> dict:
+    return {"cache": {"redis": {"address": redis.address, "timeout": timeout, "key_prefix": "tb-test:"}}}
+
+
+def test_two_gateways_share_hits_through_one_redis(gateway_factory, redis):
+    servers = {"fixture": cached_server(tier="redis")}
+    one = gateway_factory(servers, redis_store(redis))
+    two = gateway_factory(servers, redis_store(redis))
+    a, b = Agent(one), Agent(two)
+    assert execution(a.lookup({"query": "shared"})) == 1
+    hit = b.lookup({"query": "shared"})
+    assert cache_meta(hit)["hit"] and cache_meta(hit)["tier"] == "redis", hit
+    assert b.executions() == 0 and a.executions() == 1
+    # And the other way round.
+    b.lookup({"query": "from two"})
+    assert cache_meta(a.lookup({"query": "from two"}))["tier"] == "redis"
+    assert metric(two, "toolbridge_cache_hits_total", tier="redis") == 1
+
+
+def test_a_stopped_or_killed_redis_degrades_to_misses_in_bounded_time(gateway_factory, redis):
+    import signal as signals
+    gw = gateway_factory({"fixture": cached_server(tier="redis")}, redis_store(redis, "200ms"))
+    a = Agent(gw)
+    a.lookup({"query": "q"})
+    assert cache_meta(a.lookup({"query": "q"}))["hit"]
+    # Slow: the server takes connections' bytes but never answers.
+    redis.signal(signals.SIGSTOP)
+    for n in range(3):
+        start = time.monotonic()
+        r = a.lookup({"query": "q"})
+        elapsed = time.monotonic() - start
+        assert not r.get("isError") and cache_meta(r) is None, r
+        assert elapsed < 1.5, f"call {n} took {elapsed:.2f}s with Redis stopped"
+    # Dead.
+    redis.signal(signals.SIGCONT)
+    redis.proc.kill()
+    redis.proc.wait(timeout=10)
+    for n in range(5):
+        start = time.monotonic()
+        r = a.lookup({"query": "q"})
+        elapsed = time.monotonic() - start
+        assert not r.get("isError") and cache_meta(r) is None, r
+        assert elapsed < 1.5, f"call {n} took {elapsed:.2f}s with Redis dead"
+    assert metric(gw, "toolbridge_cache_redis_failures_total") >= 1
+    assert gw.health()  # still serving
