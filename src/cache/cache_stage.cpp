@@ -188,34 +188,48 @@ void CacheStage::count(const std::string& name, const Call& call) {
 }
 
 asio::awaitable<Result> CacheStage::handle(Call& call, gateway::Next next) {
-  // Not a coroutine: a call this stage leaves alone costs no frame of its own.
+  // Not a coroutine: a call this stage leaves alone, and a memory hit, cost no frame of their own.
   Plan p = plan(call);
   if (call.cache_request == "bypass" || (!p.cache && !p.coalesce)) return next(call);
-  return run(call, next, p);
+  std::string k = key(call, p);
+  if (k.empty()) return next(call);  // no canonical form: neither cached nor shared
+  bool looked_up = false;
+  if (p.cache && call.cache_request != "refresh" && tier_for(p.cache->tier) == memory_.get()) {
+    const std::int64_t now = wall_ms();
+    if (const Entry* e = memory_->find(k, now)) {
+      if (call.cache_max_age_ms < 0 || now - e->stored_ms <= call.cache_max_age_ms) {
+        return gateway::ready(hit(call, *e, *memory_, now));
+      }
+    }
+    looked_up = true;
+  }
+  return run(call, next, p, std::move(k), looked_up);
 }
 
-asio::awaitable<Result> CacheStage::run(Call& call, gateway::Next next, Plan plan) {
-  const std::string k = key(call, plan);
-  if (k.empty()) co_return co_await next(call);  // no canonical form: neither cached nor shared
+Result CacheStage::hit(const Call& call, const Entry& e, const Tier& tier, std::int64_t now) {
+  const std::int64_t age = std::max<std::int64_t>(0, now - e.stored_ms);
+  metrics_.add(kHits, telemetry::labels({{"server", call.route.server},
+                                         {"tool", call.route.label},
+                                         {"tier", tier.name()}}));
+  seconds_saved_ += e.upstream_seconds;
+  const std::string info = R"({"hit":true,"tier":")" + std::string(tier.name()) +
+                           R"(","age_ms":)" + std::to_string(age) + "}";
+  return Result{Fault::kNone, json::make_result(call.id, with_cache_meta(e.result, info)), {}};
+}
+
+asio::awaitable<Result> CacheStage::run(Call& call, gateway::Next next, Plan plan, std::string k,
+                                        bool looked_up) {
   if (call.deadline == Call::Clock::time_point::max()) {
     call.timeout =
         policy::call_budget(call.route.upstream->config(), call.route.tool, call.requested_timeout);
     call.deadline = call.started + call.timeout;
   }
-  if (plan.cache && call.cache_request != "refresh") {
+  if (plan.cache && call.cache_request != "refresh" && !looked_up) {
     Tier* tier = tier_for(plan.cache->tier);
     const std::int64_t now = wall_ms();
-    std::optional<Entry> hit = co_await tier->get(k, now);
-    if (hit && (call.cache_max_age_ms < 0 || now - hit->stored_ms <= call.cache_max_age_ms)) {
-      const std::int64_t age = std::max<std::int64_t>(0, now - hit->stored_ms);
-      metrics_.add(kHits, telemetry::labels({{"server", call.route.server},
-                                             {"tool", call.route.label},
-                                             {"tier", tier->name()}}));
-      seconds_saved_ += hit->upstream_seconds;
-      const std::string info = R"({"hit":true,"tier":")" + std::string(tier->name()) +
-                               R"(","age_ms":)" + std::to_string(age) + "}";
-      const std::string result = with_cache_meta(hit->result, info);
-      co_return Result{Fault::kNone, json::make_result(call.id, result), {}};
+    std::optional<Entry> found = co_await tier->get(k, now);
+    if (found && (call.cache_max_age_ms < 0 || now - found->stored_ms <= call.cache_max_age_ms)) {
+      co_return hit(call, *found, *tier, now);
     }
   }
   Coalescer::Lead lead;

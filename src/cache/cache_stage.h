@@ -51,7 +51,11 @@ class CacheStage final : public gateway::Stage {
     bool idempotent_all = false;
     config::ToolCache annotated;  // a readOnlyHint tool's settings when annotations are on
   };
-  boost::asio::awaitable<gateway::Result> run(gateway::Call& call, gateway::Next next, Plan plan);
+  boost::asio::awaitable<gateway::Result> run(gateway::Call& call, gateway::Next next, Plan plan,
+                                              std::string key, bool looked_up);
+  // The answer from a cached entry, with _meta["toolbridge/cache"] {hit, tier, age_ms}.
+  gateway::Result hit(const gateway::Call& call, const Entry& e, const Tier& tier,
+                      std::int64_t now_ms);
   Tier* tier_for(config::CacheTier t) const;
   std::array<const Tier*, 3> tiers() const { return {memory_.get(), disk_.get(), redis_.get()}; }
   void store(const gateway::Call& call, const Plan& plan, const std::string& key,
