@@ -92,8 +92,16 @@ class Redis {
     port_ = free_port();
     std::string error;
     process::Spec spec;
-    spec.argv = {"redis-server", "--port",       std::to_string(port_), "--bind", "127.0.0.1",
-                 "--save",       "",             "--appendonly",        "no",     "--dir",
+    spec.argv = {"redis-server",
+                 "--port",
+                 std::to_string(port_),
+                 "--bind",
+                 "127.0.0.1",
+                 "--save",
+                 "",
+                 "--appendonly",
+                 "no",
+                 "--dir",
                  std::filesystem::temp_directory_path().string()};
     spec.env = process::build_env({}, {});
     child_ = process::Child::spawn(spec, error);
@@ -123,10 +131,13 @@ std::string config(const Options& o, const std::string& tier, const std::string&
   std::string c = "gateway:\n  listen: 127.0.0.1:0\n";
   if (tier != "none") {
     c += "  cache:\n";
-    if (!disk_dir.empty()) c += "    disk: {path: " + yaml_string(disk_dir) + ", max_bytes: 256MiB}\n";
-    if (redis_port) c += fmt::format("    redis: {{address: '127.0.0.1:{}', timeout: 250ms}}\n", redis_port);
+    if (!disk_dir.empty())
+      c += "    disk: {path: " + yaml_string(disk_dir) + ", max_bytes: 256MiB}\n";
+    if (redis_port)
+      c += fmt::format("    redis: {{address: '127.0.0.1:{}', timeout: 250ms}}\n", redis_port);
   }
-  c += "servers:\n  fixture:\n    command: " + yaml_string(o.fixture_bin) + "\n    call_timeout: 120s\n";
+  c += "servers:\n  fixture:\n    command: " + yaml_string(o.fixture_bin) +
+       "\n    call_timeout: 120s\n";
   if (tier != "none") c += "    cache: {tools: [lookup], ttl: 1h, tier: " + tier + "}\n";
   return c;
 }
@@ -229,23 +240,24 @@ ScenarioResult run_cache(const Options& o) {
        {"coalesced"},
        {"errors"},
        {"gw CPU µs/call", 1}})};
-  const std::string disk_dir =
-      (std::filesystem::temp_directory_path() / fmt::format("toolbridge-bench-cache-{}", ::getpid()))
-          .string();
+  const std::string disk_dir = (std::filesystem::temp_directory_path() /
+                                fmt::format("toolbridge-bench-cache-{}", ::getpid()))
+                                   .string();
   std::filesystem::remove_all(disk_dir);
   Redis redis;
   std::string redis_error = redis.start();
   if (!redis_error.empty()) {
     r.ok = false;
-    r.problems.push_back(redis_error + " (scripts/setup installs redis-server); the Redis row is skipped");
+    r.problems.push_back(redis_error +
+                         " (scripts/setup installs redis-server); the Redis row is skipped");
   }
 
   auto add_rollout_row = [&](const std::string& row, const std::string& tier,
                              unsigned short redis_port) {
     GatewayProcess gw;
     std::cerr << "cache: " << row << "\n";
-    const std::string err =
-        gw.start(o.toolbridge_bin, config(o, tier, tier == "disk" ? disk_dir : "", redis_port), 30s);
+    const std::string err = gw.start(
+        o.toolbridge_bin, config(o, tier, tier == "disk" ? disk_dir : "", redis_port), 30s);
     if (!err.empty()) {
       r.ok = false;
       r.problems.push_back(fmt::format("{}: the gateway could not start: {}", row, err));
@@ -262,8 +274,8 @@ ScenarioResult run_cache(const Options& o) {
                      bj::value(static_cast<std::int64_t>(st.errors)), number_or_null(0, false)});
     if (st.errors) {
       r.ok = false;
-      r.problems.push_back(fmt::format("{}: {} trajectories failed: {}", row, st.errors,
-                                       st.first_error));
+      r.problems.push_back(
+          fmt::format("{}: {} trajectories failed: {}", row, st.errors, st.first_error));
     }
     report_gateway_end(r, gw);
   };
@@ -311,11 +323,12 @@ ScenarioResult run_cache(const Options& o) {
   std::vector<double> cpu[2];
   for (std::size_t round = 1; round <= rounds; ++round) {
     for (int hit = 0; hit < 2; ++hit) {
-      const std::string row = fmt::format("{}, c={}, round {}",
-                                          hit ? "memory hit" : "proxied (no cache)", c, round);
+      const std::string row =
+          fmt::format("{}, c={}, round {}", hit ? "memory hit" : "proxied (no cache)", c, round);
       std::cerr << "cache: " << row << "\n";
       GatewayProcess gw;
-      const std::string err = gw.start(o.toolbridge_bin, config(o, hit ? "memory" : "none", "", 0), 30s);
+      const std::string err =
+          gw.start(o.toolbridge_bin, config(o, hit ? "memory" : "none", "", 0), 30s);
       if (!err.empty()) {
         r.ok = false;
         r.problems.push_back(fmt::format("{}: the gateway could not start: {}", row, err));
@@ -326,21 +339,21 @@ ScenarioResult run_cache(const Options& o) {
                                {"fixture__lookup", R"({"query":"cpu","delay_ms":0})", 5}, c);
       PathSample before, after;
       LoadResult res = run_until_done(
-          io, run_closed_loop(target, {c, o.short_mode ? 3u : 10u, win, 0, 0},
-                              [&] { before = sample_path(&gw, -1); },
-                              [&] { after = sample_path(&gw, -1); }));
-      const bool ok = before.gateway && after.gateway && before.gateway->ok &&
-                      after.gateway->ok && res.calls > 0;
+          io, run_closed_loop(
+                  target, {c, o.short_mode ? 3u : 10u, win, 0, 0},
+                  [&] { before = sample_path(&gw, -1); }, [&] { after = sample_path(&gw, -1); }));
+      const bool ok = before.gateway && after.gateway && before.gateway->ok && after.gateway->ok &&
+                      res.calls > 0;
       const double per_call =
           ok ? (after.gateway->cpu_us - before.gateway->cpu_us) / static_cast<double>(res.calls)
              : 0;
       if (ok) cpu[hit].push_back(per_call);
-      r.table.add_row({bj::value(row), bj::value(static_cast<std::int64_t>(res.calls)),
-                       bj::value(res.seconds), number_or_null(0, false),
-                       bj::value(static_cast<std::int64_t>(executions(gw))),
-                       bj::value(metric(gw, "toolbridge_cache_hits_total")),
-                       bj::value(metric(gw, "toolbridge_cache_coalesced_total")),
-                       bj::value(static_cast<std::int64_t>(res.errors)), number_or_null(per_call, ok)});
+      r.table.add_row(
+          {bj::value(row), bj::value(static_cast<std::int64_t>(res.calls)), bj::value(res.seconds),
+           number_or_null(0, false), bj::value(static_cast<std::int64_t>(executions(gw))),
+           bj::value(metric(gw, "toolbridge_cache_hits_total")),
+           bj::value(metric(gw, "toolbridge_cache_coalesced_total")),
+           bj::value(static_cast<std::int64_t>(res.errors)), number_or_null(per_call, ok)});
       report_errors(r, row, res);
       report_gateway_end(r, gw);
     }
@@ -357,7 +370,8 @@ ScenarioResult run_cache(const Options& o) {
         ratio));
     if (ratio > 0.5) {
       r.ok = false;
-      r.problems.push_back(fmt::format("a memory hit costs {:.2f}× a proxied call's CPU (> 0.5)", ratio));
+      r.problems.push_back(
+          fmt::format("a memory hit costs {:.2f}× a proxied call's CPU (> 0.5)", ratio));
     }
   }
   r.table.add_note(

@@ -36,8 +36,8 @@ std::int64_t wall_ms() {
 
 // The arguments as the server will get them (after repair).
 std::string_view arguments(const Call& call) {
-  const std::string_view params = call.upstream_params.empty() ? std::string_view(call.params)
-                                                               : call.upstream_params;
+  const std::string_view params =
+      call.upstream_params.empty() ? std::string_view(call.params) : call.upstream_params;
   const auto members = json::object_members(params);
   if (!members) return {};
   for (const auto& m : *members) {
@@ -86,17 +86,16 @@ CacheStage::CacheStage(asio::io_context& io, const config::Config& config,
                         "Redis connections refused or lost, and commands it did not answer in "
                         "time (each such call was a miss).",
                         [this](auto& out) {
-                          out.emplace_back(std::string(),
-                                           static_cast<double>(
-                                               static_cast<RedisTier&>(*redis_).failures()));
+                          out.emplace_back(
+                              std::string(),
+                              static_cast<double>(static_cast<RedisTier&>(*redis_).failures()));
                         });
   }
   for (const auto& s : config.servers) {
     ServerPolicy p;
     p.server = &s;
-    p.idempotent_all =
-        std::find(s.idempotent_tools.begin(), s.idempotent_tools.end(), "*") !=
-        s.idempotent_tools.end();
+    p.idempotent_all = std::find(s.idempotent_tools.begin(), s.idempotent_tools.end(), "*") !=
+                       s.idempotent_tools.end();
     p.annotated = s.cache.defaults;
     servers_.emplace(s.name, p);
   }
@@ -111,15 +110,17 @@ CacheStage::CacheStage(asio::io_context& io, const config::Config& config,
   metrics_.counter_fn("toolbridge_cache_evictions_total",
                       "Entries the cache dropped for room or expiry, by tier.", [this](auto& out) {
                         for (const Tier* t : tiers()) {
-                          if (t) out.emplace_back(telemetry::labels({{"tier", t->name()}}),
-                                                  static_cast<double>(t->evictions()));
+                          if (t)
+                            out.emplace_back(telemetry::labels({{"tier", t->name()}}),
+                                             static_cast<double>(t->evictions()));
                         }
                       });
   metrics_.gauge("toolbridge_cache_bytes", "Bytes the result cache holds, by tier.",
                  [this](auto& out) {
                    for (const Tier* t : tiers()) {
-                     if (t) out.emplace_back(telemetry::labels({{"tier", t->name()}}),
-                                             static_cast<double>(t->bytes()));
+                     if (t)
+                       out.emplace_back(telemetry::labels({{"tier", t->name()}}),
+                                        static_cast<double>(t->bytes()));
                    }
                  });
   metrics_.counter_fn("toolbridge_cache_upstream_seconds_saved_total",
@@ -146,9 +147,9 @@ Plan CacheStage::plan(const Call& call) const {
   const config::Server& s = *sp.server;
   const std::string& tool = call.route.tool;
   p.cache = s.cache.configured ? s.cache.for_tool(tool) : nullptr;
-  bool idempotent = sp.idempotent_all || std::find(s.idempotent_tools.begin(),
-                                                   s.idempotent_tools.end(),
-                                                   tool) != s.idempotent_tools.end();
+  bool idempotent =
+      sp.idempotent_all || std::find(s.idempotent_tools.begin(), s.idempotent_tools.end(), tool) !=
+                               s.idempotent_tools.end();
   if (s.cache.annotations && (!p.cache || !idempotent)) {
     if (const catalog::Entry* e = catalog_.tool(call.route.label)) {
       if (!p.cache && e->read_only_hint) p.cache = &sp.annotated;
@@ -184,7 +185,8 @@ Tier* CacheStage::tier_for(config::CacheTier t) const {
 }
 
 void CacheStage::count(const std::string& name, const Call& call) {
-  metrics_.add(name, telemetry::labels({{"server", call.route.server}, {"tool", call.route.label}}));
+  metrics_.add(name,
+               telemetry::labels({{"server", call.route.server}, {"tool", call.route.label}}));
 }
 
 asio::awaitable<Result> CacheStage::handle(Call& call, gateway::Next next) {
@@ -212,8 +214,8 @@ Result CacheStage::hit(const Call& call, const Entry& e, const Tier& tier, std::
                                          {"tool", call.route.label},
                                          {"tier", tier.name()}}));
   seconds_saved_ += e.upstream_seconds;
-  const std::string info = R"({"hit":true,"tier":")" + std::string(tier.name()) +
-                           R"(","age_ms":)" + std::to_string(age) + "}";
+  const std::string info = R"({"hit":true,"tier":")" + std::string(tier.name()) + R"(","age_ms":)" +
+                           std::to_string(age) + "}";
   return Result{Fault::kNone, json::make_result(call.id, with_cache_meta(e.result, info)), {}};
 }
 
@@ -258,8 +260,8 @@ asio::awaitable<Result> CacheStage::run(Call& call, gateway::Next next, Plan pla
   co_return r;
 }
 
-void CacheStage::store(const Call& call, const Plan& plan, const std::string& key,
-                       const Result& r, double upstream_seconds) {
+void CacheStage::store(const Call& call, const Plan& plan, const std::string& key, const Result& r,
+                       double upstream_seconds) {
   auto skipped = [&](std::string_view reason) {
     metrics_.add(kSkipped, telemetry::labels({{"server", call.route.server},
                                               {"tool", call.route.label},

@@ -6,8 +6,8 @@
 // and for tools declared idempotent. The caller may bypass or refresh the cache, or bound the
 // age of what it accepts (_meta["toolbridge/cache"]); a result from the cache says so in its
 // _meta (hit, tier, age_ms).
-#include <boost/asio/io_context.hpp>
 #include <array>
+#include <boost/asio/io_context.hpp>
 #include <memory>
 #include <string>
 #include <unordered_map>

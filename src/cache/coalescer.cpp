@@ -131,10 +131,10 @@ asio::awaitable<Coalescer::Join> Coalescer::join(const std::string& key, Call& c
     }
   } else {
     join.result = Result::failure(
-        Fault::kTimeout, fmt::format("{} timed out after {:g} s waiting for the identical call "
-                                     "already in flight",
-                                     call.route.display_name,
-                                     static_cast<double>(call.timeout.count()) / 1000.0));
+        Fault::kTimeout,
+        fmt::format("{} timed out after {:g} s waiting for the identical call "
+                    "already in flight",
+                    call.route.display_name, static_cast<double>(call.timeout.count()) / 1000.0));
   }
   co_return join;
 }

@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-#include <vector>
 #include <stdexcept>
+#include <vector>
 
 namespace toolbridge::cache {
 
@@ -79,8 +79,8 @@ DiskTier::DiskTier(const std::string& path, std::uint64_t max_bytes) : max_bytes
   if (rc != 0) {
     if (env_) mdb_env_close(env_);
     env_ = nullptr;
-    throw std::runtime_error(fmt::format("cannot open the LMDB cache in {}: {}", path,
-                                         mdb_strerror(rc)));
+    throw std::runtime_error(
+        fmt::format("cannot open the LMDB cache in {}: {}", path, mdb_strerror(rc)));
   }
   // A map size written by an earlier run with a larger bound is kept by LMDB: shrink into ours.
   if (bytes() > static_cast<std::uint64_t>(kHighWater * static_cast<double>(max_bytes_))) {
@@ -219,7 +219,8 @@ void DiskTier::shrink(std::uint64_t target_bytes) {
     MDB_val k{}, v{};
     for (int rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST); rc == 0 && oldest.size() < 64;
          rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
-      if (k.mv_size > 8) oldest.emplace_back(static_cast<const char*>(k.mv_data) + 8, k.mv_size - 8);
+      if (k.mv_size > 8)
+        oldest.emplace_back(static_cast<const char*>(k.mv_data) + 8, k.mv_size - 8);
     }
     mdb_cursor_close(cursor);
     if (oldest.empty()) return;

@@ -18,8 +18,7 @@ const Entry* MemoryTier::find(const std::string& key, std::int64_t now_ms) {
   return &it->second->entry;
 }
 
-boost::asio::awaitable<std::optional<Entry>> MemoryTier::get(std::string key,
-                                                             std::int64_t now_ms) {
+boost::asio::awaitable<std::optional<Entry>> MemoryTier::get(std::string key, std::int64_t now_ms) {
   const Entry* e = find(key, now_ms);
   if (!e) co_return std::nullopt;
   co_return *e;

@@ -36,7 +36,7 @@ class MemoryTier final : public Tier {
   std::uint64_t max_bytes_;
   std::uint64_t bytes_ = 0;
   std::uint64_t evictions_ = 0;
-  List lru_;  // most recently used first
+  List lru_;                                                    // most recently used first
   std::unordered_map<std::string_view, List::iterator> index_;  // views into the nodes' keys
 };
 

@@ -153,8 +153,7 @@ void RedisClient::on_disconnect(const redisAsyncContext* ac, int status) {
   if (status != REDIS_OK) ++self->failures_;
   self->connected_ = false;
   self->ac_ = nullptr;
-  self->next_attempt_ = std::chrono::steady_clock::now() +
-                        std::max(kRetryInterval, self->timeout_);
+  self->next_attempt_ = std::chrono::steady_clock::now() + std::max(kRetryInterval, self->timeout_);
 }
 
 void RedisClient::on_reply(redisAsyncContext* ac, void* r, void* privdata) {
@@ -216,8 +215,8 @@ bool RedisClient::issue(const std::vector<std::string>& argv,
 
 void RedisClient::drop(const char* why) {
   if (!ac_) return;
-  spdlog::warn("cache: redis {}:{} {}; its calls are misses until it answers again", host_,
-               port_, why);
+  spdlog::warn("cache: redis {}:{} {}; its calls are misses until it answers again", host_, port_,
+               why);
   ++failures_;
   redisAsyncContext* ac = ac_;
   ac_ = nullptr;

@@ -38,8 +38,8 @@ boost::asio::awaitable<std::optional<Entry>> RedisTier::get(std::string key, std
 void RedisTier::put(const std::string& key, Entry entry, std::int64_t now_ms) {
   const std::int64_t ttl = entry.expires_ms - now_ms;
   if (ttl <= 0) return;
-  client_.send({"SET", prefix_ + key_digest(key), encode_record(key, entry), "PX",
-                std::to_string(ttl)});
+  client_.send(
+      {"SET", prefix_ + key_digest(key), encode_record(key, entry), "PX", std::to_string(ttl)});
 }
 
 void RedisTier::erase(const std::string& key) {

@@ -32,7 +32,7 @@ struct ToolCacheDraft {
 
 CacheScope scope(const NodeReader& r, const Node& n, const std::string& path) {
   const std::string_view s = r.one_of(n, path, kScopes);
-  return s == "tenant" ? CacheScope::kTenant
+  return s == "tenant"       ? CacheScope::kTenant
          : s == "trajectory" ? CacheScope::kTrajectory
                              : CacheScope::kGlobal;
 }
@@ -89,8 +89,9 @@ void read_server_cache(const NodeReader& r, const Entry& e, const std::string& p
     const Node& v = k.value;
     if (v.kind == Node::Kind::kScalar) {
       if (v.scalar != "*") {
-        r.fail(v.mark, kp, fmt::format("expected \"*\", a {} of tool names or a {} by tool name",
-                                       r.list_noun(), r.map_noun()));
+        r.fail(v.mark, kp,
+               fmt::format("expected \"*\", a {} of tool names or a {} by tool name", r.list_noun(),
+                           r.map_noun()));
       }
       cache.all_tools = true;
     } else if (v.kind == Node::Kind::kList) {
@@ -195,7 +196,8 @@ void read_cache_store(const NodeReader& r, const Node& node, const std::string& 
         if (k.key == "path") {
           c.disk_path = r.text(k.value, kp);
           if (c.disk_path.empty() || c.disk_path.front() != '/') {
-            r.fail(k.value.mark, kp, fmt::format("must be an absolute path, got '{}'", c.disk_path));
+            r.fail(k.value.mark, kp,
+                   fmt::format("must be an absolute path, got '{}'", c.disk_path));
           }
         } else {
           c.disk_bytes = r.size(k.value, kp);

@@ -162,7 +162,7 @@ struct Server {
   bool adaptive_limit = false;
   AdaptiveLimit adaptive;
   std::map<std::string, std::size_t> tool_limits;  // per tool (server's own name)
-  RepairSettings repair;          // repair, validate, param_aliases
+  RepairSettings repair;                           // repair, validate, param_aliases
   std::map<std::string, ToolRepairOverride, std::less<>> tool_repair;  // by the server's tool name
   ServerCache cache;  // `cache:`: which tools' results are cached, how long, for whom
 

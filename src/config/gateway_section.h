@@ -9,7 +9,8 @@
 namespace toolbridge::config {
 
 // `gateway.cache` (cache_keys.cpp).
-void read_cache_store(const NodeReader& r, const Node& node, const std::string& path, CacheStore& c);
+void read_cache_store(const NodeReader& r, const Node& node, const std::string& path,
+                      CacheStore& c);
 // Every server's cache tier is one the gateway section configures.
 void check_cache_tiers(const Config& config);
 

@@ -3,8 +3,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include "base/jitter.h"
 #include "json/parse.h"
@@ -187,9 +187,10 @@ asio::awaitable<void> Instance::relist_loop() {
     const auto nominal = std::min<std::chrono::milliseconds>(
         server_.restart_backoff_initial * (1 << doublings), server_.restart_backoff_max);
     const auto delay = base::jittered(nominal, 0.2, base::process_random());
-    spdlog::warn("[{}] re-listing failed ({} in a row; the last good lists are served): {}; "
-                 "retrying in {} ms",
-                 server_.name, list_failures_, err, delay.count());
+    spdlog::warn(
+        "[{}] re-listing failed ({} in a row; the last good lists are served): {}; "
+        "retrying in {} ms",
+        server_.name, list_failures_, err, delay.count());
     if (!relist_again_) {
       relist_wait_ = std::make_shared<asio::steady_timer>(io_, delay);
       auto wait = relist_wait_;

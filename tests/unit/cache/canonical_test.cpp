@@ -84,7 +84,7 @@ TEST(CacheCanonical, InvalidInputHasNoCanonicalForm) {
   EXPECT_EQ(canon(""), "<none>");
   EXPECT_EQ(canon("{"), "<none>");
   EXPECT_EQ(canon(R"({"a":1} x)"), "<none>");
-  EXPECT_EQ(canon("\"\xff\""), "<none>");  // invalid UTF-8
+  EXPECT_EQ(canon("\"\xff\""), "<none>");                                     // invalid UTF-8
   EXPECT_EQ(canon(std::string(200, '[') + std::string(200, ']')), "<none>");  // too deep
   EXPECT_EQ(canon("1e999"), "<none>");
 }

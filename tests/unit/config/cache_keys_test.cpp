@@ -52,9 +52,9 @@ TEST(ConfigCacheKeys, PerToolSettingsOverrideTheServers) {
 }
 
 TEST(ConfigCacheKeys, StarCachesEveryTool) {
-  const Config c = load_text(
-      "servers:\n  s:\n    command: x\n    cache: {tools: \"*\", annotations: true}\n", "cfg.yaml",
-      false);
+  const Config c =
+      load_text("servers:\n  s:\n    command: x\n    cache: {tools: \"*\", annotations: true}\n",
+                "cfg.yaml", false);
   EXPECT_NE(c.servers[0].cache.for_tool("anything"), nullptr);
   EXPECT_TRUE(c.servers[0].cache.annotations);
 }
