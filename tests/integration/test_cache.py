@@ -320,15 +320,17 @@ def test_the_disk_tier_survives_a_gateway_restart(gateway_factory, tmp_path):
 class RedisServer:
     """A real redis-server on a free loopback port, without persistence."""
 
-    def __init__(self, workdir):
+    def __init__(self, workdir, port: int = 0):
         import shutil
         import socket
         import subprocess
         binary = shutil.which("redis-server")
         assert binary, "redis-server is not installed (scripts/setup installs it)"
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = port
+        if not port:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                self.port = s.getsockname()[1]
         workdir.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(
             [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
@@ -412,3 +414,24 @@ def test_a_stopped_or_killed_redis_degrades_to_misses_in_bounded_time(gateway_fa
         assert elapsed < 1.5, f"call {n} took {elapsed:.2f}s with Redis dead"
     assert metric(gw, "toolbridge_cache_redis_failures_total") >= 1
     assert gw.health()  # still serving
+
+
+def test_the_redis_tier_reconnects_when_redis_is_back(gateway_factory, redis, tmp_path):
+    gw = gateway_factory({"fixture": cached_server(tier="redis")}, redis_store(redis, "200ms"))
+    a = Agent(gw)
+    a.lookup({"query": "before"})
+    redis.proc.kill()
+    redis.proc.wait(timeout=10)
+    assert cache_meta(a.lookup({"query": "during"})) is None
+    back = RedisServer(tmp_path / "redis-again", port=redis.port)  # empty: no persistence
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            a.lookup({"query": "after"})
+            meta = cache_meta(a.lookup({"query": "after"}))
+            if meta and meta["tier"] == "redis":
+                break
+            assert time.monotonic() < deadline, "the gateway did not use Redis again"
+            time.sleep(0.3)
+    finally:
+        back.close()
