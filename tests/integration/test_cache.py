@@ -131,7 +131,10 @@ def test_bypass_refresh_and_max_age(gateway_factory):
     assert cache_meta(young) is None and execution(young) == 4
     # The fresh result was stored: a bare number is a max age too.
     assert execution(a.lookup({"query": "q"}, {META_KEY: 60000})) == 4
-    # Other _meta keys still reach the server; ours never do (the fixture would see it).
+    # Other _meta keys still reach the server; ours never does.
+    seen = a.lookup({"query": "q"}, {META_KEY: "refresh", "custom/key": 1})
+    keys = json.loads(text_of(seen))["meta_keys"]
+    assert "custom/key" in keys and META_KEY not in keys, keys
     bad = a.s.request("tools/call", {"name": "fixture__lookup", "arguments": {"query": "q"},
                                      "_meta": {META_KEY: "sometimes"}}, 99)
     assert bad["error"]["code"] == -32602 and "toolbridge/cache" in bad["error"]["message"], bad
