@@ -111,6 +111,9 @@ class Call {
   // the new result) or empty; and a max age in ms of a cached result it accepts (-1: any).
   std::string cache_request;
   std::int64_t cache_max_age_ms = -1;
+  // W3C trace context of the caller's own tracing (`traceparent` header or _meta), validated;
+  // empty if none. Written to the call trace and sent on in the upstream call's _meta.
+  std::string traceparent;
   std::shared_ptr<Events> events;                  // may be null (no stream to send events to)
   Clock::time_point started = Clock::now();
 
@@ -122,6 +125,11 @@ class Call {
   int attempts = 0;                      // retries so far
   int sends = 0;                         // times it was handed to an instance
   std::vector<CallRepair> repairs;       // what repair changed (tool name, arguments)
+  // When the call was first handed to an instance (time_point{} if it never was: refused, shed,
+  // expired in a queue, answered without a server): the time before is queueing (admission,
+  // waiting for an instance), the time after is execution.
+  Clock::time_point sent{};
+  int instance_pid = 0;  // the instance that answered it last (0: none, or a remote server)
 
   bool is_tool_call() const { return method == "tools/call"; }
   // The raw value of a top-level member of params; empty if absent.

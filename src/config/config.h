@@ -209,6 +209,17 @@ std::string_view to_string(ValidateMode m);
 std::string_view to_string(CacheScope s);
 std::string_view to_string(CacheTier t);
 
+// The call trace (`trace`): one JSON line per call, off unless `file` is set.
+struct Trace {
+  std::string file;                   // empty: no trace
+  std::size_t max_bytes = 64u << 20;  // a file is rotated (FILE.1, FILE.2, ...) at this size
+  std::size_t files = 4;              // rotated files kept beside the current one
+  std::size_t buffer = 16'384;        // lines waiting for the writer; more are dropped, counted
+};
+
+// Who may see /dashboard and /v1/trajectories (they show every trajectory's calls).
+enum class ObserveAccess { kLoopback, kAnywhere, kOff };
+
 struct Gateway {
   std::string host = "127.0.0.1";
   unsigned short port = 8848;
@@ -248,6 +259,8 @@ struct Gateway {
   };
   std::map<std::string, Tenant> tenants;
   CacheStore cache;  // `cache:`
+  Trace trace;
+  ObserveAccess dashboard = ObserveAccess::kLoopback;
 };
 
 struct Config {

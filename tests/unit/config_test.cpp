@@ -308,7 +308,7 @@ TEST(Config, JsonNearMissesOfOurKeysAreErrorsButOtherToolsKeysAreNot) {
             "max_connections_per_client, idle_timeout, write_timeout, session_idle_ttl, "
             "start_concurrency, tool_naming, separator, log_level, shutdown_grace, "
             "session_dir_root, ready_timeout, max_calls_in_flight, tenant_limit, "
-            "trajectory_limit, admission_queue_size, tenants, cache");
+            "trajectory_limit, admission_queue_size, tenants, trace, dashboard, cache");
 }
 
 // ---------------------------------------------------------------------------------------------
