@@ -82,7 +82,7 @@ boost::asio::awaitable<Result> MeasureStage::handle(Call& call, Next next) {
     s.queue->observe(r.queue_s);
     if (r.execution_s > 0) s.execution->observe(r.execution_s);
   }
-  if (trace_) trace_->write(r.json());
+  if (trace_) trace_->write_with([&r](std::string& out) { r.append_json(out); });
   log_.end(handle, std::move(r), now);
   co_return result;
 }

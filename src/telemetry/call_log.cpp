@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "json/envelope.h"
 
@@ -29,17 +30,55 @@ bool is_error(std::string_view outcome) { return outcome != "ok" && outcome != "
 
 }  // namespace
 
+namespace {
+
+// `s` as a JSON string, appended (names here come from the catalog and validated callers).
+void append_quoted(std::string& out, std::string_view s) {
+  out += '"';
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20) {
+      fmt::format_to(std::back_inserter(out), "\\u{:04x}", u);
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+}  // namespace
+
 std::string CallRecord::json() const {
-  std::string out = fmt::format(
-      R"({{"seq":{},"time_ms":{},"trajectory":{},"tenant":{},"server":{},"tool":{},"pid":{},)"
-      R"("argument_bytes":{},"result_bytes":{},"queue_s":{},"execution_s":{},"total_s":{},)"
-      R"("outcome":{},"cached":{},"repairs":{})",
-      seq, time_ms, json::quote(trajectory), json::quote(tenant), json::quote(server),
-      json::quote(tool), pid, argument_bytes, result_bytes, secs(queue_s), secs(execution_s),
-      secs(total_s), json::quote(outcome), cached ? "true" : "false", repairs);
-  if (!traceparent.empty()) out += R"(,"traceparent":)" + json::quote(traceparent);
-  out += '}';
+  std::string out;
+  append_json(out);
   return out;
+}
+
+void CallRecord::append_json(std::string& out) const {
+  // Written for every call when the trace is on: no temporaries.
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, R"({{"seq":{},"time_ms":{},"trajectory":)", seq, time_ms);
+  append_quoted(out, trajectory);
+  out += R"(,"tenant":)";
+  append_quoted(out, tenant);
+  out += R"(,"server":)";
+  append_quoted(out, server);
+  out += R"(,"tool":)";
+  append_quoted(out, tool);
+  fmt::format_to(it,
+                 R"(,"pid":{},"argument_bytes":{},"result_bytes":{},"queue_s":{:.6f},)"
+                 R"("execution_s":{:.6f},"total_s":{:.6f},"outcome":")",
+                 pid, argument_bytes, result_bytes, queue_s, execution_s, total_s);
+  out += outcome;  // a fixed label
+  fmt::format_to(it, R"(","cached":{},"repairs":{})", cached, repairs);
+  if (!traceparent.empty()) {
+    out += R"(,"traceparent":)";
+    append_quoted(out, traceparent);
+  }
+  out += '}';
 }
 
 std::uint32_t CallLog::server_index(std::string_view server) {

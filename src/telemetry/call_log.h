@@ -35,6 +35,7 @@ struct CallRecord {
 
   // The record as one JSON object (a trace line, an entry of the trajectory view).
   std::string json() const;
+  void append_json(std::string& out) const;
 };
 
 class CallLog {

@@ -12,8 +12,10 @@
 namespace toolbridge::telemetry {
 
 namespace {
-// Lines taken per wake-up: one write(2) carries them all.
-constexpr std::size_t kBatchLines = 512;
+// The writer wakes this often, or at once when this many lines wait: waking a thread per line
+// would cost the call path a futex call and a context switch each time.
+constexpr std::chrono::milliseconds kWriteInterval{50};
+constexpr std::size_t kWakeAt = 256;
 }  // namespace
 
 CallTrace::CallTrace(config::Trace options, bool start) : options_(std::move(options)) {
@@ -35,23 +37,15 @@ void CallTrace::start_writer() {
   if (!writer_.joinable()) writer_ = std::thread([this] { run(); });
 }
 
-bool CallTrace::write(std::string line) {
-  {
-    std::lock_guard lock(mutex_);
-    if (queue_.size() >= options_.buffer || !open_) {
-      ++dropped_;
-      return false;
-    }
-    queue_.push_back(std::move(line));
-  }
-  wake_.notify_one();
-  return true;
-}
+std::size_t CallTrace::wake_at() const { return std::min(kWakeAt, options_.buffer); }
 
 void CallTrace::flush() {
   std::unique_lock lock(mutex_);
   if (!writer_.joinable()) return;
-  drained_.wait(lock, [this] { return (queue_.empty() && !busy_) || !open_; });
+  ++flushing_;
+  wake_.notify_one();
+  drained_.wait(lock, [this] { return (pending_lines_ == 0 && !busy_) || !open_; });
+  --flushing_;
 }
 
 std::uint64_t CallTrace::written() const {
@@ -79,15 +73,17 @@ void CallTrace::run() {
       std::unique_lock lock(mutex_);
       busy_ = false;
       drained_.notify_all();
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, everything written
-      batch.clear();
-      while (!queue_.empty() && lines < kBatchLines) {
-        batch += queue_.front();
-        batch += '\n';
-        queue_.pop_front();
-        ++lines;
+      wake_.wait_for(lock, kWriteInterval, [this] {
+        return stopping_ || flushing_ > 0 || pending_lines_ >= kWakeAt;
+      });
+      if (pending_lines_ == 0) {
+        if (stopping_) return;  // everything written
+        continue;
       }
+      batch.clear();
+      batch.swap(pending_);  // the call path gets the emptied buffer (and its capacity) back
+      lines = pending_lines_;
+      pending_lines_ = 0;
       busy_ = true;
     }
     append(batch);

@@ -1,11 +1,11 @@
 #pragma once
 // The call trace: one JSON line per call, appended to a file by a thread of its own so that
-// writing never blocks the call path. Lines wait in a bounded buffer; when it is full a line is
-// dropped and counted, never waited for. The file is rotated by size: FILE -> FILE.1 -> FILE.2
+// writing never blocks the call path. Lines are copied into one buffer that the writer swaps
+// for an empty one (no allocation per line, nothing freed across threads); at `buffer` lines
+// waiting, a line is dropped and counted, never waited for. The file is rotated by size: FILE -> FILE.1 -> FILE.2
 // ..., keeping `files` rotated files.
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -25,7 +25,27 @@ class CallTrace {
   CallTrace& operator=(const CallTrace&) = delete;
 
   // Queues one line (without its newline). False if the buffer was full: the line is dropped.
-  bool write(std::string line);
+  bool write(std::string_view line) {
+    return write_with([line](std::string& out) { out.append(line); });
+  }
+  // The same, the line appended by `fill(std::string& out)` straight into the buffer (no
+  // string of its own per line).
+  template <class Fill>
+  bool write_with(Fill&& fill) {
+    bool wake = false;
+    {
+      std::lock_guard lock(mutex_);
+      if (pending_lines_ >= options_.buffer || !open_) {
+        ++dropped_;
+        return false;
+      }
+      fill(pending_);
+      pending_ += '\n';
+      wake = ++pending_lines_ == wake_at();
+    }
+    if (wake) wake_.notify_one();
+    return true;
+  }
   void start_writer();
   // Blocks until every queued line is in the file (tests, shutdown).
   void flush();
@@ -36,6 +56,7 @@ class CallTrace {
   std::string error() const;  // the last failure to open or write the file, empty if none
 
  private:
+  std::size_t wake_at() const;
   void run();
   void append(const std::string& batch);  // writer thread only
   void write_all(std::string_view bytes);  // writer thread only
@@ -46,9 +67,11 @@ class CallTrace {
   mutable std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable drained_;
-  std::deque<std::string> queue_;
+  std::string pending_;         // lines waiting, each ending in '\n'
+  std::size_t pending_lines_ = 0;
   bool stopping_ = false;
   bool busy_ = false;  // the writer holds a batch taken from the queue
+  int flushing_ = 0;   // callers waiting in flush(): the writer does not wait for a full batch
   std::uint64_t written_ = 0, dropped_ = 0, rotations_ = 0;
   std::string error_;
   bool open_ = false;  // the file is open (guarded; fd_ itself is the writer's)
