@@ -123,6 +123,8 @@ int main(int argc, char** argv) {
       {"contention", "2 runs x 60 trajectories on a server that slows with load: no limit, static, adaptive",
        run_contention},
       {"repair", "gateway CPU per call with repair and validation off, on (warn), enforce, repairing", run_repair},
+      {"cache", "a rollout repeating Zipf-distributed searches: no cache, memory, disk, Redis, warm disk; "
+                "100 identical calls; a memory hit's gateway CPU vs a proxied call", run_cache},
   };
   std::vector<CLI::App*> commands;
   for (const auto& s : scenarios) commands.push_back(app.add_subcommand(s.name, s.help));

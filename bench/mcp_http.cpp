@@ -230,6 +230,21 @@ asio::awaitable<std::string> McpHttpSession::call_tool(std::string_view name,
   co_return check_tool_response(find_response(res, id), id, min_result_bytes);
 }
 
+asio::awaitable<std::string> McpHttpSession::call_tool_response(std::string_view name,
+                                                                std::string_view arguments_json,
+                                                                std::string& response) {
+  const std::string id = std::to_string(next_id_++);
+  std::string params = "{\"name\":" + json::quote(name) + ",\"arguments\":";
+  params += arguments_json;
+  params += '}';
+  HttpResult res =
+      co_await exchange(http::verb::post, json::make_request(id, "tools/call", params));
+  if (!res.error.empty()) co_return res.error;
+  if (res.status != 200) co_return "HTTP " + std::to_string(res.status) + ": " + excerpt(res.body);
+  response = std::string(find_response(res, id));
+  co_return check_tool_response(response, id, 0);
+}
+
 asio::awaitable<void> McpHttpSession::close() {
   if (!session_.empty() && connected_) {
     HttpResult res = co_await exchange(http::verb::delete_, std::string());

@@ -47,6 +47,10 @@ class McpHttpSession {
   boost::asio::awaitable<std::string> call_tool(std::string_view name,
                                                 std::string_view arguments_json,
                                                 std::size_t min_result_bytes);
+  // One tools/call whose JSON-RPC response is kept in `response`; error text or empty.
+  boost::asio::awaitable<std::string> call_tool_response(std::string_view name,
+                                                         std::string_view arguments_json,
+                                                         std::string& response);
   // DELETE the session (best effort) and close the connection.
   boost::asio::awaitable<void> close();
 

@@ -107,6 +107,10 @@ class Call {
   std::chrono::milliseconds requested_timeout{0};  // _meta["toolbridge/timeout_ms"], 0 if none
   // _meta["toolbridge/repair"]: "off" (or "safe") caps repair for this call; empty if not given.
   std::string repair_request;
+  // _meta["toolbridge/cache"]: "bypass" (no cache, no coalescing), "refresh" (run it and store
+  // the new result) or empty; and a max age in ms of a cached result it accepts (-1: any).
+  std::string cache_request;
+  std::int64_t cache_max_age_ms = -1;
   // W3C trace context of the caller's own tracing (`traceparent` header or _meta), validated;
   // empty if none. Written to the call trace and sent on in the upstream call's _meta.
   std::string traceparent;
@@ -121,6 +125,7 @@ class Call {
   int attempts = 0;                      // retries so far
   int sends = 0;                         // times it was handed to an instance
   std::vector<CallRepair> repairs;       // what repair changed (tool name, arguments)
+  bool cached = false;                   // answered from the result cache
   // When the call was first handed to an instance (time_point{} if it never was: refused, shed,
   // expired in a queue, answered without a server): the time before is queueing (admission,
   // waiting for an instance), the time after is execution.

@@ -172,6 +172,14 @@ void Catalog::rebuild(const std::vector<Source>& sources, config::ToolNaming nam
   for (std::size_t i = 0; i < tool_pairs.size(); ++i) {
     tools_[tool_names[i]] = Entry{tool_names[i], tool_pairs[i].first, tool_pairs[i].second,
                                   compiled_schema(*tool_defs[i], tool_names[i], schemas)};
+    if (const auto* ann = tool_defs[i]->if_contains("annotations"); ann && ann->is_object()) {
+      const auto hint = [&](std::string_view name) {
+        const auto* h = ann->as_object().if_contains(name);
+        return h && h->is_bool() && h->as_bool();
+      };
+      tools_[tool_names[i]].read_only_hint = hint("readOnlyHint");
+      tools_[tool_names[i]].idempotent_hint = hint("idempotentHint");
+    }
     bj::object def = *tool_defs[i];
     def["name"] = tool_names[i];
     tag_origin(def, tool_pairs[i].first, tool_pairs[i].second);

@@ -34,6 +34,10 @@ struct Entry {
   std::string original;
   // Tools: the inputSchema, compiled once per distinct schema (null if the tool has none).
   std::shared_ptr<const repair::ToolSchema> schema;
+  // Tools: the server's annotations readOnlyHint and idempotentHint (hints, not trust: the cache
+  // uses them only where its config says so).
+  bool read_only_hint = false;
+  bool idempotent_hint = false;
 };
 
 class Catalog {

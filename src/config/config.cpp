@@ -48,6 +48,7 @@ Config read_config(const NodeReader& r, const Node& root) {
   // Gateway first: server names are checked against its separator.
   if (gateway) read_gateway(r, gateway->value, gateway->key, config.gateway);
   if (servers) read_servers(r, servers->value, servers->key, config);
+  check_cache_tiers(config);
   return config;
 }
 

@@ -57,6 +57,41 @@ struct ToolRepairOverride {
   std::map<std::string, std::string> param_aliases;  // added to (and over) the server's
 };
 
+// The result cache (src/cache/, README "Result cache"). Per server (`cache:` of a server entry),
+// overridable per tool.
+enum class CacheScope { kGlobal, kTenant, kTrajectory };
+enum class CacheTier { kMemory, kDisk, kRedis };
+struct ToolCache {
+  Duration ttl{300'000};
+  CacheScope scope = CacheScope::kGlobal;
+  CacheTier tier = CacheTier::kMemory;
+};
+struct ServerCache {
+  bool configured = false;  // the server entry has a `cache:` key
+  ToolCache defaults;       // ttl, scope and tier written for the whole server
+  bool all_tools = false;   // tools: "*"
+  std::map<std::string, ToolCache, std::less<>> tools;  // by the server's own tool name
+  // True: the server's readOnlyHint tools are cached (with `defaults`) and its idempotentHint
+  // tools coalesced, though not listed. Annotations are the server's word: off by default.
+  bool annotations = false;
+  // The settings of `tool` if the config caches it (annotations aside).
+  const ToolCache* for_tool(std::string_view tool) const {
+    if (auto it = tools.find(tool); it != tools.end()) return &it->second;
+    return all_tools ? &defaults : nullptr;
+  }
+};
+// `gateway.cache`: where results are kept.
+struct CacheStore {
+  std::uint64_t memory_bytes = 256ull << 20;
+  std::uint64_t max_entry_bytes = 8ull << 20;  // a larger result is passed on, not stored
+  std::string disk_path;                       // the LMDB directory; empty: no disk tier
+  std::uint64_t disk_bytes = 1ull << 30;
+  std::string redis_host;  // empty: no Redis tier
+  unsigned short redis_port = 6379;
+  Duration redis_timeout{250};  // a Redis read or connect slower than this is a miss
+  std::string redis_prefix = "toolbridge:";
+};
+
 struct Server {
   std::string name;
   // Remote servers: an http:// or https:// URL instead of a command.
@@ -127,8 +162,9 @@ struct Server {
   bool adaptive_limit = false;
   AdaptiveLimit adaptive;
   std::map<std::string, std::size_t> tool_limits;  // per tool (server's own name)
-  RepairSettings repair;          // repair, validate, param_aliases
+  RepairSettings repair;                           // repair, validate, param_aliases
   std::map<std::string, ToolRepairOverride, std::less<>> tool_repair;  // by the server's tool name
+  ServerCache cache;  // `cache:`: which tools' results are cached, how long, for whom
 
   // The repair settings of one tool (the server's own name): the server's, with the tool's
   // override applied.
@@ -170,6 +206,8 @@ struct Server {
 std::string_view to_string(Policy p);
 std::string_view to_string(RepairMode m);
 std::string_view to_string(ValidateMode m);
+std::string_view to_string(CacheScope s);
+std::string_view to_string(CacheTier t);
 
 // The call trace (`trace`): one JSON line per call, off unless `file` is set.
 struct Trace {
@@ -224,6 +262,7 @@ struct Gateway {
   // answer (a result past it is dropped, its entry says so).
   std::size_t batch_max_calls = 256;
   std::size_t batch_max_result_bytes = 256u << 20;
+  CacheStore cache;  // `cache:`
   Trace trace;
   ObserveAccess dashboard = ObserveAccess::kLoopback;
 };

@@ -10,7 +10,7 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 27> kGatewayKeys{
+constexpr std::array<std::string_view, 28> kGatewayKeys{
     "listen",
     "allowed_origins",
     "max_body_bytes",
@@ -38,6 +38,7 @@ constexpr std::array<std::string_view, 27> kGatewayKeys{
     "dashboard",
     "batch_max_calls",
     "batch_max_result_bytes",
+    "cache",
 };
 constexpr std::array<std::string_view, 2> kTenantKeys{"limit", "weight"};
 constexpr std::size_t kMaxLimit = 1'000'000;
@@ -230,6 +231,8 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
         r.fail(v.mark, p, fmt::format("at most {} calls", kMaxBatchCalls));
     } else if (e.key == "batch_max_result_bytes") {
       g.batch_max_result_bytes = r.size(v, p);
+    } else if (e.key == "cache") {
+      read_cache_store(r, v, p, g.cache);
     }
   }
 }

@@ -11,6 +11,11 @@ namespace toolbridge::config {
 // The observability keys (observe_keys.cpp): `trace` and `dashboard`.
 void read_trace(const NodeReader& r, const Node& node, const std::string& path, Trace& t);
 ObserveAccess read_observe_access(const NodeReader& r, const Node& node, const std::string& path);
+// `gateway.cache` (cache_keys.cpp).
+void read_cache_store(const NodeReader& r, const Node& node, const std::string& path,
+                      CacheStore& c);
+// Every server's cache tier is one the gateway section configures.
+void check_cache_tiers(const Config& config);
 
 void read_gateway(const NodeReader& r, const Node& node, const std::string& path, Gateway& g);
 

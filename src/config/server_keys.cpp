@@ -427,6 +427,7 @@ ServerKeyReader server_key_reader(std::string_view key) {
       if (k.key == key) return k.read;
     }
   }
+  if (ServerKeyReader read = cache_key_reader(key)) return read;
   return repair_key_reader(key);
 }
 

@@ -15,7 +15,7 @@
 
 namespace toolbridge::config {
 
-inline constexpr std::array<std::string_view, 53> kServerKeys{
+inline constexpr std::array<std::string_view, 54> kServerKeys{
     "command",
     "args",
     "env",
@@ -69,6 +69,7 @@ inline constexpr std::array<std::string_view, 53> kServerKeys{
     "validate",
     "param_aliases",
     "tool_repair",
+    "cache",
 };
 // Keys other MCP clients write into the same entries, which we interpret rather than ignore.
 inline constexpr std::array<std::string_view, 4> kForeignServerKeys{"disabled", "timeout",
@@ -98,5 +99,7 @@ using ServerKeyReader = void (*)(const NodeReader& r, const Entry& e, const std:
 ServerKeyReader server_key_reader(std::string_view key);
 // The readers of the repair keys (repair_keys.cpp); nullptr for any other key.
 ServerKeyReader repair_key_reader(std::string_view key);
+// The reader of the cache key (cache_keys.cpp); nullptr for any other key.
+ServerKeyReader cache_key_reader(std::string_view key);
 
 }  // namespace toolbridge::config

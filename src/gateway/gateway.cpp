@@ -361,6 +361,12 @@ std::string Gateway::health_json() const {
     if (inst) {
       s["pid"] = inst->pid();
       s["protocol_version"] = mcp::to_string(inst->version());
+      // Its lists could not be read again: the last good ones are served, retried with backoff.
+      if (!inst->list_error().empty()) {
+        s["list_error"] = inst->list_error();
+        s["list_failures"] = inst->list_failures();
+        all_ready = false;
+      }
     }
     if (!up->last_error().empty()) s["last_error"] = up->last_error();
     if (up->state() == upstream::Upstream::State::kBackoff)

@@ -55,6 +55,7 @@ telemetry::CallRecord MeasureStage::record(const Call& call, const Result& resul
   r.result_bytes = result.answered_by_server() ? result.response.size() : result.why.size();
   r.outcome = outcome_label(result.fault);
   r.repairs = call.repairs.size();
+  r.cached = call.cached;
   r.traceparent = call.traceparent;
   return r;
 }

@@ -6,6 +6,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/json.hpp>
 
+#include "cache/cache_meta.h"
 #include "call/trace_context.h"
 #include "call/trajectory_name.h"
 #include "gateway/gateway.h"
@@ -30,6 +31,9 @@ constexpr std::string_view kTenantMeta = "toolbridge/tenant";
 constexpr std::string_view kTenantOwner = "tenant ";
 // params._meta key by which a caller turns repair off (or down to safe) for one call.
 constexpr std::string_view kRepairMeta = "toolbridge/repair";
+// params._meta key by which a caller bypasses or refreshes the result cache, or bounds the age of
+// a cached result it accepts (src/cache/).
+constexpr std::string_view kCacheMeta = "toolbridge/cache";
 
 // Why `name` cannot be a tenant (the rule of X-Toolbridge-Tenant); empty if it can.
 std::string tenant_name_error(std::string_view name) {
@@ -110,6 +114,14 @@ std::string take_meta(Call& call, std::string_view raw_meta, const std::string& 
     if (!known) return R"(_meta["toolbridge/repair"] must be "off", "safe" or "aggressive")";
     call.repair_request = std::string(t->as_string());
     meta.erase(kRepairMeta);
+    changed = true;
+  }
+  if (const auto* t = meta.if_contains(kCacheMeta)) {
+    if (std::string why = cache::read_cache_meta(*t, call.cache_request, call.cache_max_age_ms);
+        !why.empty()) {
+      return why;
+    }
+    meta.erase(kCacheMeta);
     changed = true;
   }
   if (changed) call.meta = meta.empty() ? std::string() : bj::serialize(meta);

@@ -1,5 +1,6 @@
 #include "gateway/pipeline.h"
 
+#include "cache/cache_stage.h"
 #include "catalog/resolve.h"
 #include "gateway/dispatch.h"
 #include "gateway/measure.h"
@@ -12,12 +13,13 @@
 namespace toolbridge::gateway {
 
 Pipeline::Pipeline(const PipelineParts& p) {
-  // resolve → measure → repair → [cache] → admission → retry → breaker → deadline → dispatch
+  // resolve → measure → repair → cache → admission → retry → breaker → deadline → dispatch
   chain_.push_back(std::make_unique<catalog::ResolveStage>(p.catalog, p.upstreams, p.stopping,
                                                            p.config.gateway.separator));
   chain_.push_back(std::make_unique<MeasureStage>(p.metrics, p.call_log, p.trace));
   chain_.push_back(std::make_unique<repair::RepairStage>(p.catalog, p.config, p.metrics));
-  // The cache stage goes here (a hit must take no admission slot).
+  // A hit takes no admission slot.
+  chain_.push_back(std::make_unique<cache::CacheStage>(p.io, p.config, p.catalog, p.metrics));
   auto admission = std::make_unique<policy::AdmissionStage>(p.io, p.config, p.metrics, p.clock);
   admission_ = admission.get();
   chain_.push_back(std::move(admission));

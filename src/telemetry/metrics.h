@@ -43,6 +43,11 @@ class Metrics {
   using GaugeFn = std::function<void(std::vector<std::pair<std::string, double>>& out)>;
   void gauge(const std::string& name, const std::string& help, GaugeFn fn);
   void describe(const std::string& name, const std::string& type, const std::string& help);
+  // A counter whose value is read when /metrics is rendered (like a gauge; typed counter).
+  void counter_fn(const std::string& name, const std::string& help, GaugeFn fn) {
+    gauge(name, help, std::move(fn));
+    meta_[name].type = "counter";
+  }
 
   std::string render() const;
   std::uint64_t counter(const std::string& name, const std::string& labels) const;

@@ -184,6 +184,7 @@ void Instance::fail(const std::string& reason) {
                        : "server '" + server_.name + "' failed: " + reason;
   }
   state_ = State::kExited;
+  if (relist_wait_) relist_wait_->cancel();
   spdlog::warn("[{}#{}] {}", server_.name, number_, exit_reason_);
   fail_pending(json::kUpstreamFailed, exit_reason_ + "; the request may or may not have run");
   if (transport_) transport_->abort();
@@ -211,6 +212,7 @@ asio::awaitable<void> Instance::stop() {
   if (state_ == State::kStopping) co_return;
   auto self = shared_from_this();
   state_ = State::kStopping;
+  if (relist_wait_) relist_wait_->cancel();
   fail_pending(json::kUpstreamUnavailable, "server '" + server_.name + "' is shutting down");
   if (transport_) co_await transport_->stop();
   state_ = State::kExited;

@@ -85,6 +85,10 @@ class Instance : public std::enable_shared_from_this<Instance> {
   const mcp::ServerCapabilities& capabilities() const { return caps_; }
   const Catalog& catalog() const { return catalog_; }
   const std::string& server_name() const { return server_.name; }
+  // Why the last re-read of the lists failed (empty once one succeeds) and the failures in a row:
+  // the last good lists are served meanwhile, and /healthz reports it.
+  const std::string& list_error() const { return list_error_; }
+  int list_failures() const { return list_failures_; }
 
   // Called once when the process is gone (crash, exit, broken pipe), with the reason.
   std::function<void(const std::string& reason)> on_exit;
@@ -158,6 +162,9 @@ class Instance : public std::enable_shared_from_this<Instance> {
   std::size_t server_requests_ = 0;  // the server's requests to agents awaiting an answer
   bool relisting_ = false;
   bool relist_again_ = false;
+  std::string list_error_;
+  int list_failures_ = 0;
+  std::shared_ptr<boost::asio::steady_timer> relist_wait_;  // the backoff before a retry
 };
 
 }  // namespace toolbridge::upstream

@@ -2,8 +2,11 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
+#include "base/jitter.h"
 #include "json/parse.h"
 #include "json/utf8.h"
 #include "upstream/instance.h"
@@ -167,15 +170,37 @@ asio::awaitable<void> Instance::relist_loop() {
   do {
     relist_again_ = false;
     // Each request of the re-read is bounded: a server that announces but never lists
-    // cannot pile up requests.
+    // cannot pile up requests. The lists served meanwhile are the last good ones.
     const std::string err = co_await fetch_catalog(server_.startup_timeout);
     if (state_ != State::kReady) break;
-    if (!err.empty()) {
-      spdlog::warn("[{}] re-listing after list_changed failed: {}", server_.name, err);
-    } else if (on_catalog_changed) {
-      on_catalog_changed();
+    if (err.empty()) {
+      if (!list_error_.empty()) spdlog::info("[{}] re-listing works again", server_.name);
+      list_error_.clear();
+      list_failures_ = 0;
+      if (on_catalog_changed) on_catalog_changed();
+      continue;
     }
+    // Retried with jittered backoff (restart_backoff), for as long as the instance runs.
+    list_error_ = err;
+    ++list_failures_;
+    const int doublings = std::min(list_failures_ - 1, 16);
+    const auto nominal = std::min<std::chrono::milliseconds>(
+        server_.restart_backoff_initial * (1 << doublings), server_.restart_backoff_max);
+    const auto delay = base::jittered(nominal, 0.2, base::process_random());
+    spdlog::warn(
+        "[{}] re-listing failed ({} in a row; the last good lists are served): {}; "
+        "retrying in {} ms",
+        server_.name, list_failures_, err, delay.count());
+    if (!relist_again_) {
+      relist_wait_ = std::make_shared<asio::steady_timer>(io_, delay);
+      auto wait = relist_wait_;
+      boost::system::error_code ec;
+      co_await wait->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      if (state_ != State::kReady) break;
+    }
+    relist_again_ = true;
   } while (relist_again_);
+  relist_wait_.reset();
   relisting_ = false;
   relist_again_ = false;
 }

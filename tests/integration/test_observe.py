@@ -267,3 +267,20 @@ def test_batch_calls_are_traced_with_their_traceparent(traced):
     assert {line["tool"] for line in lines} == {"fixture__meta", "fixture__echo"}
     assert all(line["trajectory"] == "batch-traj" and line["traceparent"] == TRACEPARENT for line in lines)
     assert 'toolbridge_breaker_state{server="fixture"} 0' in gw.metrics()
+
+
+def test_a_cache_hit_is_traced_as_cached(gateway_factory, tmp_path):
+    trace = tmp_path / "calls.jsonl"
+    gw = gateway_factory({"fixture": fixture_server(cache={"tools": ["echo"], "ttl": "10m"})},
+                         {"trace": str(trace)})
+    s = RawSession(gw.mcp_url).initialize()
+    try:
+        for i in range(2):
+            call(s, "fixture__echo", {"text": "same"}, i)
+    finally:
+        s.close()
+    first, second = trace_lines(trace, 2)
+    assert first["cached"] is False and first["pid"] > 0
+    assert second["cached"] is True and second["outcome"] == "ok" and second["execution_s"] == 0
+    state = httpx.get(gw.base_url + "/dashboard/state", timeout=10).json()
+    assert state["totals"]["cache_hits"] == 1 and state["totals"]["cache_misses"] == 1

@@ -306,7 +306,7 @@ TEST(Config, JsonNearMissesOfOurKeysAreErrorsButOtherToolsKeysAreNot) {
   EXPECT_TRUE(port.starts_with("cfg.json:1:14: gateway: unknown key 'port'; expected one of: listen, "
                                "allowed_origins, max_body_bytes, max_sessions, "))
       << port;
-  for (const char* key : {", tenants", ", trace", ", dashboard", ", ready_timeout"})
+  for (const char* key : {", tenants", ", trace", ", dashboard", ", cache", ", ready_timeout"})
     EXPECT_NE(port.find(key), std::string::npos) << key << " in " << port;
 }
 

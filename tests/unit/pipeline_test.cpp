@@ -65,7 +65,7 @@ TEST(Pipeline, IsBuiltInTheOrderOfTheDataFlow) {
   telemetry::CallLog log;
   const Pipeline p(PipelineParts{io, cfg, catalog, upstreams, metrics, stopping, log});
   EXPECT_EQ(p.stage_names(),
-            (std::vector<std::string_view>{"resolve", "measure", "repair", "admission", "retry",
+            (std::vector<std::string_view>{"resolve", "measure", "repair", "cache", "admission", "retry",
                                            "breaker", "deadline", "dispatch"}));
 }
 

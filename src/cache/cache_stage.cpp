@@ -1,0 +1,291 @@
+#include "cache/cache_stage.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "cache/cache_meta.h"
+#include "cache/canonical.h"
+#include "cache/disk_tier.h"
+#include "cache/redis_tier.h"
+#include "json/envelope.h"
+#include "policy/deadline.h"
+#include "upstream/upstream.h"
+
+namespace toolbridge::cache {
+
+namespace asio = boost::asio;
+using gateway::Call;
+using gateway::Fault;
+using gateway::Result;
+
+namespace {
+
+constexpr const char* kHits = "toolbridge_cache_hits_total";
+constexpr const char* kMisses = "toolbridge_cache_misses_total";
+constexpr const char* kCoalesced = "toolbridge_cache_coalesced_total";
+constexpr const char* kStores = "toolbridge_cache_stores_total";
+constexpr const char* kSkipped = "toolbridge_cache_not_stored_total";
+
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The arguments as the server will get them (after repair).
+std::string_view arguments(const Call& call) {
+  const std::string_view params =
+      call.upstream_params.empty() ? std::string_view(call.params) : call.upstream_params;
+  const auto members = json::object_members(params);
+  if (!members) return {};
+  for (const auto& m : *members) {
+    if (m.name == "arguments") return m.value.in(params);
+  }
+  return "{}";
+}
+
+// The result object of a response the server answered with success, without isError: true.
+std::string_view storable_result(const Result& r) {
+  if (r.fault != Fault::kNone || r.response.empty()) return {};
+  const json::Envelope env = json::parse_envelope(r.response);
+  if (env.kind != json::Kind::kResponse || env.result.empty()) return {};
+  const std::string_view result = env.result.in(r.response);
+  const auto members = json::object_members(result);
+  if (!members) return {};
+  for (const auto& m : *members) {
+    if (m.name == "isError" && m.value.in(result) != "false") return {};
+  }
+  return result;
+}
+
+}  // namespace
+
+CacheStage::CacheStage(asio::io_context& io, const config::Config& config,
+                       const catalog::Catalog& catalog, telemetry::Metrics& metrics)
+    : io_(io),
+      catalog_(catalog),
+      metrics_(metrics),
+      store_(config.gateway.cache),
+      memory_(std::make_unique<MemoryTier>(config.gateway.cache.memory_bytes)),
+      coalescer_(io) {
+  if (!store_.disk_path.empty()) {
+    try {
+      disk_ = std::make_unique<DiskTier>(store_.disk_path, store_.disk_bytes);
+      spdlog::info("cache: disk tier in {} ({} bytes in use)", store_.disk_path, disk_->bytes());
+    } catch (const std::exception& e) {
+      // A cache is never a reason to refuse calls: its entries go to memory instead.
+      spdlog::error("cache: {}; the disk tier's entries are kept in memory", e.what());
+    }
+  }
+  if (!store_.redis_host.empty()) {
+    redis_ = std::make_unique<RedisTier>(io, store_.redis_host, store_.redis_port,
+                                         store_.redis_timeout, store_.redis_prefix);
+    metrics_.counter_fn("toolbridge_cache_redis_failures_total",
+                        "Redis connections refused or lost, and commands it did not answer in "
+                        "time (each such call was a miss).",
+                        [this](auto& out) {
+                          out.emplace_back(
+                              std::string(),
+                              static_cast<double>(static_cast<RedisTier&>(*redis_).failures()));
+                        });
+  }
+  for (const auto& s : config.servers) {
+    ServerPolicy p;
+    p.server = &s;
+    p.idempotent_all = std::find(s.idempotent_tools.begin(), s.idempotent_tools.end(), "*") !=
+                       s.idempotent_tools.end();
+    p.annotated = s.cache.defaults;
+    servers_.emplace(s.name, p);
+  }
+  metrics_.describe(kHits, "counter", "Tool calls answered from the result cache, by tier.");
+  metrics_.describe(kMisses, "counter",
+                    "Calls of cached tools that found no fresh entry (or were told to refresh).");
+  metrics_.describe(kCoalesced, "counter",
+                    "Calls that shared the execution of an identical call already in flight.");
+  metrics_.describe(kStores, "counter", "Results stored in the cache, by tier.");
+  metrics_.describe(kSkipped, "counter",
+                    "Results of cached tools not stored, by reason (error, too_large, deadline).");
+  metrics_.counter_fn("toolbridge_cache_evictions_total",
+                      "Entries the cache dropped for room or expiry, by tier.", [this](auto& out) {
+                        for (const Tier* t : tiers()) {
+                          if (t)
+                            out.emplace_back(telemetry::labels({{"tier", t->name()}}),
+                                             static_cast<double>(t->evictions()));
+                        }
+                      });
+  metrics_.gauge("toolbridge_cache_bytes", "Bytes the result cache holds, by tier.",
+                 [this](auto& out) {
+                   for (const Tier* t : tiers()) {
+                     if (t)
+                       out.emplace_back(telemetry::labels({{"tier", t->name()}}),
+                                        static_cast<double>(t->bytes()));
+                   }
+                 });
+  metrics_.counter_fn("toolbridge_cache_upstream_seconds_saved_total",
+                      "Upstream time the cache saved: what each hit's and each coalesced "
+                      "call's result took the server to make.",
+                      [this](auto& out) { out.emplace_back(std::string(), seconds_saved_); });
+}
+
+CacheStage::~CacheStage() = default;
+
+bool CacheStage::applies(const Call& call) const {
+  if (!call.is_tool_call()) return false;
+  auto it = servers_.find(call.route.server);
+  if (it == servers_.end()) return false;
+  const config::Server& s = *it->second.server;
+  return s.cache.configured || !s.idempotent_tools.empty();
+}
+
+Plan CacheStage::plan(const Call& call) const {
+  Plan p;
+  auto it = servers_.find(call.route.server);
+  if (it == servers_.end()) return p;
+  const ServerPolicy& sp = it->second;
+  const config::Server& s = *sp.server;
+  const std::string& tool = call.route.tool;
+  p.cache = s.cache.configured ? s.cache.for_tool(tool) : nullptr;
+  bool idempotent =
+      sp.idempotent_all || std::find(s.idempotent_tools.begin(), s.idempotent_tools.end(), tool) !=
+                               s.idempotent_tools.end();
+  if (s.cache.annotations && (!p.cache || !idempotent)) {
+    if (const catalog::Entry* e = catalog_.tool(call.route.label)) {
+      if (!p.cache && e->read_only_hint) p.cache = &sp.annotated;
+      idempotent = idempotent || e->idempotent_hint || e->read_only_hint;
+    }
+  }
+  p.coalesce = p.cache || idempotent;
+  if (p.cache) {
+    p.scope = p.cache->scope;
+  } else if (s.policy == config::Policy::kPerSession) {
+    p.scope = Scope::kTrajectory;  // each trajectory has an instance of its own
+  }
+  return p;
+}
+
+std::string CacheStage::key(const Call& call, const Plan& plan) {
+  const std::optional<std::string> canonical = canonical_json(arguments(call));
+  if (!canonical) return {};
+  return make_key(call.route.server, call.route.tool, plan.scope, call.tenant, call.trajectory,
+                  *canonical);
+}
+
+Tier* CacheStage::tier_for(config::CacheTier t) const {
+  switch (t) {
+    case config::CacheTier::kDisk:
+      return disk_ ? disk_.get() : memory_.get();
+    case config::CacheTier::kRedis:
+      return redis_ ? redis_.get() : memory_.get();
+    case config::CacheTier::kMemory:
+      break;
+  }
+  return memory_.get();
+}
+
+void CacheStage::count(const std::string& name, const Call& call) {
+  metrics_.add(name,
+               telemetry::labels({{"server", call.route.server}, {"tool", call.route.label}}));
+}
+
+asio::awaitable<Result> CacheStage::handle(Call& call, gateway::Next next) {
+  // Not a coroutine: a call this stage leaves alone, and a memory hit, cost no frame of their own.
+  Plan p = plan(call);
+  if (call.cache_request == "bypass" || (!p.cache && !p.coalesce)) return next(call);
+  std::string k = key(call, p);
+  if (k.empty()) return next(call);  // no canonical form: neither cached nor shared
+  bool looked_up = false;
+  if (p.cache && call.cache_request != "refresh" && tier_for(p.cache->tier) == memory_.get()) {
+    const std::int64_t now = wall_ms();
+    if (const Entry* e = memory_->find(k, now)) {
+      if (call.cache_max_age_ms < 0 || now - e->stored_ms <= call.cache_max_age_ms) {
+        call.cached = true;
+        return gateway::ready(hit(call, *e, *memory_, now));
+      }
+    }
+    looked_up = true;
+  }
+  return run(call, next, p, std::move(k), looked_up);
+}
+
+Result CacheStage::hit(const Call& call, const Entry& e, const Tier& tier, std::int64_t now) {
+  const std::int64_t age = std::max<std::int64_t>(0, now - e.stored_ms);
+  metrics_.add(kHits, telemetry::labels({{"server", call.route.server},
+                                         {"tool", call.route.label},
+                                         {"tier", tier.name()}}));
+  seconds_saved_ += e.upstream_seconds;
+  const std::string info = R"({"hit":true,"tier":")" + std::string(tier.name()) + R"(","age_ms":)" +
+                           std::to_string(age) + "}";
+  return Result{Fault::kNone, json::make_result(call.id, with_cache_meta(e.result, info)), {}};
+}
+
+asio::awaitable<Result> CacheStage::run(Call& call, gateway::Next next, Plan plan, std::string k,
+                                        bool looked_up) {
+  if (call.deadline == Call::Clock::time_point::max()) {
+    call.timeout =
+        policy::call_budget(call.route.upstream->config(), call.route.tool, call.requested_timeout);
+    call.deadline = call.started + call.timeout;
+  }
+  if (plan.cache && call.cache_request != "refresh" && !looked_up) {
+    Tier* tier = tier_for(plan.cache->tier);
+    const std::int64_t now = wall_ms();
+    std::optional<Entry> found = co_await tier->get(k, now);
+    if (found && (call.cache_max_age_ms < 0 || now - found->stored_ms <= call.cache_max_age_ms)) {
+      call.cached = true;
+      co_return hit(call, *found, *tier, now);
+    }
+  }
+  Coalescer::Lead lead;
+  if (plan.coalesce) {
+    while (true) {
+      Coalescer::Join joined = co_await coalescer_.join(k, call);
+      if (!joined.joined) break;
+      if (joined.result) {
+        if (joined.result->fault != Fault::kCancelled && joined.result->fault != Fault::kTimeout) {
+          count(kCoalesced, call);
+          seconds_saved_ += joined.upstream_seconds;
+        }
+        co_return std::move(*joined.result);
+      }
+      // The leader was cancelled: run it (or join whoever leads now).
+    }
+    lead = coalescer_.lead(k);
+  }
+  if (plan.cache) count(kMisses, call);
+  const auto started = std::chrono::steady_clock::now();
+  Result r = co_await next(call);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (plan.cache) store(call, plan, k, r, seconds);
+  lead.finish(r, seconds);
+  co_return r;
+}
+
+void CacheStage::store(const Call& call, const Plan& plan, const std::string& key, const Result& r,
+                       double upstream_seconds) {
+  auto skipped = [&](std::string_view reason) {
+    metrics_.add(kSkipped, telemetry::labels({{"server", call.route.server},
+                                              {"tool", call.route.label},
+                                              {"reason", reason}}));
+  };
+  const std::string_view result = storable_result(r);
+  if (result.empty()) {
+    // Errors are never stored; a cancelled call has no result at all.
+    if (r.fault != Fault::kCancelled) skipped("error");
+    return;
+  }
+  if (Call::Clock::now() >= call.deadline) return skipped("deadline");
+  if (result.size() > store_.max_entry_bytes) return skipped("too_large");
+  Tier* tier = tier_for(plan.cache->tier);
+  const std::int64_t now = wall_ms();
+  Entry e;
+  e.result = std::string(result);
+  e.stored_ms = now;
+  e.expires_ms = now + plan.cache->ttl.count();
+  e.upstream_seconds = upstream_seconds;
+  tier->put(key, std::move(e), now);
+  metrics_.add(kStores, telemetry::labels({{"tier", tier->name()}}));
+}
+
+}  // namespace toolbridge::cache

@@ -1,0 +1,77 @@
+#pragma once
+// The cache stage (after repair, before admission: a hit takes no admission slot). For the tools
+// the config caches (a server's `cache:`), a call is answered from the tier its config names when
+// an entry of its key has not expired; otherwise it runs, and a result that is not an error is
+// stored. Identical calls in flight at once share one execution (coalescer.h) for cached tools
+// and for tools declared idempotent. The caller may bypass or refresh the cache, or bound the
+// age of what it accepts (_meta["toolbridge/cache"]); a result from the cache says so in its
+// _meta (hit, tier, age_ms).
+#include <array>
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "cache/coalescer.h"
+#include "cache/memory_tier.h"
+#include "cache/tier.h"
+#include "call/stage.h"
+#include "catalog/catalog.h"
+#include "config/config.h"
+#include "telemetry/metrics.h"
+
+namespace toolbridge::cache {
+
+// What the stage does with one call.
+struct Plan {
+  const config::ToolCache* cache = nullptr;  // null: not cached (may still be coalesced)
+  bool coalesce = false;
+  Scope scope = Scope::kGlobal;  // who shares a key
+};
+
+class CacheStage final : public gateway::Stage {
+ public:
+  CacheStage(boost::asio::io_context& io, const config::Config& config,
+             const catalog::Catalog& catalog, telemetry::Metrics& metrics);
+  ~CacheStage() override;
+
+  std::string_view name() const override { return "cache"; }
+  bool applies(const gateway::Call& call) const override;
+  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
+
+  Plan plan(const gateway::Call& call) const;
+  // The key of `call` under `plan`; empty if its arguments have no canonical form.
+  static std::string key(const gateway::Call& call, const Plan& plan);
+
+  MemoryTier& memory() { return *memory_; }
+
+ private:
+  struct ServerPolicy {
+    const config::Server* server = nullptr;
+    bool idempotent_all = false;
+    config::ToolCache annotated;  // a readOnlyHint tool's settings when annotations are on
+  };
+  boost::asio::awaitable<gateway::Result> run(gateway::Call& call, gateway::Next next, Plan plan,
+                                              std::string key, bool looked_up);
+  // The answer from a cached entry, with _meta["toolbridge/cache"] {hit, tier, age_ms}.
+  gateway::Result hit(const gateway::Call& call, const Entry& e, const Tier& tier,
+                      std::int64_t now_ms);
+  Tier* tier_for(config::CacheTier t) const;
+  std::array<const Tier*, 3> tiers() const { return {memory_.get(), disk_.get(), redis_.get()}; }
+  void store(const gateway::Call& call, const Plan& plan, const std::string& key,
+             const gateway::Result& r, double upstream_seconds);
+  void count(const std::string& name, const gateway::Call& call);
+
+  boost::asio::io_context& io_;
+  const catalog::Catalog& catalog_;
+  telemetry::Metrics& metrics_;
+  const config::CacheStore store_;
+  std::unordered_map<std::string, ServerPolicy> servers_;
+  std::unique_ptr<MemoryTier> memory_;
+  std::unique_ptr<Tier> disk_;
+  std::unique_ptr<Tier> redis_;
+  Coalescer coalescer_;
+  double seconds_saved_ = 0;
+};
+
+}  // namespace toolbridge::cache

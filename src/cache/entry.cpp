@@ -1,0 +1,96 @@
+#include "cache/entry.h"
+
+#include <openssl/evp.h>
+
+#include <charconv>
+
+namespace toolbridge::cache {
+
+namespace {
+
+constexpr std::string_view kRecordMagic = "TB1 ";
+
+void append_field(std::string& out, std::string_view part) {
+  out += std::to_string(part.size());
+  out.push_back(':');
+  out.append(part);
+}
+
+// Reads "NUMBER " from the front of `in`.
+template <typename T>
+bool take_number(std::string_view& in, T& out) {
+  auto [ptr, ec] = std::from_chars(in.data(), in.data() + in.size(), out);
+  if (ec != std::errc() || ptr == in.data() + in.size() || *ptr != ' ') return false;
+  in.remove_prefix(static_cast<std::size_t>(ptr - in.data()) + 1);
+  return true;
+}
+
+}  // namespace
+
+std::string make_key(std::string_view server, std::string_view tool, Scope scope,
+                     std::string_view tenant, std::string_view trajectory,
+                     std::string_view canonical_arguments) {
+  std::string key;
+  key.reserve(server.size() + tool.size() + canonical_arguments.size() + 48);
+  append_field(key, server);
+  append_field(key, tool);
+  switch (scope) {
+    case Scope::kGlobal:
+      key += "g";
+      break;
+    case Scope::kTenant:
+      key += "t";
+      append_field(key, tenant);
+      break;
+    case Scope::kTrajectory:
+      key += "s";
+      append_field(key, trajectory);
+      break;
+  }
+  append_field(key, canonical_arguments);
+  return key;
+}
+
+std::string key_digest(std::string_view key) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(key.data(), key.size(), digest, &length, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(length * 2);
+  for (unsigned int i = 0; i < length; ++i) {
+    out.push_back(kHex[digest[i] >> 4]);
+    out.push_back(kHex[digest[i] & 15]);
+  }
+  return out;
+}
+
+std::string encode_record(std::string_view key, const Entry& e) {
+  std::string out(kRecordMagic);
+  out += std::to_string(e.stored_ms) + " " + std::to_string(e.expires_ms) + " " +
+         std::to_string(static_cast<std::int64_t>(e.upstream_seconds * 1e6)) + " " +
+         std::to_string(key.size()) + " ";
+  out.append(key);
+  out.append(e.result);
+  return out;
+}
+
+std::optional<Entry> decode_record(std::string_view record, std::string_view key) {
+  if (!record.starts_with(kRecordMagic)) return std::nullopt;
+  record.remove_prefix(kRecordMagic.size());
+  Entry e;
+  std::int64_t micros = 0;
+  std::size_t key_size = 0;
+  if (!take_number(record, e.stored_ms) || !take_number(record, e.expires_ms) ||
+      !take_number(record, micros) || !take_number(record, key_size)) {
+    return std::nullopt;
+  }
+  if (key_size > record.size() || record.substr(0, key_size) != key) return std::nullopt;
+  record.remove_prefix(key_size);
+  if (record.empty()) return std::nullopt;
+  e.upstream_seconds = static_cast<double>(micros) / 1e6;
+  e.result = std::string(record);
+  return e;
+}
+
+}  // namespace toolbridge::cache

@@ -1,0 +1,38 @@
+#pragma once
+// What the result cache stores for one call, and the key it is stored under.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "config/config.h"
+
+namespace toolbridge::cache {
+
+// Whose calls share cached results (config `scope`): every caller, one tenant, one trajectory.
+using Scope = config::CacheScope;
+
+struct Entry {
+  std::string result;           // raw JSON of the tools/call result object, as the server sent it
+  std::int64_t stored_ms = 0;   // wall clock (Unix ms): survives restarts, shared across gateways
+  std::int64_t expires_ms = 0;  // stored_ms + ttl
+  double upstream_seconds = 0;  // what the call cost upstream: the time a hit saves
+  std::size_t bytes() const { return result.size() + 64; }
+};
+
+// The cache key of a call: server, tool, who shares it (by scope), and the canonical arguments,
+// each length-prefixed so no two different calls can write the same key.
+std::string make_key(std::string_view server, std::string_view tool, Scope scope,
+                     std::string_view tenant, std::string_view trajectory,
+                     std::string_view canonical_arguments);
+
+// SHA-256 of the key in hex: the name of an entry in the disk and Redis tiers (the key itself is
+// stored with the entry and compared on read).
+std::string key_digest(std::string_view key);
+
+// The record a disk or Redis tier stores: a small text header, the key, then the result.
+std::string encode_record(std::string_view key, const Entry& e);
+// The entry of `record` if it is well formed and stored under `key`.
+std::optional<Entry> decode_record(std::string_view record, std::string_view key);
+
+}  // namespace toolbridge::cache
