@@ -56,6 +56,7 @@ Server::Server(asio::io_context& io, config::Config config)
       mcp_(gateway_),
       legacy_(gateway_),
       admin_(gateway_),
+      openai_(gateway_),
       http_(io, listener_options(gateway_.config().gateway),
             [this](Exchange& ex) { return router_.route(ex); }) {
   add_routes();
@@ -105,6 +106,16 @@ void Server::add_routes() {
   router_.add(std::nullopt, "/sessions/",
               guarded([this](Exchange& ex, std::string_view p) { return admin_.release(ex, p); }),
               true);
+  // The OpenAI-compatible LLM endpoints, when models are configured.
+  if (openai_.enabled()) {
+    for (const char* path : {"/v1/chat/completions", "/v1/completions"}) {
+      router_.add(http::verb::post, path, guarded([this](Exchange& ex, std::string_view p) {
+                    return openai_.post(ex, p);
+                  }));
+    }
+    router_.add(http::verb::get, "/v1/models",
+                guarded([this](Exchange& ex, std::string_view) { return openai_.models(ex); }));
+  }
   router_.fallback([this](Exchange& ex, std::string_view) { return admin_.not_found(ex); });
 }
 
@@ -152,6 +163,7 @@ Handler Server::guarded(Handler handler) {
 std::string Server::start() {
   if (std::string err = http_.listen(); !err.empty()) return err;
   gateway_.start();
+  openai_.start();
   return {};
 }
 
@@ -162,6 +174,7 @@ asio::awaitable<void> Server::shutdown() {
   // Calls in flight may finish (their answers still reach the agents) for up to shutdown_grace.
   co_await gateway_.drain();
   http_.stop();
+  openai_.stop();
   co_await gateway_.stop_servers();
 }
 

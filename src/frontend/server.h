@@ -9,6 +9,7 @@
 #include "frontend/admin.h"
 #include "frontend/legacy_sse.h"
 #include "frontend/mcp_http.h"
+#include "frontend/openai.h"
 #include "frontend/router.h"
 #include "gateway/gateway.h"
 #include "transport/http_server.h"
@@ -39,6 +40,7 @@ class Server {
   McpHttp mcp_;
   LegacySse legacy_;
   Admin admin_;
+  OpenAi openai_;
   Router router_;
   transport::HttpServer http_;
 };
