@@ -176,7 +176,8 @@ def error_body(message: str, kind: str, code: int) -> dict:
 
 async def handle_generate(w: Worker, conn: Conn, path: str, body: dict) -> None:
     args = w.args
-    fault = w.take_fault()
+    # die_mid_stream is taken after the first chunk, not here.
+    fault = w.take_fault() if w.fault_kind != "die_mid_stream" else "none"
     if fault == "die":
         os._exit(3)
     if fault == "5xx":
