@@ -121,6 +121,8 @@ int main(int argc, char** argv) {
       {"contention", "2 runs x 60 trajectories on a server that slows with load: no limit, static, adaptive",
        run_contention},
       {"repair", "gateway CPU per call with repair and validation off, on (warn), enforce, repairing", run_repair},
+      {"llm-routing", "64 trajectories x 30 turns on 4 simulated inference workers: toolbridge's policies vs sglang-router",
+       run_llm_routing},
   };
   std::vector<CLI::App*> commands;
   for (const auto& s : scenarios) commands.push_back(app.add_subcommand(s.name, s.help));

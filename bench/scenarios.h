@@ -48,5 +48,6 @@ ScenarioResult run_peers(const Options& options);
 ScenarioResult run_sessions(const Options& options);
 ScenarioResult run_contention(const Options& options);
 ScenarioResult run_repair(const Options& options);
+ScenarioResult run_llm_routing(const Options& options);
 
 }  // namespace toolbridge::bench
