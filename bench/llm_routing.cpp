@@ -192,11 +192,12 @@ WorkerTotals worker_totals(const std::vector<unsigned short>& ports) {
   return t;
 }
 
-std::string gateway_yaml(const std::vector<unsigned short>& ports, const std::string& routing) {
+std::string gateway_yaml(const std::vector<unsigned short>& ports, const std::string& routing,
+                         const std::string& extra) {
   std::string y = fmt::format(
       "gateway:\n  log_level: warn\n  max_connections_per_client: 4096\nservers: {{}}\nmodels:\n"
-      "  {}:\n    routing: {}\n    workers:\n",
-      kModel, routing);
+      "  {}:\n    routing: {}\n{}    workers:\n",
+      kModel, routing, extra);
   for (std::size_t i = 0; i < ports.size(); ++i)
     y += fmt::format("      - {{url: 'http://127.0.0.1:{}', name: w{}}}\n", ports[i], i);
   return y;
@@ -279,10 +280,12 @@ ScenarioResult run_llm_routing(const Options& o) {
     for (unsigned short p : ports) worker_call(p, transport::http::verb::post, "/reset");
   };
 
-  auto toolbridge_row = [&](const std::string& routing) {
+  // `extra`: more keys of the model ("    load_factor: 2\n"), `label` names them in the row.
+  auto toolbridge_row = [&](const std::string& routing, const std::string& extra = {},
+                            const std::string& label = {}) {
     reset_workers();
     GatewayProcess gw;
-    if (std::string err = gw.start(o.toolbridge_bin, gateway_yaml(ports, routing), 60s);
+    if (std::string err = gw.start(o.toolbridge_bin, gateway_yaml(ports, routing, extra), 60s);
         !err.empty()) {
       r.ok = false;
       r.problems.push_back("toolbridge " + routing + ": " + err);
@@ -292,7 +295,7 @@ ScenarioResult run_llm_routing(const Options& o) {
     const ProcSample before = gw.sample();
     const Outcome out = run_workload(gw.host(), gw.port(), w);
     const ProcSample after = gw.sample();
-    add_row("toolbridge " + routing, out, worker_totals(ports),
+    add_row("toolbridge " + routing + (label.empty() ? "" : " " + label), out, worker_totals(ports),
             before.ok && after.ok ? after.cpu_us - before.cpu_us : -1);
     report_gateway_end(r, gw);
   };
@@ -338,6 +341,9 @@ ScenarioResult run_llm_routing(const Options& o) {
   sglang_row();
   toolbridge_row("affinity");
   toolbridge_row("prefix_aware");
+  // The thresholds' defaults against tighter ones (README "LLM routing": why).
+  toolbridge_row("affinity", "    load_factor: 1.25\n", "(load_factor 1.25)");
+  toolbridge_row("prefix_aware", "    prefix_balance_slack: 1\n", "(prefix_balance_slack 1)");
   for (auto& p : workers) p->stop();
   r.table.add_note(
       "uncached prompt tokens: summed over the workers (their prefix caches: 256k tokens each, "

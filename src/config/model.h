@@ -42,14 +42,17 @@ struct Model {
   std::size_t breaker_threshold = 3;
   std::chrono::milliseconds breaker_cooldown{5'000};
   std::chrono::milliseconds health_interval{2'000};  // GET /health of workers out of rotation
-  // affinity: a worker above load_factor x the mean load spills to the next on the ring.
-  double load_factor = 1.25;
+  // affinity: a worker above load_factor x the mean load spills to the next on the ring. Load is
+  // requests in flight, which swing by about their square root even when trajectories are spread
+  // evenly: a low factor moves trajectories (a full prompt recompute each) for nothing (README
+  // "LLM routing" has the sweep behind the default).
+  double load_factor = 3.0;
   // prefix_aware: the longest match wins when it covers at least prefix_min_match of the prompt
   // and its worker has at most prefix_balance x the mean load + prefix_balance_slack requests
   // in flight; otherwise the least loaded worker.
   double prefix_min_match = 0.5;
   double prefix_balance = 1.5;
-  std::size_t prefix_balance_slack = 2;
+  std::size_t prefix_balance_slack = 4;
   std::size_t prefix_tree_max_bytes = 32u << 20;  // prompt text kept per model
 };
 

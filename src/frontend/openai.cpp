@@ -181,7 +181,10 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
     if (ok) ok = co_await hx.read_header();
     if (!ok || state_->client_gone) {
       --w.in_flight;
-      if (state_->client_gone) co_return Result::failure(Fault::kCancelled, "");
+      if (state_->client_gone) {
+        model_.released(i);
+        co_return Result::failure(Fault::kCancelled, "");
+      }
       ++*w.requests_failed;
       model_.failed(i);
       why = fmt::format("worker {}: {}", w.config.name, hx.error().message);
@@ -205,7 +208,11 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
       co_await hx.read_body(body, kMaxErrorBody);
       --w.in_flight;
       ++*w.requests_failed;
-      if (code >= 500) model_.failed(i);
+      if (code >= 500) {
+        model_.failed(i);
+      } else {
+        model_.released(i);  // alive, only busy
+      }
       wait = retry_after(hx, cfg.max_retry_after);
       why = fmt::format("worker {} answered HTTP {}", w.config.name, code);
       status = static_cast<http::status>(code);
@@ -385,6 +392,24 @@ void OpenAi::register_metrics() {
 void OpenAi::start() {
   for (auto& m : models_) {
     asio::co_spawn(gateway_.io(), m->health_loop(), asio::detached);
+  }
+}
+
+asio::awaitable<void> OpenAi::drain(std::chrono::milliseconds grace) {
+  const auto until = Clock::now() + grace;
+  asio::steady_timer tick(gateway_.io());
+  for (;;) {
+    std::size_t in_flight = 0;
+    for (const auto& m : models_)
+      for (const auto& w : m->workers()) in_flight += w.in_flight;
+    if (in_flight == 0 || Clock::now() >= until) {
+      if (in_flight > 0)
+        spdlog::warn("shutdown: {} model requests still in flight after shutdown_grace", in_flight);
+      co_return;
+    }
+    tick.expires_after(std::chrono::milliseconds(20));
+    boost::system::error_code ec;
+    co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
 }
 

@@ -6,6 +6,7 @@
 // Bodies are forwarded as received; answers stream back chunk by chunk as the worker sends
 // them. Failures before the first byte reached the client are retried on another worker.
 #include <boost/asio/awaitable.hpp>
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -28,6 +29,8 @@ class OpenAi {
   bool enabled() const { return !models_.empty(); }
   // Starts the workers' health checks.
   void start();
+  // Waits up to `grace` for model requests in flight to finish (their answers still go out).
+  boost::asio::awaitable<void> drain(std::chrono::milliseconds grace);
   void stop();
 
   boost::asio::awaitable<void> post(transport::Exchange& ex, std::string_view path);

@@ -173,6 +173,7 @@ asio::awaitable<void> Server::shutdown() {
   http_.stop_accepting();
   // Calls in flight may finish (their answers still reach the agents) for up to shutdown_grace.
   co_await gateway_.drain();
+  if (openai_.enabled()) co_await openai_.drain(gateway_.config().gateway.shutdown_grace);
   http_.stop();
   openai_.stop();
   co_await gateway_.stop_servers();

@@ -59,6 +59,8 @@ class Model {
   void succeeded(std::size_t worker);
   // A connection error or 5xx: counts toward the worker's breaker.
   void failed(std::size_t worker);
+  // The attempt ended without telling (the client left, a 429): a probe slot is given back.
+  void released(std::size_t worker) { workers_[worker].probing = false; }
   bool available(std::size_t worker) const;
 
   std::uint64_t& retries() { return *retries_; }

@@ -81,7 +81,8 @@ def test_affinity_holds_for_30_turns_while_load_stays_bounded(tmp_path, four_wor
 def test_affinity_spills_when_the_home_worker_is_overloaded(tmp_path):
     ws = start_workers(4, "--decode-ms-per-token", "200")
     try:
-        gw = start_llm_gateway(tmp_path / "gw", {"sim": model_entry(ws, routing="affinity")})
+        gw = start_llm_gateway(tmp_path / "gw", {"sim": model_entry(ws, routing="affinity",
+                                                                        load_factor=1.25)})
         try:
             workers = []
 
@@ -263,3 +264,36 @@ def test_hung_worker_hits_the_request_timeout(tmp_path):
             gw.close()
     finally:
         ws[0].kill()
+
+
+def test_health_checks_bring_a_restarted_worker_back(tmp_path):
+    ws = start_workers(2, "--decode-ms-per-token", "1")
+    try:
+        gw = start_llm_gateway(tmp_path / "gw", {"sim": model_entry(
+            ws, routing="round_robin", breaker_threshold=1, breaker_cooldown="60s",
+            health_interval="200ms")})
+        try:
+            body = chat_body([{"role": "user", "content": "x"}])
+            port = ws[0].port
+            ws[0].kill()
+            for _ in range(4):
+                r = httpx.post(gw.base_url + "/v1/chat/completions", json=body, timeout=30)
+                assert r.status_code == 200 and r.headers["x-toolbridge-worker"] == "w1"
+            assert metric(gw.metrics(), "toolbridge_llm_worker_up", worker="w0") == 0
+            from llm_support import Worker
+            ws[0] = Worker("w0", "--port", str(port))
+            # The cooldown is a minute: only the health check can let it back this soon.
+            deadline = time.monotonic() + 10
+            served = set()
+            while time.monotonic() < deadline and "w0" not in served:
+                r = httpx.post(gw.base_url + "/v1/chat/completions", json=body, timeout=30)
+                assert r.status_code == 200
+                served.add(r.headers["x-toolbridge-worker"])
+                time.sleep(0.1)
+            assert "w0" in served
+            assert metric(gw.metrics(), "toolbridge_llm_worker_up", worker="w0") == 1
+        finally:
+            gw.close()
+    finally:
+        for w in ws:
+            w.kill()

@@ -31,7 +31,8 @@ TEST(ConfigModelKeys, DefaultsAndWorkers) {
   EXPECT_EQ(m.workers[0].name, "127.0.0.1:30000");
   EXPECT_EQ(m.workers[1].name, "gpu2");
   EXPECT_EQ(m.max_retries, 2u);
-  EXPECT_DOUBLE_EQ(m.load_factor, 1.25);
+  EXPECT_DOUBLE_EQ(m.load_factor, 3.0);
+  EXPECT_EQ(m.prefix_balance_slack, 4u);
 }
 
 TEST(ConfigModelKeys, EveryKey) {
