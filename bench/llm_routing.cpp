@@ -300,7 +300,8 @@ ScenarioResult run_llm_routing(const Options& o) {
     report_gateway_end(r, gw);
   };
 
-  auto sglang_row = [&] {
+  // `extra`: more sglang-router arguments, `label` names them in the row.
+  auto sglang_row = [&](const std::vector<std::string>& extra, const std::string& label) {
     reset_workers();
     const std::string py = o.peers_venv + "/bin/python";
     if (::access(py.c_str(), X_OK) != 0) {
@@ -312,6 +313,7 @@ ScenarioResult run_llm_routing(const Options& o) {
                                   "--port", std::to_string(port), "--policy", "cache_aware",
                                   "--log-level", "warn", "--worker-urls"};
     for (unsigned short p : ports) argv.push_back(fmt::format("http://127.0.0.1:{}", p));
+    for (const auto& a : extra) argv.push_back(a);
     PeerProcess router;
     if (std::string err = router.start(argv, port, 60s); !err.empty()) {
       r.ok = false;
@@ -327,18 +329,22 @@ ScenarioResult run_llm_routing(const Options& o) {
     while (Clock::now() < deadline && run_workload("127.0.0.1", port, probe).errors > 0)
       std::this_thread::sleep_for(200ms);
     reset_workers();
-    std::cerr << "llm-routing: sglang-router cache_aware\n";
+    std::cerr << "llm-routing: sglang-router cache_aware " << label << "\n";
     const ProcSample before = sample_process(router.pid());
     const Outcome out = run_workload("127.0.0.1", port, w);
     const ProcSample after = sample_process(router.pid());
-    add_row("sglang-router cache_aware", out, worker_totals(ports),
+    add_row("sglang-router cache_aware" + (label.empty() ? "" : " " + label), out,
+            worker_totals(ports),
             before.ok && after.ok ? after.cpu_us - before.cpu_us : -1);
     router.stop();
   };
 
   toolbridge_row("round_robin");
   toolbridge_row("least_outstanding");
-  sglang_row();
+  sglang_row({}, "");
+  // Its balancing starts when the busiest worker has 64 more requests than the idlest, which 64
+  // trajectories never reach: the same policy with a threshold this load can cross.
+  sglang_row({"--balance-abs-threshold", "4"}, "(balance_abs_threshold 4)");
   toolbridge_row("affinity");
   toolbridge_row("prefix_aware");
   // The thresholds' defaults against tighter ones (README "LLM routing": why).
