@@ -5,6 +5,7 @@
 // completion, then "runs a tool" for a while. What matters: prompt tokens the workers had to
 // compute (not in their prefix cache), makespan, time to first token, load balance.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -17,7 +18,6 @@
 #include <iostream>
 #include <memory>
 #include <thread>
-#include <unistd.h>
 
 #include "peer_process.h"
 #include "scenario_support.h"
@@ -46,9 +46,20 @@ struct Workload {
 
 // What every worker is told (README "llm-routing" states the same).
 std::vector<std::string> worker_args(const Workload& w) {
-  return {"--model", kModel, "--output-tokens", std::to_string(w.output_tokens),
-          "--prefill-us-per-token", "20", "--decode-ms-per-token", "2", "--max-running", "64",
-          "--cache-tokens", "256000", "--block", "16"};
+  return {"--model",
+          kModel,
+          "--output-tokens",
+          std::to_string(w.output_tokens),
+          "--prefill-us-per-token",
+          "20",
+          "--decode-ms-per-token",
+          "2",
+          "--max-running",
+          "64",
+          "--cache-tokens",
+          "256000",
+          "--block",
+          "16"};
 }
 
 struct Outcome {
@@ -238,8 +249,8 @@ ScenarioResult run_llm_routing(const Options& o) {
   std::vector<unsigned short> ports;
   for (std::size_t i = 0; i < w.workers; ++i) {
     const unsigned short port = free_port();
-    std::vector<std::string> argv{o.python_bin, worker_py, "--port", std::to_string(port),
-                                  "--name", fmt::format("w{}", i)};
+    std::vector<std::string> argv{o.python_bin,         worker_py, "--port",
+                                  std::to_string(port), "--name",  fmt::format("w{}", i)};
     for (auto& a : worker_args(w)) argv.push_back(a);
     auto p = std::make_unique<PeerProcess>();
     if (std::string err = p->start(argv, port, 30s); !err.empty()) {
@@ -256,25 +267,25 @@ ScenarioResult run_llm_routing(const Options& o) {
                      double cpu_us) {
     if (name == "toolbridge round_robin") rr_computed = t.computed;
     const double ok_requests = static_cast<double>(out.requests - out.errors);
-    r.table.add_row({bj::value(name), bj::value(static_cast<std::int64_t>(out.requests)),
-                     bj::value(static_cast<std::int64_t>(t.computed)),
-                     number_or_null(t.computed > 0 ? rr_computed / t.computed : 0,
-                                    rr_computed > 0 && t.computed > 0),
-                     bj::value(t.prompt > 0 ? 100.0 * t.cached / t.prompt : 0.0),
-                     bj::value(out.makespan_s), bj::value(out.ttft_us.percentile(50) / 1000),
-                     bj::value(out.ttft_us.percentile(99) / 1000),
-                     bj::value(t.mean_requests > 0 ? t.max_requests / t.mean_requests : 0.0),
-                     number_or_null(ok_requests > 0 ? cpu_us / ok_requests : 0,
-                                    cpu_us >= 0 && ok_requests > 0),
-                     bj::value(static_cast<std::int64_t>(out.errors))});
+    r.table.add_row(
+        {bj::value(name), bj::value(static_cast<std::int64_t>(out.requests)),
+         bj::value(static_cast<std::int64_t>(t.computed)),
+         number_or_null(t.computed > 0 ? rr_computed / t.computed : 0,
+                        rr_computed > 0 && t.computed > 0),
+         bj::value(t.prompt > 0 ? 100.0 * t.cached / t.prompt : 0.0), bj::value(out.makespan_s),
+         bj::value(out.ttft_us.percentile(50) / 1000), bj::value(out.ttft_us.percentile(99) / 1000),
+         bj::value(t.mean_requests > 0 ? t.max_requests / t.mean_requests : 0.0),
+         number_or_null(ok_requests > 0 ? cpu_us / ok_requests : 0, cpu_us >= 0 && ok_requests > 0),
+         bj::value(static_cast<std::int64_t>(out.errors))});
 
     if (out.errors) {
       r.ok = false;
-      r.problems.push_back(fmt::format("{}: {} of {} requests failed; first: {}", name,
-                                       out.errors, out.requests, out.first_error));
+      r.problems.push_back(fmt::format("{}: {} of {} requests failed; first: {}", name, out.errors,
+                                       out.requests, out.first_error));
     }
-    std::cerr << fmt::format("  {}: {:.0f} uncached tokens, makespan {:.2f} s, TTFT p99 {:.1f} ms\n",
-                             name, t.computed, out.makespan_s, out.ttft_us.percentile(99) / 1000);
+    std::cerr << fmt::format(
+        "  {}: {:.0f} uncached tokens, makespan {:.2f} s, TTFT p99 {:.1f} ms\n", name, t.computed,
+        out.makespan_s, out.ttft_us.percentile(99) / 1000);
   };
   auto reset_workers = [&] {
     for (unsigned short p : ports) worker_call(p, transport::http::verb::post, "/reset");
@@ -305,13 +316,23 @@ ScenarioResult run_llm_routing(const Options& o) {
     reset_workers();
     const std::string py = o.peers_venv + "/bin/python";
     if (::access(py.c_str(), X_OK) != 0) {
-      r.problems.push_back("no " + py + " (scripts/setup installs sglang-router there): row skipped");
+      r.problems.push_back("no " + py +
+                           " (scripts/setup installs sglang-router there): row skipped");
       return;
     }
     const unsigned short port = free_port();
-    std::vector<std::string> argv{py, "-m", "sglang_router.launch_router", "--host", "127.0.0.1",
-                                  "--port", std::to_string(port), "--policy", "cache_aware",
-                                  "--log-level", "warn", "--worker-urls"};
+    std::vector<std::string> argv{py,
+                                  "-m",
+                                  "sglang_router.launch_router",
+                                  "--host",
+                                  "127.0.0.1",
+                                  "--port",
+                                  std::to_string(port),
+                                  "--policy",
+                                  "cache_aware",
+                                  "--log-level",
+                                  "warn",
+                                  "--worker-urls"};
     for (unsigned short p : ports) argv.push_back(fmt::format("http://127.0.0.1:{}", p));
     for (const auto& a : extra) argv.push_back(a);
     PeerProcess router;
@@ -334,8 +355,7 @@ ScenarioResult run_llm_routing(const Options& o) {
     const Outcome out = run_workload("127.0.0.1", port, w);
     const ProcSample after = sample_process(router.pid());
     add_row("sglang-router cache_aware" + (label.empty() ? "" : " " + label), out,
-            worker_totals(ports),
-            before.ok && after.ok ? after.cpu_us - before.cpu_us : -1);
+            worker_totals(ports), before.ok && after.ok ? after.cpu_us - before.cpu_us : -1);
     router.stop();
   };
 

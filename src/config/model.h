@@ -35,7 +35,7 @@ struct Model {
   std::size_t concurrency_limit = 0;                       // admission: requests in flight
   // Failures (before the first byte reached the client): retries on other workers.
   std::size_t max_retries = 2;
-  std::chrono::milliseconds retry_backoff{50};       // first wait; doubles, jittered +-50%
+  std::chrono::milliseconds retry_backoff{50};        // first wait; doubles, jittered +-50%
   std::chrono::milliseconds max_retry_after{10'000};  // a worker's Retry-After honoured up to
   // Per-worker breaker: this many consecutive failures take a worker out for breaker_cooldown;
   // then one request probes it. 0 disables.

@@ -13,13 +13,27 @@ namespace toolbridge::config {
 namespace {
 
 constexpr std::array<std::string_view, 22> kModelKeys{
-    "workers",          "routing",           "headers",
-    "request_timeout",  "connect_timeout",   "stream_idle_timeout",
-    "max_connections",  "max_response_bytes", "concurrency_limit",
-    "max_retries",      "retry_backoff",     "max_retry_after",
-    "breaker_threshold", "breaker_cooldown", "health_interval",
-    "load_factor",      "prefix_min_match",  "prefix_balance",
-    "prefix_balance_slack", "prefix_tree_max_bytes", "enabled",
+    "workers",
+    "routing",
+    "headers",
+    "request_timeout",
+    "connect_timeout",
+    "stream_idle_timeout",
+    "max_connections",
+    "max_response_bytes",
+    "concurrency_limit",
+    "max_retries",
+    "retry_backoff",
+    "max_retry_after",
+    "breaker_threshold",
+    "breaker_cooldown",
+    "health_interval",
+    "load_factor",
+    "prefix_min_match",
+    "prefix_balance",
+    "prefix_balance_slack",
+    "prefix_tree_max_bytes",
+    "enabled",
     "description",
 };
 constexpr std::array<std::string_view, 2> kWorkerKeys{"url", "name"};
@@ -62,12 +76,12 @@ std::string default_worker_name(const std::string& url) {
 
 void check_worker_name(const NodeReader& r, Mark mark, const std::string& path,
                        const std::string& name) {
-  if (name.empty() || name.size() > 128)
-    r.fail(mark, path, "a worker name is 1 to 128 characters");
+  if (name.empty() || name.size() > 128) r.fail(mark, path, "a worker name is 1 to 128 characters");
   for (char c : name) {
     if (!is_name_char(c) && c != '.' && c != ':')
-      r.fail(mark, path,
-             fmt::format("'{}': a worker name is made of letters, digits, '_', '-', '.', ':'", name));
+      r.fail(
+          mark, path,
+          fmt::format("'{}': a worker name is made of letters, digits, '_', '-', '.', ':'", name));
   }
 }
 

@@ -34,7 +34,9 @@ namespace {
 constexpr std::size_t kMaxTrajectoryId = 256;
 constexpr std::size_t kMaxErrorBody = 64u << 10;  // a worker's error answer kept to pass on
 
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 std::string error_json(std::string_view message, std::string_view type, std::string_view code) {
   bj::object err{{"message", message}, {"type", type}, {"param", nullptr}};
@@ -81,9 +83,10 @@ std::chrono::milliseconds retry_after(const transport::HttpExchange& hx,
   const std::string v = hx.header("Retry-After");
   unsigned long s = 0;
   auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
-  if (v.empty() || ec != std::errc() || p != v.data() + v.size()) return std::chrono::milliseconds{0};
-  return std::min<std::chrono::milliseconds>(std::chrono::seconds(std::min<unsigned long>(s, 86'400)),
-                                             cap);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size())
+    return std::chrono::milliseconds{0};
+  return std::min<std::chrono::milliseconds>(
+      std::chrono::seconds(std::min<unsigned long>(s, 86'400)), cap);
 }
 
 // One request on its way: shared with the peer-closed callback, which stops it.
@@ -98,7 +101,11 @@ class ProxyStage final : public gateway::Stage {
  public:
   ProxyStage(Exchange& ex, llm::Model& model, std::shared_ptr<InFlight> state,
              std::string_view path, const llm::RouteInput& input, asio::any_io_executor exec)
-      : ex_(ex), model_(model), state_(std::move(state)), path_(path), input_(input),
+      : ex_(ex),
+        model_(model),
+        state_(std::move(state)),
+        path_(path),
+        input_(input),
         exec_(std::move(exec)) {}
 
   std::string_view name() const override { return "llm-proxy"; }
@@ -106,7 +113,7 @@ class ProxyStage final : public gateway::Stage {
 
   // When nothing went to the client: what to answer.
   http::status status = http::status::bad_gateway;
-  std::string error_body;            // a worker's own error answer, passed on
+  std::string error_body;  // a worker's own error answer, passed on
   std::string error_type = "upstream_error";
   std::chrono::milliseconds retry_hint{0};
 
@@ -230,7 +237,8 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
       co_return Result{};
     }
     ++*w.requests_failed;
-    if (state_->replied || state_->client_gone) co_return Result::failure(Fault::kCrashed, relay_why);
+    if (state_->replied || state_->client_gone)
+      co_return Result::failure(Fault::kCrashed, relay_why);
     // Failed before anything reached the client: another worker may still answer.
     model_.failed(i);
     why = relay_why;
@@ -246,9 +254,9 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
                       call.timeout.count(), why);
     co_return Result::failure(Fault::kTimeout, why);
   }
-  co_return Result::failure(Fault::kUnavailable,
-                            fmt::format("model '{}': {} attempts failed; last: {}", cfg.name,
-                                        cfg.max_retries + 1, why));
+  co_return Result::failure(
+      Fault::kUnavailable,
+      fmt::format("model '{}': {} attempts failed; last: {}", cfg.name, cfg.max_retries + 1, why));
 }
 
 asio::awaitable<bool> ProxyStage::relay(gateway::Call&, std::size_t i, transport::HttpExchange& hx,
@@ -305,8 +313,8 @@ asio::awaitable<bool> ProxyStage::relay(gateway::Call&, std::size_t i, transport
   if (!hx.done()) {
     // Too late to retry: the client has part of the answer. Say so in the stream's own terms.
     why = fmt::format("worker {} failed mid-stream: {}", w.config.name, hx.error().message);
-    std::string event = "\n\ndata: " + error_json(why, "upstream_error", "stream_interrupted") +
-                        "\n\n";
+    std::string event =
+        "\n\ndata: " + error_json(why, "upstream_error", "stream_interrupted") + "\n\n";
     co_await ex_.write_chunk(std::move(event));
     co_await ex_.end_stream();
     co_return false;
@@ -426,10 +434,8 @@ llm::Model* OpenAi::find(std::string_view name) {
 asio::awaitable<void> OpenAi::models(Exchange& ex) {
   bj::array data;
   for (const auto& m : models_) {
-    data.push_back(bj::object{{"id", m->name()},
-                              {"object", "model"},
-                              {"created", 0},
-                              {"owned_by", "toolbridge"}});
+    data.push_back(bj::object{
+        {"id", m->name()}, {"object", "model"}, {"created", 0}, {"owned_by", "toolbridge"}});
   }
   std::string body = bj::serialize(bj::object{{"object", "list"}, {"data", std::move(data)}});
   co_await ex.reply(http::status::ok, "application/json", std::move(body));
@@ -464,9 +470,9 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
     std::string names;
     for (const auto& m : models_) names += (names.empty() ? "" : ", ") + m->name();
     const std::string_view asked = model_v->get_string();
-    std::string msg = fmt::format(
-        "the model '{}' does not exist here; this gateway serves: {}",
-        asked.substr(0, 256), names.empty() ? std::string("none") : names);
+    std::string msg =
+        fmt::format("the model '{}' does not exist here; this gateway serves: {}",
+                    asked.substr(0, 256), names.empty() ? std::string("none") : names);
     co_await reply_error(ex, http::status::not_found, msg, "invalid_request_error",
                          "model_not_found");
     co_return;
@@ -533,8 +539,8 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
     call.cancel("the client disconnected");
   });
   std::vector<std::unique_ptr<gateway::Stage>> chain;
-  auto proxy = std::make_unique<ProxyStage>(ex, *model, state, path, input,
-                                            gateway_.io().get_executor());
+  auto proxy =
+      std::make_unique<ProxyStage>(ex, *model, state, path, input, gateway_.io().get_executor());
   ProxyStage& stage = *proxy;
   chain.push_back(std::move(proxy));
   const gateway::Next last(chain, 0);
@@ -554,7 +560,8 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
   state->client_gone = true;
   if (result.fault == Fault::kNone) co_return;
   if (result.fault == Fault::kShed) {
-    const std::string after = std::to_string(admission.admission().retry_after_seconds(call.route.server));
+    const std::string after =
+        std::to_string(admission.admission().retry_after_seconds(call.route.server));
     const transport::Headers h{{"Retry-After", after}};
     co_await reply_error(ex, http::status::too_many_requests, result.why, "overloaded",
                          "admission_shed", h);
@@ -568,8 +575,9 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
     // Every attempt failed with a worker's own error answer: pass the last one on.
     transport::Headers h;
     if (stage.retry_hint.count() > 0)
-      h.emplace_back("Retry-After",
-                     std::to_string(std::chrono::ceil<std::chrono::seconds>(stage.retry_hint).count()));
+      h.emplace_back(
+          "Retry-After",
+          std::to_string(std::chrono::ceil<std::chrono::seconds>(stage.retry_hint).count()));
     std::string b = std::move(stage.error_body);
     co_await ex.reply(stage.status, "application/json", std::move(b), h);
     co_return;

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "gateway/gateway.h"
 #include "frontend/trajectory_key.h"
+#include "gateway/gateway.h"
 #include "llm/model.h"
 #include "transport/http_server.h"
 

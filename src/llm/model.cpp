@@ -40,10 +40,10 @@ Model::Model(const asio::any_io_executor& ex, const config::Model& config,
       spdlog::error("model {}: worker {}: {}", config_.name, wc.name, error);
     }
     const std::string l = telemetry::labels({{"model", config_.name}, {"worker", wc.name}});
-    const std::string ok = telemetry::labels(
-        {{"model", config_.name}, {"worker", wc.name}, {"outcome", "ok"}});
-    const std::string bad = telemetry::labels(
-        {{"model", config_.name}, {"worker", wc.name}, {"outcome", "error"}});
+    const std::string ok =
+        telemetry::labels({{"model", config_.name}, {"worker", wc.name}, {"outcome", "ok"}});
+    const std::string bad =
+        telemetry::labels({{"model", config_.name}, {"worker", wc.name}, {"outcome", "error"}});
     w.requests_ok = &metrics.counter_cell("toolbridge_llm_requests_total", ok);
     w.requests_failed = &metrics.counter_cell("toolbridge_llm_requests_total", bad);
     w.prompt_tokens = &metrics.counter_cell("toolbridge_llm_prompt_tokens_total", l);

@@ -138,16 +138,15 @@ std::optional<RouteChoice> PrefixAwarePolicy::pick(const RouteInput& in,
   const double limit = balance_ * mean + static_cast<double>(slack_);
   const std::vector<std::size_t> matched = tree_.match(in.prompt, w.size());
   const std::size_t start = next_++ % w.size();
-  std::optional<std::size_t> best;     // longest match among workers that are not overloaded
-  std::size_t best_any = 0;            // longest match among all available workers
+  std::optional<std::size_t> best;  // longest match among workers that are not overloaded
+  std::size_t best_any = 0;         // longest match among all available workers
   for (std::size_t k = 0; k < w.size(); ++k) {
     const std::size_t i = (start + k) % w.size();
     if (!w[i].available) continue;
     const std::size_t m = i < matched.size() ? matched[i] : 0;
     best_any = std::max(best_any, m);
     if (static_cast<double>(w[i].in_flight) > limit) continue;
-    if (!best || m > matched[*best] ||
-        (m == matched[*best] && w[i].in_flight < w[*best].in_flight))
+    if (!best || m > matched[*best] || (m == matched[*best] && w[i].in_flight < w[*best].in_flight))
       best = i;
   }
   const double needed = min_match_ * static_cast<double>(in.prompt.size());

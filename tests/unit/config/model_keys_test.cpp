@@ -75,16 +75,15 @@ TEST(ConfigModelKeys, EveryKey) {
 }
 
 TEST(ConfigModelKeys, Errors) {
-
   EXPECT_NE(error_of("models:\n  m: {}\n").find("needs `workers`"), std::string::npos);
   EXPECT_NE(error_of("models:\n  m: {workers: []}\n").find("at least one worker"),
             std::string::npos);
   EXPECT_NE(error_of("models:\n  m: {workers: [ftp://x]}\n").find("only http"), std::string::npos);
   EXPECT_NE(error_of("models:\n  m: {workers: [http://a:1], routing: random}\n").find("routing"),
             std::string::npos);
-  EXPECT_NE(error_of("models:\n  m: {workers: [http://a:1], load_factor: 0.5}\n")
-                .find("from 1 to 100"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("models:\n  m: {workers: [http://a:1], load_factor: 0.5}\n").find("from 1 to 100"),
+      std::string::npos);
   EXPECT_NE(error_of("models:\n  m: {workers: [http://a:1], routng: affinity}\n").find("routing"),
             std::string::npos);
   EXPECT_NE(error_of("models:\n  m: {workers: [http://a:1, http://a:1]}\n").find("second worker"),
@@ -94,9 +93,9 @@ TEST(ConfigModelKeys, Errors) {
             std::string::npos);
   EXPECT_NE(error_of("models:\n  'a b': {workers: [http://a:1]}\n").find("model name"),
             std::string::npos);
-  EXPECT_NE(error_of("models:\n  m: {workers: [http://a:1], headers: {'X': \"a\\nb\"}}\n")
-                .find("header"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of("models:\n  m: {workers: [http://a:1], headers: {'X': \"a\\nb\"}}\n").find("header"),
+      std::string::npos);
 }
 
 TEST(ConfigModelKeys, DisabledModelIsLeftOut) {

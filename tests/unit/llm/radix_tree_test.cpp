@@ -31,7 +31,8 @@ TEST(LlmRadixTree, MatchInsideAnEdge) {
 TEST(LlmRadixTree, BoundedByEvictingLeastRecentlyUsed) {
   RadixTree t(1000);
   const std::string shared(200, 's');
-  for (int i = 0; i < 50; ++i) t.insert(shared + "traj" + std::to_string(i) + std::string(100, 'x'), 0);
+  for (int i = 0; i < 50; ++i)
+    t.insert(shared + "traj" + std::to_string(i) + std::string(100, 'x'), 0);
   EXPECT_LE(t.bytes(), 1000u);
   // The most recent trajectory is kept whole; the oldest is gone past the shared part.
   const std::string last = shared + "traj49" + std::string(100, 'x');
