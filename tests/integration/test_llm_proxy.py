@@ -149,3 +149,40 @@ def test_admission_limits_apply_to_model_calls(tmp_path):
             gw.close()
     finally:
         ws[0].kill()
+
+
+def test_trajectory_from_metadata_or_user_keeps_affinity(tmp_path):
+    from llm_support import start_workers as start
+    ws = start(4)
+    try:
+        gw = start_llm_gateway(tmp_path / "gw", {"sim": model_entry(ws, routing="affinity")})
+        try:
+            def worker_for(**extra):
+                r = httpx.post(gw.base_url + "/v1/chat/completions",
+                               json=chat_body([{"role": "user", "content": "x"}], **extra), timeout=30)
+                assert r.status_code == 200, r.text
+                return r.headers["x-toolbridge-worker"]
+
+            for key in ("metadata", "user"):
+                homes = set()
+                for n in range(8):
+                    ids = [worker_for(**({"metadata": {"trajectory_id": f"task-{n}"}} if key == "metadata"
+                                         else {"user": f"task-{n}"})) for _ in range(5)]
+                    assert len(set(ids)) == 1, (key, ids)
+                    homes.add(ids[0])
+                assert len(homes) >= 2  # different trajectories hash to different workers
+            # The header wins over the body, and names the same trajectory as metadata does.
+            by_header = httpx.post(gw.base_url + "/v1/chat/completions",
+                                   json=chat_body([{"role": "user", "content": "x"}],
+                                                  metadata={"trajectory_id": "other"}),
+                                   headers={"X-Toolbridge-Trajectory": "task-3"}, timeout=30)
+            assert by_header.headers["x-toolbridge-worker"] == worker_for(metadata={"trajectory_id": "task-3"})
+            bad = httpx.post(gw.base_url + "/v1/chat/completions",
+                             json=chat_body([], metadata={"trajectory_id": "../etc"}), timeout=10)
+            assert bad.status_code == 400
+            assert "metadata.trajectory_id" in bad.json()["error"]["message"]
+        finally:
+            gw.close()
+    finally:
+        for w in ws:
+            w.kill()
