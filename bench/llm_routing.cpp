@@ -240,6 +240,7 @@ ScenarioResult run_llm_routing(const Options& o) {
        {"TTFT p99 ms", 1},
        {"imbalance max/mean", 2},
        {"router CPU µs/req", 0},
+       {"workers CPU µs/req", 0},
        {"errors"}})};
 
   const std::string worker_py =
@@ -263,10 +264,23 @@ ScenarioResult run_llm_routing(const Options& o) {
   }
 
   double rr_computed = 0;
+  // The simulated workers' own CPU (all four), to show they are not what limits the run.
+  auto workers_cpu = [&] {
+    double sum = 0;
+    for (const auto& p : workers) {
+      const ProcSample x = sample_process(p->pid());
+      if (!x.ok) return -1.0;
+      sum += x.cpu_us;
+    }
+    return sum;
+  };
+  double workers_cpu_before = -1;
   auto add_row = [&](const std::string& name, const Outcome& out, const WorkerTotals& t,
                      double cpu_us) {
     if (name == "toolbridge round_robin") rr_computed = t.computed;
     const double ok_requests = static_cast<double>(out.requests - out.errors);
+    const double workers_now = workers_cpu();
+    const bool workers_ok = workers_now >= 0 && workers_cpu_before >= 0 && ok_requests > 0;
     r.table.add_row(
         {bj::value(name), bj::value(static_cast<std::int64_t>(out.requests)),
          bj::value(static_cast<std::int64_t>(t.computed)),
@@ -276,6 +290,8 @@ ScenarioResult run_llm_routing(const Options& o) {
          bj::value(out.ttft_us.percentile(50) / 1000), bj::value(out.ttft_us.percentile(99) / 1000),
          bj::value(t.mean_requests > 0 ? t.max_requests / t.mean_requests : 0.0),
          number_or_null(ok_requests > 0 ? cpu_us / ok_requests : 0, cpu_us >= 0 && ok_requests > 0),
+         number_or_null(workers_ok ? (workers_now - workers_cpu_before) / ok_requests : 0,
+                        workers_ok),
          bj::value(static_cast<std::int64_t>(out.errors))});
 
     if (out.errors) {
@@ -289,6 +305,7 @@ ScenarioResult run_llm_routing(const Options& o) {
   };
   auto reset_workers = [&] {
     for (unsigned short p : ports) worker_call(p, transport::http::verb::post, "/reset");
+    workers_cpu_before = workers_cpu();
   };
 
   // `extra`: more keys of the model ("    load_factor: 2\n"), `label` names them in the row.
@@ -374,7 +391,8 @@ ScenarioResult run_llm_routing(const Options& o) {
   r.table.add_note(
       "uncached prompt tokens: summed over the workers (their prefix caches: 256k tokens each, "
       "16-token blocks, LRU); vs round robin: how many times fewer; imbalance: the busiest "
-      "worker's requests over the mean; router CPU: the router process's own CPU per request");
+      "worker's requests over the mean; router CPU: the router process's own CPU per request; "
+      "workers CPU: the four simulated workers' CPU per request");
   return r;
 }
 
