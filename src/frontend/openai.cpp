@@ -134,6 +134,7 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
   std::vector<bool> tried(model_.workers().size(), false);
   std::string why = "no attempt was made";
   std::chrono::milliseconds wait{0};
+  bool out_of_time = false;  // the deadline cut the attempts short
   for (std::size_t attempt = 0; attempt <= cfg.max_retries; ++attempt) {
     if (state_->client_gone || call.cancelled()) co_return Result::failure(Fault::kCancelled, "");
     if (attempt > 0) {
@@ -141,7 +142,10 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
       const auto base = cfg.retry_backoff * (1 << std::min<std::size_t>(attempt - 1, 10));
       std::chrono::milliseconds delay = base::jittered(base, 0.5, base::process_random());
       delay = std::max(delay, wait);
-      if (Clock::now() + delay >= call.deadline) break;
+      if (Clock::now() + delay >= call.deadline) {
+        out_of_time = true;
+        break;
+      }
       ++model_.retries();
       if (delay.count() > 0) {
         asio::steady_timer timer(exec_, delay);
@@ -163,8 +167,14 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
     llm::Worker& w = model_.workers()[i];
     model_.policy().routed(input_, i);
     const auto now = Clock::now();
-    if (now >= call.deadline) break;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(call.deadline - now);
+    if (now >= call.deadline) {
+      out_of_time = true;
+      break;
+    }
+    // At least 1 ms: a zero limit would mean none to the HTTP client.
+    const auto left = std::max(
+        std::chrono::duration_cast<std::chrono::milliseconds>(call.deadline - now),
+        std::chrono::milliseconds{1});
 
     transport::HttpRequest req;
     req.verb = http::verb::post;
@@ -195,7 +205,11 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
       ++*w.requests_failed;
       model_.failed(i);
       why = fmt::format("worker {}: {}", w.config.name, hx.error().message);
-      if (hx.error().timed_out() && Clock::now() >= call.deadline) {
+      // Writing and waiting for the header are bounded by the deadline itself.
+      const auto step = hx.error().step;
+      if (hx.error().timed_out() &&
+          (step == transport::HttpStep::kWrite || step == transport::HttpStep::kReadHeader ||
+           Clock::now() >= call.deadline)) {
         status = http::status::gateway_timeout;
         error_type = "timeout";
         why = fmt::format("model '{}': no answer within the request timeout of {} ms ({})",
@@ -246,7 +260,8 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
     error_body.clear();
     wait = std::chrono::milliseconds{0};
   }
-  if (Clock::now() >= call.deadline) {
+  // A worker's own error answer (a 429 whose Retry-After outlasts the deadline) is passed on.
+  if ((out_of_time || Clock::now() >= call.deadline) && error_body.empty()) {
     status = http::status::gateway_timeout;
     error_type = "timeout";
     error_body.clear();

@@ -297,3 +297,23 @@ def test_health_checks_bring_a_restarted_worker_back(tmp_path):
     finally:
         for w in ws:
             w.kill()
+
+
+def test_a_retry_after_past_the_deadline_passes_the_429_on(tmp_path):
+    ws = start_workers(1)
+    try:
+        ws[0].fault("429", count=-1, retry_after=5)
+        gw = start_llm_gateway(tmp_path / "gw", {"sim": model_entry(ws, request_timeout="2s")})
+        try:
+            t0 = time.monotonic()
+            r = httpx.post(gw.base_url + "/v1/chat/completions",
+                           json=chat_body([{"role": "user", "content": "x"}]), timeout=30)
+            assert r.status_code == 429
+            assert r.headers["retry-after"] == "5"
+            assert "rate limit" in r.json()["error"]["message"]
+            assert time.monotonic() - t0 < 1.5  # no waiting for a retry that cannot happen in time
+            assert ws[0].stats()["faults"] == 1
+        finally:
+            gw.close()
+    finally:
+        ws[0].kill()
