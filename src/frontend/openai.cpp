@@ -172,9 +172,9 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
       break;
     }
     // At least 1 ms: a zero limit would mean none to the HTTP client.
-    const auto left = std::max(
-        std::chrono::duration_cast<std::chrono::milliseconds>(call.deadline - now),
-        std::chrono::milliseconds{1});
+    const auto left =
+        std::max(std::chrono::duration_cast<std::chrono::milliseconds>(call.deadline - now),
+                 std::chrono::milliseconds{1});
 
     transport::HttpRequest req;
     req.verb = http::verb::post;
