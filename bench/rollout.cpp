@@ -114,8 +114,8 @@ Outcome spawn_per_call_rollout(const ToolServer& server, const Plan& plan) {
 }
 
 // (b) and the Python rows: the official Python SDK in bench/python/rollout_driver.py.
-Outcome python_rollout(const Options& o, const ToolServer& server, const Plan& plan, const std::string& mode,
-                       const std::string& url) {
+Outcome python_rollout(const Options& o, const ToolServer& server, const Plan& plan,
+                       const std::string& mode, const std::string& url, std::size_t batch = 1) {
   Outcome out;
   bj::array trajectories;
   for (const auto& t : plan) {
@@ -125,14 +125,17 @@ Outcome python_rollout(const Options& o, const ToolServer& server, const Plan& p
   }
   bj::array command;
   for (const auto& a : server.argv) command.push_back(bj::value(a));
-  const bj::object spec{{"mode", mode},
-                        {"url", url},
-                        {"tool", mode == "http" ? server.name + "__sleep" : "sleep"},
-                        {"command", command},
-                        {"plan", trajectories}};
+  const bj::object spec{
+      {"mode", mode},
+      {"url", url},
+      {"tool", mode == "stdio" || mode == "spawn" ? "sleep" : server.name + "__sleep"},
+      {"command", command},
+      {"batch", batch},
+      {"plan", trajectories}};
   // Generous: a spawn of a Python server can take seconds per call on two busy cores.
-  const auto timeout = std::chrono::milliseconds(static_cast<long>(ideal_seconds(plan) * 1000 * 5)) + 120s +
-                       20s * static_cast<long>(plan.empty() ? 0 : plan.front().size());
+  const auto timeout =
+      std::chrono::milliseconds(static_cast<long>(ideal_seconds(plan) * 1000 * 5)) + 120s +
+      20s * static_cast<long>(plan.empty() ? 0 : plan.front().size());
   HelperResult res = run_helper({o.python_bin, o.bench_python_dir + "/rollout_driver.py"},
                                 bj::serialize(spec), timeout);
   if (!res.error.empty()) {
@@ -161,8 +164,9 @@ Outcome python_rollout(const Options& o, const ToolServer& server, const Plan& p
 }
 
 // (c) toolbridge from C++: one MCP session (and keep-alive connection) per trajectory.
-asio::awaitable<void> http_trajectory(const GatewayProcess& gw, std::string tool, const std::vector<long>& calls,
-                                      Outcome& out, std::size_t& remaining) {
+asio::awaitable<void> http_trajectory(const GatewayProcess& gw, std::string tool,
+                                      const std::vector<long>& calls, Outcome& out,
+                                      std::size_t& remaining) {
   auto ex = co_await asio::this_coro::executor;
   McpHttpSession session(ex, gw.host(), gw.port(), 120s);
   std::string err = co_await session.open();
@@ -194,7 +198,8 @@ Outcome gateway_rollout_cpp(const GatewayProcess& gw, const ToolServer& server, 
   const double cpu0 = cpu_seconds_of_this_process();
   const auto start = Clock::now();
   for (const auto& calls : plan)
-    asio::co_spawn(io, http_trajectory(gw, server.name + "__sleep", calls, out, remaining), asio::detached);
+    asio::co_spawn(io, http_trajectory(gw, server.name + "__sleep", calls, out, remaining),
+                   asio::detached);
   io.run();
   out.makespan_s = std::chrono::duration<double>(Clock::now() - start).count();
   out.client_cpu_s = cpu0 < 0 ? -1 : cpu_seconds_of_this_process() - cpu0;
@@ -212,7 +217,8 @@ ScenarioResult run_rollout(const Options& o) {
   const Plan plan = make_plan(n, m, scale);
   const double ideal = ideal_seconds(plan);
   const bool fastmcp = o.rollout_server == "fastmcp";
-  const ToolServer server = fastmcp ? ToolServer{"fastmcp", fastmcp_argv(o)} : ToolServer{"fixture", {o.fixture_bin}};
+  const ToolServer server =
+      fastmcp ? ToolServer{"fastmcp", fastmcp_argv(o)} : ToolServer{"fixture", {o.fixture_bin}};
   ScenarioResult r{Table(
       "rollout",
       fmt::format("rollout: {} trajectories × {} calls (search {:g} ms, scrape {:g} ms, python "
@@ -229,6 +235,7 @@ ScenarioResult run_rollout(const Options& o) {
        {"per-call overhead p50 ms", 2},
        {"p99 ms", 2},
        {"client CPU s", 2},
+       {"client CPU ms/call", 3},
        {"gw CPU s", 2}})};
 
   auto add_row = [&](const char* layer, const char* client, const Outcome& out) {
@@ -243,6 +250,8 @@ ScenarioResult run_rollout(const Options& o) {
          number_or_null(out.overhead_us.percentile(50) / 1000, out.overhead_us.count() > 0),
          number_or_null(out.overhead_us.percentile(99) / 1000, out.overhead_us.count() > 0),
          number_or_null(out.client_cpu_s, out.client_cpu_s >= 0),
+         number_or_null(out.calls ? 1000 * out.client_cpu_s / static_cast<double>(out.calls) : 0,
+                        out.client_cpu_s >= 0 && out.calls > 0),
          number_or_null(out.gateway_cpu_s, out.gateway_cpu_s >= 0)});
     std::cerr << fmt::format("  {} ({}): makespan {:.3f} s (ideal {:.3f}), {} calls, {} errors\n",
                              layer, client, out.makespan_s, ideal, out.calls, out.errors);
@@ -284,12 +293,26 @@ ScenarioResult run_rollout(const Options& o) {
     if (python) {
       std::cerr << "rollout: toolbridge (Python SDK)\n";
       const ProcSample g0 = gw.sample();
-      Outcome py =
-          python_rollout(o, server, plan, "http", fmt::format("http://{}:{}/mcp", gw.host(), gw.port()));
+      Outcome py = python_rollout(o, server, plan, "http",
+                                  fmt::format("http://{}:{}/mcp", gw.host(), gw.port()));
       const ProcSample g1 = gw.sample();
       if (g0.ok && g1.ok) py.gateway_cpu_s = (g1.cpu_us - g0.cpu_us) / 1e6;
       py.server_processes = 1;
       add_row("toolbridge", "Python SDK", py);
+      // The toolbridge Python client: one call per request, then a trajectory's calls in
+      // batches of kCycle (sequential, so the plan's timing holds).
+      const std::string base = fmt::format("http://{}:{}", gw.host(), gw.port());
+      for (const auto& [mode, client, batch] :
+           {std::tuple{"toolbridge-call", "toolbridge.AsyncClient, call", std::size_t{1}},
+            std::tuple{"toolbridge-batch", "toolbridge.AsyncClient, batch", kCycle}}) {
+        std::cerr << fmt::format("rollout: toolbridge ({})\n", client);
+        const ProcSample b0 = gw.sample();
+        Outcome tb = python_rollout(o, server, plan, mode, base, batch);
+        const ProcSample b1 = gw.sample();
+        if (b0.ok && b1.ok) tb.gateway_cpu_s = (b1.cpu_us - b0.cpu_us) / 1e6;
+        tb.server_processes = 1;
+        add_row("toolbridge", client, tb);
+      }
     }
     std::cerr << "rollout: toolbridge (C++)\n";
     const ProcSample g0 = gw.sample();
@@ -307,11 +330,14 @@ ScenarioResult run_rollout(const Options& o) {
                   "makespan − ideal, % of makespan. "
                   "Per-call overhead = call latency − tool time (spawn rows: spawn to exit). "
                   "client CPU: the client process's "
-                  "own CPU over the run (not the servers it spawned); gw CPU: the gateway's. "
+                  "own CPU over the run (not the servers it spawned), and per call; gw CPU: the "
+                  "gateway's. toolbridge.AsyncClient rows: the Python client of python/ over "
+                  "POST /v1/batch, one call per request (call) or a trajectory's calls {} at a "
+                  "time in one sequential batch (batch). "
                   "Makespan includes opening the "
                   "sessions (and spawning their servers) but not starting the gateway, which "
                   "serves warm across runs.",
-                  m, server.name, n, ideal));
+                  m, server.name, n, ideal, kCycle));
   return r;
 }
 

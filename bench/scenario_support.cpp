@@ -39,10 +39,12 @@ std::vector<std::string> fastmcp_argv(const Options& o) {
   return {o.python_bin, o.bench_python_dir + "/fastmcp_server.py"};
 }
 
-std::string gateway_config(const Options& o, bool with_everything, bool with_fastmcp) {
+std::string gateway_config(const Options& o, bool with_everything, bool with_fastmcp,
+                           const std::string& trace_file) {
   std::string y =
       "gateway:\n"
       "  listen: 127.0.0.1:0\n" +
+      (trace_file.empty() ? std::string() : "  trace: " + yaml_string(trace_file) + "\n") +
       std::string(o.idle_limits ? "  max_calls_in_flight: 1000000\n" : "") +
       "servers:\n"
       "  fixture:\n"

@@ -58,7 +58,9 @@ std::chrono::milliseconds window(const Options& o, double short_s, double full_s
 
 // A gateway config with the fixture (and server-everything, the FastMCP server if asked) on
 // 127.0.0.1:0.
-std::string gateway_config(const Options& o, bool with_everything, bool with_fastmcp = false);
+// `trace_file`: the gateway's call trace (gateway.trace), empty for none.
+std::string gateway_config(const Options& o, bool with_everything, bool with_fastmcp = false,
+                           const std::string& trace_file = {});
 // argv of the FastMCP echo server (bench/python/fastmcp_server.py under --python).
 std::vector<std::string> fastmcp_argv(const Options& o);
 std::string yaml_string(const std::string& s);

@@ -80,38 +80,50 @@ ScenarioResult run_overhead(const Options& o) {
                              res.seconds, p50, res.errors);
   };
 
-  // Through the gateway: one MCP session and keep-alive connection per worker.
-  {
+  // Through the gateway: one MCP session and keep-alive connection per worker; with --trace,
+  // again with the call trace on, writing to a file that is removed afterwards.
+  auto through_gateway = [&](const char* mode, const std::string& trace_file) {
     GatewayProcess gw;
-    std::cerr << "overhead: starting the gateway\n";
-    const std::string err = gw.start(o.toolbridge_bin, gateway_config(o, false), 30s);
+    std::cerr << "overhead: starting the gateway (" << mode << ")\n";
+    const std::string err =
+        gw.start(o.toolbridge_bin, gateway_config(o, false, false, trace_file), 30s);
     if (!err.empty()) {
       r.ok = false;
-      r.problems.push_back("gateway could not start: " + err);
-    } else {
-      const pid_t fixture = server_pid(gw, "fixture");
-      for (std::size_t c : levels) {
-        if (std::string dead = gw.exited(); !dead.empty()) {
-          r.ok = false;
-          r.problems.push_back(dead);
-          break;
-        }
-        asio::io_context io(1);
-        HttpSessionTarget target(io, gw.host(), gw.port(), {"fixture__echo", R"({"text":"hello"})", 5}, c);
-        PathSample before, after;
-        LoadResult res = run_until_done(
-            io, run_closed_loop(
-                    target, {c, warmup, win, 0, o.rate}, [&] { before = sample_path(&gw, fixture); },
-                    [&] { after = sample_path(&gw, fixture); }));
-        add_row("gateway", c, res, gw_floor, gw_floor_1cpu, before, after);
-        report_errors(r, fmt::format("gateway c={}", c), res);
-        if (target.reconnects() > 0) {
-          r.problems.push_back(fmt::format("gateway c={}: the gateway closed {} keep-alive connection(s)", c,
-                                           target.reconnects()));
-        }
-      }
-      report_gateway_end(r, gw);
+      r.problems.push_back(fmt::format("gateway ({}) could not start: {}", mode, err));
+      return;
     }
+    const pid_t fixture = server_pid(gw, "fixture");
+    for (std::size_t c : levels) {
+      if (std::string dead = gw.exited(); !dead.empty()) {
+        r.ok = false;
+        r.problems.push_back(dead);
+        break;
+      }
+      asio::io_context io(1);
+      HttpSessionTarget target(io, gw.host(), gw.port(), {"fixture__echo", R"({"text":"hello"})", 5}, c);
+      PathSample before, after;
+      LoadResult res = run_until_done(
+          io, run_closed_loop(
+                  target, {c, warmup, win, 0, o.rate}, [&] { before = sample_path(&gw, fixture); },
+                  [&] { after = sample_path(&gw, fixture); }));
+      add_row(mode, c, res, gw_floor, gw_floor_1cpu, before, after);
+      report_errors(r, fmt::format("{} c={}", mode, c), res);
+      if (target.reconnects() > 0) {
+        r.problems.push_back(fmt::format("{} c={}: the gateway closed {} keep-alive connection(s)", mode, c,
+                                         target.reconnects()));
+      }
+    }
+    report_gateway_end(r, gw);
+  };
+  through_gateway("gateway", "");
+  if (o.trace) {
+    const std::string trace_file = fmt::format("/tmp/toolbridge-bench-trace-{}.jsonl", ::getpid());
+    through_gateway("gateway+trace", trace_file);
+    std::error_code ec;
+    for (const char* suffix : {"", ".1", ".2", ".3", ".4"})
+      std::filesystem::remove(trace_file + suffix, ec);
+    r.table.add_note("gateway+trace: the same gateway with gateway.trace on (one JSON line per call to a "
+                     "file on local disk, rotated at 64 MiB).");
   }
 
   // Direct: one stdio session to the same fixture binary, `c` requests in flight on its pipe.

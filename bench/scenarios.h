@@ -30,6 +30,8 @@ struct Options {
   // Admission limits in every generated gateway config, high enough never to be reached (its
   // cost when configured but idle): gateway.max_calls_in_flight, the fixture's concurrency_limit.
   bool idle_limits = false;
+  // overhead: also run the gateway with the call trace on (rows "gateway+trace"), same run.
+  bool trace = false;
   Floor floor;
 };
 

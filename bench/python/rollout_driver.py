@@ -6,13 +6,18 @@ Modes:
   stdio  one persistent stdio session per trajectory (its own server process), opened when the
          trajectory starts and closed when it ends;
   http   one persistent Streamable HTTP session per trajectory to `url` (e.g. toolbridge);
-  spawn  a new stdio server process and session for every call (spawn-per-call).
+  spawn  a new stdio server process and session for every call (spawn-per-call);
+  toolbridge-call   toolbridge.AsyncClient (this checkout's python/ package): one call per
+                    POST /v1/batch, all trajectories sharing the client's kept-alive connections;
+  toolbridge-batch  the same, each trajectory sending its calls `batch` at a time in one request
+                    with sequential: true (the calls still run one after another, as planned).
 """
 import asyncio
 import json
 import sys
 import time
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -90,12 +95,45 @@ async def trajectory(spec, plan, tally):
         tally.error(f"{type(e).__name__}: {e}"[:300])
 
 
+async def toolbridge_trajectory(client, spec, plan, tally):
+    size = spec.get("batch", 1) if spec["mode"] == "toolbridge-batch" else 1
+    try:
+        for first in range(0, len(plan), size):
+            chunk = plan[first:first + size]
+            t0 = time.perf_counter()
+            if size == 1:
+                results = [await client.call(spec["tool"], {"ms": chunk[0]}, check=False)]
+            else:
+                results = await client.batch([(spec["tool"], {"ms": ms}) for ms in chunk], sequential=True)
+            elapsed = (time.perf_counter() - t0) * 1000
+            tally.calls += len(results)
+            bad = [r for r in results if not r.ok]
+            for r in bad:
+                tally.error(f"{r.outcome}: {r.text[:300]}")
+            if not bad:
+                # A batch's overhead is spread over its calls.
+                tally.overhead_ms.extend([(elapsed - sum(chunk)) / len(chunk)] * len(chunk))
+    except Exception as e:  # noqa: BLE001 - a failed trajectory is reported, the others go on
+        tally.error(f"{type(e).__name__}: {e}"[:300])
+
+
+async def run_toolbridge(spec, tally):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
+    import toolbridge
+
+    async with toolbridge.AsyncClient(spec["url"]) as client:
+        await asyncio.gather(*(toolbridge_trajectory(client, spec, plan, tally) for plan in spec["plan"]))
+
+
 async def main():
     spec = json.load(sys.stdin)
     tally = Tally()
     start = time.perf_counter()
     cpu_start = time.process_time()
-    await asyncio.gather(*(trajectory(spec, plan, tally) for plan in spec["plan"]))
+    if spec["mode"].startswith("toolbridge-"):
+        await run_toolbridge(spec, tally)
+    else:
+        await asyncio.gather(*(trajectory(spec, plan, tally) for plan in spec["plan"]))
     makespan = time.perf_counter() - start
     json.dump({"makespan_s": makespan, "cpu_s": time.process_time() - cpu_start,
                "calls": tally.calls, "errors": tally.errors,

@@ -1,4 +1,11 @@
-"""Python helpers for the toolbridge MCP gateway.
+"""Python client and helpers for the toolbridge MCP gateway.
+
+`Client` (sync) and `AsyncClient` call tools through a running gateway over POST /v1/batch:
+one kept-alive connection pool, no MCP session per call, a turn's calls in one request:
+
+    client = toolbridge.Client("http://127.0.0.1:8080")
+    client.call("fixture__echo", {"text": "hi"}).text
+    client.batch([("search__web", {"q": "x"}), ("python__run", {"code": "1"})])
 
 `Gateway` starts `toolbridge serve` as a child process on a free port and stops it cleanly, so an
 evaluation or RL run can own its gateway for its lifetime:
@@ -24,11 +31,19 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-__all__ = ["Gateway", "GatewayError", "find_binary", "release", "trajectory"]
+from .client import AsyncClient, AsyncTrajectory, CallResult, Client, Timing, ToolCall, Trajectory
+from .errors import (CallCancelled, CallFailed, CallTimeout, ConnectionFailed, InvalidCall, Overloaded,
+                     RequestRejected, ServerError, ServerUnavailable, ToolbridgeError, ToolError,
+                     TrajectoryRefused)
+
+__all__ = ["AsyncClient", "AsyncTrajectory", "CallCancelled", "CallFailed", "CallResult", "CallTimeout",
+           "Client", "ConnectionFailed", "Gateway", "GatewayError", "InvalidCall", "Overloaded",
+           "RequestRejected", "ServerError", "ServerUnavailable", "Timing", "ToolCall", "ToolError",
+           "ToolbridgeError", "Trajectory", "TrajectoryRefused", "find_binary", "release", "trajectory"]
 __version__ = "0.1.0"
 
 
-class GatewayError(RuntimeError):
+class GatewayError(ToolbridgeError, RuntimeError):
     """The gateway could not be started, or stopped with an error."""
 
 
@@ -83,6 +98,18 @@ class Gateway:
         self.process: subprocess.Popen | None = None
         self.port: int | None = None
         self._stderr_tail: list[str] = []
+        self._client: Client | None = None
+
+    @property
+    def client(self) -> Client:
+        """A `Client` on this gateway, made on first use and closed by `stop()`."""
+        if self._client is None:
+            self._client = Client(self.base_url)
+        return self._client
+
+    def async_client(self, **kw) -> AsyncClient:
+        """A new `AsyncClient` on this gateway (one per event loop; close it, or `async with`)."""
+        return AsyncClient(self.base_url, **kw)
 
     @property
     def url(self) -> str:
@@ -124,6 +151,9 @@ class Gateway:
 
     def stop(self, grace: float = 15.0) -> int:
         """SIGTERM, then SIGKILL after `grace` seconds; returns the exit code."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
         if self.process is None:
             return 0
         if self.process.poll() is None:

@@ -107,6 +107,9 @@ class Call {
   std::chrono::milliseconds requested_timeout{0};  // _meta["toolbridge/timeout_ms"], 0 if none
   // _meta["toolbridge/repair"]: "off" (or "safe") caps repair for this call; empty if not given.
   std::string repair_request;
+  // W3C trace context of the caller's own tracing (`traceparent` header or _meta), validated;
+  // empty if none. Written to the call trace and sent on in the upstream call's _meta.
+  std::string traceparent;
   std::shared_ptr<Events> events;                  // may be null (no stream to send events to)
   Clock::time_point started = Clock::now();
 
@@ -118,6 +121,11 @@ class Call {
   int attempts = 0;                      // retries so far
   int sends = 0;                         // times it was handed to an instance
   std::vector<CallRepair> repairs;       // what repair changed (tool name, arguments)
+  // When the call was first handed to an instance (time_point{} if it never was: refused, shed,
+  // expired in a queue, answered without a server): the time before is queueing (admission,
+  // waiting for an instance), the time after is execution.
+  Clock::time_point sent{};
+  int instance_pid = 0;  // the instance that answered it last (0: none, or a remote server)
 
   bool is_tool_call() const { return method == "tools/call"; }
   // The raw value of a top-level member of params; empty if absent.

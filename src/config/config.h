@@ -173,6 +173,17 @@ std::string_view to_string(Policy p);
 std::string_view to_string(RepairMode m);
 std::string_view to_string(ValidateMode m);
 
+// The call trace (`trace`): one JSON line per call, off unless `file` is set.
+struct Trace {
+  std::string file;                   // empty: no trace
+  std::size_t max_bytes = 64u << 20;  // a file is rotated (FILE.1, FILE.2, ...) at this size
+  std::size_t files = 4;              // rotated files kept beside the current one
+  std::size_t buffer = 16'384;        // lines waiting for the writer; more are dropped, counted
+};
+
+// Who may see /dashboard and /v1/trajectories (they show every trajectory's calls).
+enum class ObserveAccess { kLoopback, kAnywhere, kOff };
+
 struct Gateway {
   std::string host = "127.0.0.1";
   unsigned short port = 8848;
@@ -211,6 +222,8 @@ struct Gateway {
     double weight = 1;      // share of the admission queue against other tenants
   };
   std::map<std::string, Tenant> tenants;
+  Trace trace;
+  ObserveAccess dashboard = ObserveAccess::kLoopback;
 };
 
 struct Config {

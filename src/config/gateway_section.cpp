@@ -10,7 +10,7 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 23> kGatewayKeys{
+constexpr std::array<std::string_view, 25> kGatewayKeys{
     "listen",
     "allowed_origins",
     "max_body_bytes",
@@ -34,6 +34,8 @@ constexpr std::array<std::string_view, 23> kGatewayKeys{
     "trajectory_limit",
     "admission_queue_size",
     "tenants",
+    "trace",
+    "dashboard",
 };
 constexpr std::array<std::string_view, 2> kTenantKeys{"limit", "weight"};
 constexpr std::size_t kMaxLimit = 1'000'000;
@@ -215,6 +217,10 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
       g.admission_queue_size = r.zero_or_count(v, p, kMaxLimit);
     } else if (e.key == "tenants") {
       read_tenants(r, v, p, g);
+    } else if (e.key == "trace") {
+      read_trace(r, v, p, g.trace);
+    } else if (e.key == "dashboard") {
+      g.dashboard = read_observe_access(r, v, p);
     }
   }
 }

@@ -8,6 +8,10 @@
 
 namespace toolbridge::config {
 
+// The observability keys (observe_keys.cpp): `trace` and `dashboard`.
+void read_trace(const NodeReader& r, const Node& node, const std::string& path, Trace& t);
+ObserveAccess read_observe_access(const NodeReader& r, const Node& node, const std::string& path);
+
 void read_gateway(const NodeReader& r, const Node& node, const std::string& path, Gateway& g);
 
 }  // namespace toolbridge::config

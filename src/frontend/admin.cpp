@@ -65,7 +65,8 @@ asio::awaitable<void> Admin::not_found(transport::Exchange& ex) {
   const std::string body =
       "not found; MCP is served at /mcp (or /t/TRAJECTORY/mcp), health at /healthz, metrics at "
       "/metrics, trajectories "
-      "are released with DELETE /sessions/NAME\n";
+      "are released with DELETE /sessions/NAME and shown at /v1/trajectories, the dashboard is "
+      "at /dashboard\n";
   co_await ex.reply(http::status::not_found, "text/plain", body, {});
 }
 

@@ -6,6 +6,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http.hpp>
 
+#include "call/trace_context.h"
 #include "frontend/client_identity.h"
 #include "frontend/event_stream.h"
 #include "frontend/router.h"
@@ -190,6 +191,9 @@ asio::awaitable<void> McpHttp::post(Exchange& ex, std::string_view trajectory) {
   const auto& session = found.session;
   session->last_seen = Session::Clock::now();
   auto stream = std::make_shared<gateway::PostStream>(gateway_.io(), session, accepts_sse);
+  // A malformed traceparent is ignored, as W3C Trace Context says a receiver must.
+  if (const std::string_view tp = header(req, gateway::kTraceparent); gateway::valid_traceparent(tp))
+    stream->traceparent = std::string(tp);
   bool any_request = false;
   for (std::size_t i = 0; i < messages.envelopes.size(); ++i) {
     const json::Envelope& env = messages.envelopes[i];

@@ -56,6 +56,8 @@ Server::Server(asio::io_context& io, config::Config config)
       mcp_(gateway_),
       legacy_(gateway_),
       admin_(gateway_),
+      batch_(gateway_),
+      observe_(gateway_),
       openai_(gateway_),
       http_(io, listener_options(gateway_.config().gateway),
             [this](Exchange& ex) { return router_.route(ex); }) {
@@ -95,6 +97,10 @@ void Server::add_routes() {
                   return legacy_.handle(ex, p);
                 }));
   }
+  router_.add(http::verb::post, "/v1/batch",
+              guarded([this](Exchange& ex, std::string_view) { return batch_.post(ex); }));
+  router_.add(http::verb::get, "/v1/tools",
+              guarded([this](Exchange& ex, std::string_view) { return batch_.tools(ex); }));
   router_.add(std::nullopt, std::string(kTrajectoryPrefix),
               guarded([this](Exchange& ex, std::string_view p) { return for_trajectory(ex, p); }),
               true);
@@ -116,6 +122,18 @@ void Server::add_routes() {
     router_.add(http::verb::get, "/v1/models",
                 guarded([this](Exchange& ex, std::string_view) { return openai_.models(ex); }));
   }
+  router_.add(http::verb::get, "/v1/trajectories", guarded([this](Exchange& ex, std::string_view) {
+                return observe_.trajectories(ex);
+              }));
+  router_.add(http::verb::get, "/v1/trajectories/",
+              guarded([this](Exchange& ex, std::string_view p) {
+                return observe_.trajectory(ex, p);
+              }),
+              true);
+  router_.add(http::verb::get, "/dashboard",
+              guarded([this](Exchange& ex, std::string_view) { return observe_.dashboard(ex); }));
+  router_.add(http::verb::get, "/dashboard/state",
+              guarded([this](Exchange& ex, std::string_view) { return observe_.state(ex); }));
   router_.fallback([this](Exchange& ex, std::string_view) { return admin_.not_found(ex); });
 }
 
@@ -162,7 +180,7 @@ Handler Server::guarded(Handler handler) {
 
 std::string Server::start() {
   if (std::string err = http_.listen(); !err.empty()) return err;
-  gateway_.start();
+  if (std::string err = gateway_.start(); !err.empty()) return err;
   openai_.start();
   return {};
 }

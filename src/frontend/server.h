@@ -1,12 +1,14 @@
 #pragma once
 // The listener and its front ends: one HTTP server whose router sends /mcp to MCP Streamable
-// HTTP, /sse and /messages to the legacy transport, and /healthz, /metrics, /sessions to the
-// admin endpoints — all in front of one gateway core.
+// HTTP, /sse and /messages to the legacy transport, /v1/batch and /v1/tools to the batch API,
+// and /healthz, /metrics, /sessions to the admin endpoints — all in front of one gateway core.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <string>
 
 #include "frontend/admin.h"
+#include "frontend/batch.h"
+#include "frontend/observe.h"
 #include "frontend/legacy_sse.h"
 #include "frontend/mcp_http.h"
 #include "frontend/openai.h"
@@ -40,6 +42,8 @@ class Server {
   McpHttp mcp_;
   LegacySse legacy_;
   Admin admin_;
+  Batch batch_;
+  Observe observe_;
   OpenAi openai_;
   Router router_;
   transport::HttpServer http_;

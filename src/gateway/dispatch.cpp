@@ -187,6 +187,8 @@ asio::awaitable<Result> DispatchStage::send(Call& call,
       call.sends == 0 && call.attempts == 0 && !waited
           ? call.timeout
           : std::chrono::duration_cast<std::chrono::milliseconds>(call.deadline - clock_.now());
+  if (call.sends == 0) call.sent = clock_.now();
+  call.instance_pid = instance->pid();
   ++call.sends;
   call.set_in_flight(attempt);
   instance->call(call.method, call.upstream_params, call.id, call.progress_token, attempt,

@@ -48,8 +48,11 @@ Gateway::Gateway(asio::io_context& io, config::Config config)
     up->on_catalog_changed = [this]() { rebuild_catalog(); };
     upstreams_.push_back(std::move(up));
   }
-  pipeline_ = std::make_unique<Pipeline>(
-      PipelineParts{io_, config_, catalog_, upstreams_, metrics_, stopping_});
+  // The writer thread starts with the gateway (serve() forks its watchdog before any thread).
+  if (!config_.gateway.trace.file.empty())
+    trace_ = std::make_unique<telemetry::CallTrace>(config_.gateway.trace, false);
+  pipeline_ = std::make_unique<Pipeline>(PipelineParts{io_, config_, catalog_, upstreams_, metrics_,
+                                                       stopping_, call_log_, trace_.get()});
   methods_ = std::make_unique<Methods>(*this);
   register_metrics();
 }
@@ -99,12 +102,28 @@ void Gateway::register_metrics() {
   metrics_.gauge("toolbridge_sessions", "Open downstream MCP sessions.", [this](auto& out) {
     out.emplace_back("", static_cast<double>(sessions_.size()));
   });
+  if (trace_) {
+    const std::string help =
+        "Lines of the call trace written to its file, and dropped because the writer fell "
+        "behind (the buffer was full) or the file could not be written.";
+    metrics_.gauge("toolbridge_trace_lines_total", help, [this](auto& out) {
+      out.emplace_back(telemetry::labels({{"result", "written"}}),
+                       static_cast<double>(trace_->written()));
+      out.emplace_back(telemetry::labels({{"result", "dropped"}}),
+                       static_cast<double>(trace_->dropped()));
+    });
+    metrics_.describe("toolbridge_trace_lines_total", "counter", help);
+  }
   metrics_.gauge("toolbridge_tools", "Tools in the aggregated catalog.", [this](auto& out) {
     out.emplace_back("", static_cast<double>(catalog_.tool_count()));
   });
 }
 
-void Gateway::start() {
+std::string Gateway::start() {
+  if (trace_) {
+    if (std::string err = trace_->error(); !err.empty()) return "trace: " + err;
+    trace_->start_writer();
+  }
   settle_by_ = std::chrono::steady_clock::now() + config_.gateway.ready_timeout;
   settled_.expires_at(settle_by_);
   first_starts_ = upstreams_.size();
@@ -114,6 +133,7 @@ void Gateway::start() {
     });
   }
   expire_sessions();
+  return {};
 }
 
 bool Gateway::settled() const {

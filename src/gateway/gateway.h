@@ -16,6 +16,8 @@
 #include "gateway/pipeline.h"
 #include "gateway/session.h"
 #include "gateway/session_table.h"
+#include "telemetry/call_log.h"
+#include "telemetry/call_trace.h"
 #include "telemetry/metrics.h"
 #include "upstream/upstream.h"
 
@@ -29,7 +31,8 @@ class Gateway {
   ~Gateway();
 
   // Starts every server concurrently (bounded by start_concurrency) and the session sweep.
-  void start();
+  // Returns why it cannot (the trace file cannot be opened), else empty.
+  std::string start();
   // Refuses new sessions and calls from now on.
   void begin_stop();
   // Waits up to shutdown_grace for calls in flight to finish (their answers still go out).
@@ -50,6 +53,10 @@ class Gateway {
   Methods& methods() { return *methods_; }
   telemetry::Metrics& metrics() { return metrics_; }
   std::string health_json() const;
+  // Every call's record while it runs and after (trajectory view, dashboard).
+  const telemetry::CallLog& call_log() const { return call_log_; }
+  // The call trace file, null when `trace` is not configured.
+  const telemetry::CallTrace* trace() const { return trace_.get(); }
 
   // Sessions (trajectories). A new session for `client` (its IP address), or nullptr with
   // `refused` saying why (shutting down; max_sessions or max_sessions_per_client reached with
@@ -83,6 +90,8 @@ class Gateway {
   boost::asio::io_context& io_;
   config::Config config_;
   telemetry::Metrics metrics_;
+  telemetry::CallLog call_log_;
+  std::unique_ptr<telemetry::CallTrace> trace_;
   upstream::StartGate gate_;
   std::vector<std::shared_ptr<upstream::Upstream>> upstreams_;
   catalog::Catalog catalog_;

@@ -2,38 +2,88 @@
 
 namespace toolbridge::gateway {
 
-MeasureStage::MeasureStage(telemetry::Metrics& metrics) : metrics_(metrics) {
+namespace {
+double seconds(Call::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+}  // namespace
+
+MeasureStage::MeasureStage(telemetry::Metrics& metrics, telemetry::CallLog& log,
+                           telemetry::CallTrace* trace)
+    : metrics_(metrics), log_(log), trace_(trace) {
   metrics_.describe("toolbridge_calls_total", "counter",
                     "Requests forwarded to servers, by server, tool (or method) and outcome "
-                    "(ok, tool_error, error, timeout, crashed, unavailable).");
+                    "(ok, tool_error, error, timeout, crashed, unavailable, shed).");
   metrics_.describe("toolbridge_call_duration_seconds", "histogram",
                     "Gateway-observed latency of forwarded requests.");
+  metrics_.describe("toolbridge_call_queue_seconds", "histogram",
+                    "Time a request waited in the gateway before an instance got it (admission "
+                    "queue, instance start-up); the whole latency if it never reached one.");
+  metrics_.describe("toolbridge_call_execution_seconds", "histogram",
+                    "Time from handing a request to an instance to its answer.");
 }
 
 MeasureStage::Series& MeasureStage::series(const Call& call) {
   auto [it, fresh] = series_.try_emplace(call.route.display_name);
   if (fresh) {
-    it->second.duration = &metrics_.histogram_cell(
-        "toolbridge_call_duration_seconds",
-        telemetry::labels({{"server", call.route.server}, {"tool", call.route.label}}));
+    const std::string labels =
+        telemetry::labels({{"server", call.route.server}, {"tool", call.route.label}});
+    it->second.duration = &metrics_.histogram_cell("toolbridge_call_duration_seconds", labels);
+    it->second.queue = &metrics_.histogram_cell("toolbridge_call_queue_seconds", labels);
+    it->second.execution = &metrics_.histogram_cell("toolbridge_call_execution_seconds", labels);
   }
   return it->second;
 }
 
+telemetry::CallRecord MeasureStage::record(const Call& call, const Result& result,
+                                           std::uint64_t seq, Call::Clock::time_point now) const {
+  telemetry::CallRecord r;
+  r.seq = seq;
+  r.total_s = seconds(now - call.started);
+  const bool sent = call.sent != Call::Clock::time_point{};
+  r.queue_s = sent ? seconds(call.sent - call.started) : r.total_s;
+  r.execution_s = sent ? seconds(now - call.sent) : 0;
+  const auto wall = std::chrono::system_clock::now() -
+                    std::chrono::duration_cast<std::chrono::system_clock::duration>(now -
+                                                                                    call.started);
+  r.time_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(wall.time_since_epoch()).count();
+  r.trajectory = call.trajectory;
+  r.tenant = call.tenant;
+  r.server = call.route.server;
+  r.tool = call.route.label;
+  r.pid = call.instance_pid;
+  r.argument_bytes = call.is_tool_call() ? call.member("arguments").size() : call.params.size();
+  r.result_bytes = result.answered_by_server() ? result.response.size() : result.why.size();
+  r.outcome = outcome_label(result.fault);
+  r.repairs = call.repairs.size();
+  r.traceparent = call.traceparent;
+  return r;
+}
+
 boost::asio::awaitable<Result> MeasureStage::handle(Call& call, Next next) {
+  const telemetry::CallLog::Handle handle =
+      log_.begin(call.trajectory, call.route.server, call.route.label, call.started);
   Result result = co_await next(call);
-  // A cancelled call has no outcome to count: nobody receives an answer.
-  if (result.fault == Fault::kCancelled) co_return result;
-  Series& s = series(call);
-  std::uint64_t*& calls = s.calls[static_cast<std::size_t>(result.fault)];
-  if (!calls) {
-    calls = &metrics_.counter_cell("toolbridge_calls_total",
-                                   telemetry::labels({{"server", call.route.server},
-                                                      {"tool", call.route.label},
-                                                      {"outcome", outcome_label(result.fault)}}));
+  const auto now = Call::Clock::now();
+  telemetry::CallRecord r = record(call, result, handle.seq, now);
+  // A cancelled call has no outcome to count: nobody receives an answer. It still leaves the
+  // trajectory's calls in flight.
+  if (result.fault != Fault::kCancelled) {
+    Series& s = series(call);
+    std::uint64_t*& calls = s.calls[static_cast<std::size_t>(result.fault)];
+    if (!calls) {
+      calls = &metrics_.counter_cell(
+          "toolbridge_calls_total",
+          telemetry::labels({{"server", call.route.server},
+                             {"tool", call.route.label},
+                             {"outcome", outcome_label(result.fault)}}));
+    }
+    ++*calls;
+    s.duration->observe(r.total_s);
+    s.queue->observe(r.queue_s);
+    if (r.execution_s > 0) s.execution->observe(r.execution_s);
   }
-  ++*calls;
-  s.duration->observe(std::chrono::duration<double>(Call::Clock::now() - call.started).count());
+  if (trace_) trace_->write_with([&r](std::string& out) { r.append_json(out); });
+  log_.end(handle, std::move(r), now);
   co_return result;
 }
 

@@ -1,18 +1,23 @@
 #pragma once
 // The measure stage: every routed call is counted once, by server, tool (or method) and outcome,
-// with its latency as the gateway saw it — whatever front end it came from.
+// with its latency as the gateway saw it split into queueing and execution — whatever front end
+// it came from. It also lists the call among the active ones while it runs (the trajectory view,
+// the dashboard) and writes its trace line when the call trace is on.
 #include <array>
 #include <string>
 #include <unordered_map>
 
 #include "call/stage.h"
+#include "telemetry/call_log.h"
+#include "telemetry/call_trace.h"
 #include "telemetry/metrics.h"
 
 namespace toolbridge::gateway {
 
 class MeasureStage final : public Stage {
  public:
-  explicit MeasureStage(telemetry::Metrics& metrics);
+  // `trace` may be null (no call trace configured).
+  MeasureStage(telemetry::Metrics& metrics, telemetry::CallLog& log, telemetry::CallTrace* trace);
   std::string_view name() const override { return "measure"; }
   boost::asio::awaitable<Result> handle(Call& call, Next next) override;
 
@@ -21,11 +26,17 @@ class MeasureStage final : public Stage {
   // label strings.
   struct Series {
     telemetry::Histogram* duration = nullptr;
+    telemetry::Histogram* queue = nullptr;
+    telemetry::Histogram* execution = nullptr;
     std::array<std::uint64_t*, kFaultCount> calls{};  // by fault, created on first use
   };
   Series& series(const Call& call);
+  telemetry::CallRecord record(const Call& call, const Result& result, std::uint64_t seq,
+                               Call::Clock::time_point now) const;
 
   telemetry::Metrics& metrics_;
+  telemetry::CallLog& log_;
+  telemetry::CallTrace* trace_;
   std::unordered_map<std::string, Series> series_;  // by display name (unique per pair)
 };
 

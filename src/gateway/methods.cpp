@@ -6,6 +6,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/json.hpp>
 
+#include "call/trace_context.h"
 #include "call/trajectory_name.h"
 #include "gateway/gateway.h"
 #include "json/parse.h"
@@ -60,13 +61,22 @@ bool fault_is_tool_result(Fault f) {
 
 // Reads the gateway's own _meta keys into `call` and leaves call->meta without them. Returns an
 // error message for a malformed key.
-std::string take_meta(Call& call, std::string_view raw_meta) {
+// `traceparent`: the POST's header, sent on in _meta unless the call's _meta has its own.
+std::string take_meta(Call& call, std::string_view raw_meta, const std::string& traceparent) {
   boost::system::error_code ec;
   bj::value v = json::parse(raw_meta, ec);
   if (ec || !v.is_object()) return {};
   auto& meta = v.as_object();
   if (const auto* t = meta.if_contains("progressToken")) call.progress_token = bj::serialize(*t);
   bool changed = false;
+  if (const auto* t = meta.if_contains(kTraceparent);
+      t && t->is_string() && valid_traceparent(t->as_string())) {
+    call.traceparent = std::string(t->as_string());
+  } else if (!traceparent.empty()) {
+    meta[kTraceparent] = traceparent;
+    call.traceparent = traceparent;
+    changed = true;
+  }
   if (const auto* t = meta.if_contains(kSessionMeta)) {
     const std::string where = "_meta[\"" + std::string(kSessionMeta) + "\"]";
     if (!t->is_string()) return where + " must be a string; " + std::string(kTrajectoryNameRule);
@@ -338,8 +348,11 @@ std::shared_ptr<Call> Methods::make_call(const Incoming& in, std::string& error)
   }
   call->members = std::move(*members);
   if (const std::string_view meta = call->member("_meta"); !meta.empty()) {
-    error = take_meta(*call, meta);
+    error = take_meta(*call, meta, in.stream->traceparent);
     if (!error.empty()) return nullptr;
+  } else if (!in.stream->traceparent.empty()) {
+    call->traceparent = in.stream->traceparent;
+    call->meta = R"({"traceparent":)" + json::quote(call->traceparent) + "}";
   }
   // The session's URL or X-Toolbridge-Trajectory names the trajectory of all its calls; _meta may
   // repeat it but not name another (a conflict is refused, not resolved by precedence).

@@ -15,7 +15,7 @@ Pipeline::Pipeline(const PipelineParts& p) {
   // resolve → measure → repair → [cache] → admission → retry → breaker → deadline → dispatch
   chain_.push_back(std::make_unique<catalog::ResolveStage>(p.catalog, p.upstreams, p.stopping,
                                                            p.config.gateway.separator));
-  chain_.push_back(std::make_unique<MeasureStage>(p.metrics));
+  chain_.push_back(std::make_unique<MeasureStage>(p.metrics, p.call_log, p.trace));
   chain_.push_back(std::make_unique<repair::RepairStage>(p.catalog, p.config, p.metrics));
   // The cache stage goes here (a hit must take no admission slot).
   auto admission = std::make_unique<policy::AdmissionStage>(p.io, p.config, p.metrics, p.clock);

@@ -10,6 +10,8 @@
 #include "call/stage.h"
 #include "catalog/catalog.h"
 #include "config/config.h"
+#include "telemetry/call_log.h"
+#include "telemetry/call_trace.h"
 #include "telemetry/metrics.h"
 
 namespace toolbridge::policy {
@@ -26,6 +28,8 @@ struct PipelineParts {
   const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams;
   telemetry::Metrics& metrics;
   const bool& stopping;
+  telemetry::CallLog& call_log;
+  telemetry::CallTrace* trace = nullptr;  // null: no call trace
   const base::Clock& clock = base::steady_clock();
 };
 

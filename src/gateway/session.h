@@ -81,6 +81,8 @@ class PostStream : public upstream::CallSink, public std::enable_shared_from_thi
   bool can_stream() const { return can_stream_; }
   // Set once the HTTP exchange has ended; late messages go to the session's GET stream.
   bool detached = false;
+  // The POST's `traceparent` header (validated; empty if none): its calls carry it on.
+  std::string traceparent;
 
  private:
   std::weak_ptr<Session> session_;

@@ -59,6 +59,14 @@ std::uint64_t Metrics::counter(const std::string& name, const std::string& label
   return jt == it->second.end() ? 0 : jt->second;
 }
 
+std::uint64_t Metrics::counter_total(const std::string& name) const {
+  auto it = counters_.find(name);
+  if (it == counters_.end()) return 0;
+  std::uint64_t sum = 0;
+  for (const auto& [labels, n] : it->second) sum += n;
+  return sum;
+}
+
 std::string Metrics::render() const {
   std::string out;
   auto header = [&](const std::string& name, const char* fallback_type) {

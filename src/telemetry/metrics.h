@@ -46,6 +46,8 @@ class Metrics {
 
   std::string render() const;
   std::uint64_t counter(const std::string& name, const std::string& labels) const;
+  // The sum of a counter over all its label sets (0 if it has none).
+  std::uint64_t counter_total(const std::string& name) const;
 
  private:
   struct Meta {

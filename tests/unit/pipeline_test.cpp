@@ -62,7 +62,8 @@ TEST(Pipeline, IsBuiltInTheOrderOfTheDataFlow) {
   std::vector<std::shared_ptr<upstream::Upstream>> upstreams;
   telemetry::Metrics metrics;
   bool stopping = false;
-  const Pipeline p(PipelineParts{io, cfg, catalog, upstreams, metrics, stopping});
+  telemetry::CallLog log;
+  const Pipeline p(PipelineParts{io, cfg, catalog, upstreams, metrics, stopping, log});
   EXPECT_EQ(p.stage_names(),
             (std::vector<std::string_view>{"resolve", "measure", "repair", "admission", "retry",
                                            "breaker", "deadline", "dispatch"}));

@@ -1,0 +1,354 @@
+"""The toolbridge client: one connection pool to a gateway, tool calls over POST /v1/batch.
+
+    client = toolbridge.Client("http://127.0.0.1:8080")
+    client.tools()                                   # the catalog, cached
+    r = client.call("fixture__echo", {"text": "hi"}) # one call
+    rs = client.batch([("search__web", {"q": "x"}), ("python__run", {"code": "1"})])
+    with client.trajectory("rollout-17") as t:       # per_session state, released at the end
+        t.call("memory__create_entities", {...})
+
+No MCP session is set up per call (nor at all): a call is one HTTP request on a kept-alive
+connection. ``AsyncClient`` has the same methods as coroutines."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+import uuid
+from dataclasses import dataclass
+from typing import Any, Iterable, Literal, Mapping, Sequence, Union
+
+from ._transport import AsyncTransport, Response, SyncTransport, split_url
+from .errors import ConnectionFailed, ToolbridgeError, call_failed, rejected
+
+__all__ = ["AsyncClient", "AsyncTrajectory", "CallResult", "Client", "Timing", "ToolCall", "Trajectory"]
+
+_JSON = {"Content-Type": "application/json"}
+_MSGPACK = {"Content-Type": "application/msgpack"}
+Encoding = Literal["json", "msgpack"]
+
+
+class _Codec:
+    """How batch bodies are written and answers read: JSON, or MessagePack (`msgpack` package),
+    which costs the client less on large results and the gateway more (README, "From Python")."""
+
+    def __init__(self, encoding: Encoding) -> None:
+        if encoding == "json":
+            self.headers = _JSON
+            self.dumps = lambda body: json.dumps(body, separators=(",", ":")).encode()
+            self.loads = json.loads
+        elif encoding == "msgpack":
+            try:
+                import msgpack
+            except ImportError as exc:
+                raise ToolbridgeError("encoding='msgpack' needs the msgpack package: pip install msgpack") from exc
+            self.headers = _MSGPACK
+            self.dumps = msgpack.packb
+            self.loads = lambda raw: msgpack.unpackb(raw, raw=False)
+        else:
+            raise ValueError(f"encoding must be 'json' or 'msgpack', not {encoding!r}")
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Where a call's time went, as the gateway measured it (milliseconds)."""
+
+    queue_ms: float
+    execution_ms: float
+    total_ms: float
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call of a batch. A batch also takes ``(tool, arguments)`` tuples and
+    ``{"tool", "arguments", "timeout_ms"}`` dicts."""
+
+    tool: str
+    arguments: Mapping[str, Any] | None = None
+    timeout_ms: float | None = None
+
+
+CallSpec = Union[ToolCall, Sequence[Any], Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """One call's answer. ``result`` is the server's CallToolResult (also for ``tool_error``);
+    ``error`` is ``{"code", "message"}`` for the other outcomes."""
+
+    tool: str
+    outcome: str
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+    timing: Timing
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "ok"
+
+    @property
+    def is_error(self) -> bool:
+        return self.outcome != "ok"
+
+    @property
+    def text(self) -> str:
+        """The text blocks of the result joined by newlines, or the error message: what a model
+        is shown."""
+        if self.result is not None:
+            return "\n".join(c.get("text", "") for c in self.result.get("content", ())
+                             if isinstance(c, dict) and c.get("type") == "text")
+        return str((self.error or {}).get("message", self.outcome))
+
+    @property
+    def structured(self) -> Any:
+        return (self.result or {}).get("structuredContent")
+
+    def raise_for_outcome(self) -> "CallResult":
+        """Raises the typed CallFailed subclass unless the outcome is ``ok``; returns self."""
+        if self.outcome != "ok":
+            error = self.error or {}
+            raise call_failed(self.tool, self.outcome, self.text if self.result else
+                              str(error.get("message", self.outcome)), error.get("code"), self.result)
+        return self
+
+
+def _spec(call: CallSpec) -> dict[str, Any]:
+    if isinstance(call, ToolCall):
+        tool, args, timeout_ms = call.tool, call.arguments, call.timeout_ms
+    elif isinstance(call, Mapping):
+        tool, args, timeout_ms = call["tool"], call.get("arguments"), call.get("timeout_ms")
+    else:
+        tool, args = call[0], (call[1] if len(call) > 1 else None)
+        timeout_ms = call[2] if len(call) > 2 else None
+    out: dict[str, Any] = {"tool": tool}
+    if args:
+        out["arguments"] = args
+    if timeout_ms is not None:
+        out["timeout_ms"] = timeout_ms
+    return out
+
+
+def _batch_body(calls: Iterable[CallSpec], trajectory: str | None, tenant: str | None,
+                fail_fast: bool, sequential: bool, timeout_ms: float | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"calls": [_spec(c) for c in calls]}
+    if trajectory:
+        body["trajectory"] = trajectory
+    if tenant:
+        body["tenant"] = tenant
+    if fail_fast:
+        body["mode"] = "fail_fast"
+    if sequential:
+        body["sequential"] = True
+    if timeout_ms is not None:
+        body["timeout_ms"] = timeout_ms
+    return body
+
+
+def _results(resp: Response, codec: _Codec) -> list[CallResult]:
+    if resp.status != 200:
+        raise rejected(resp.status, resp.body, resp.headers.get("retry-after"))
+    try:
+        loads = codec.loads if resp.headers.get("content-type", "").endswith("msgpack") else json.loads
+        entries = loads(resp.body)["results"]
+    except Exception as exc:  # noqa: BLE001 - any decoder's error: the answer is not usable
+        raise ToolbridgeError(f"the gateway's answer is not a batch result: {resp.body[:200]!r}") from exc
+    out = []
+    for e in entries:
+        t = e.get("timing") or {}
+        out.append(CallResult(e.get("tool", ""), e.get("outcome", ""), e.get("result"), e.get("error"),
+                              Timing(t.get("queue_ms", 0.0), t.get("execution_ms", 0.0), t.get("total_ms", 0.0))))
+    return out
+
+
+def _one(results: list[CallResult], check: bool) -> CallResult:
+    r = results[0]
+    # A tool_error is the tool's own answer (for the model to read); only gateway faults raise.
+    if check and r.outcome not in ("ok", "tool_error"):
+        r.raise_for_outcome()
+    return r
+
+
+def _tools(resp: Response) -> list[dict[str, Any]]:
+    if resp.status != 200:
+        raise rejected(resp.status, resp.body, resp.headers.get("retry-after"))
+    return json.loads(resp.body)["tools"]
+
+
+def _released(resp: Response) -> int:
+    if resp.status != 200:
+        raise rejected(resp.status, resp.body, resp.headers.get("retry-after"))
+    return int(json.loads(resp.body)["released"])
+
+
+def new_trajectory_name(prefix: str = "t") -> str:
+    return f"{prefix}-{uuid.uuid4().hex}"
+
+
+class Client:
+    """A synchronous client of one gateway (thread-safe; connections are kept alive).
+
+    ``url``: the gateway's base URL (its /mcp URL works too). ``tenant``: sent with every
+    request (X-Toolbridge-Tenant), for admission control and trajectory ownership. ``timeout``:
+    seconds one HTTP request may take (calls have their own deadlines in the gateway).
+    ``encoding``: "json" (default) or "msgpack" (less client CPU on large results; needs the
+    msgpack package)."""
+
+    def __init__(self, url: str, *, tenant: str | None = None, timeout: float = 600.0,
+                 encoding: Encoding = "json") -> None:
+        host, port, self._prefix = split_url(url)
+        self.url = f"http://{host}:{port}{self._prefix}"
+        self.tenant = tenant
+        self._codec = _Codec(encoding)
+        self._transport = SyncTransport(host, port, timeout)
+        self._tools: list[dict[str, Any]] | None = None
+
+    def tools(self, refresh: bool = False) -> list[dict[str, Any]]:
+        """The gateway's catalog (MCP tool definitions), fetched once and cached."""
+        if self._tools is None or refresh:
+            self._tools = _tools(self._transport.request("GET", self._prefix + "/v1/tools"))
+        return self._tools
+
+    def call(self, tool: str, arguments: Mapping[str, Any] | None = None, *,
+             trajectory: str | None = None, timeout_ms: float | None = None,
+             check: bool = True) -> CallResult:
+        """Runs one tool. A ``tool_error`` comes back as a result (``is_error``); other faults
+        raise their CallFailed subclass unless ``check`` is False."""
+        body = _batch_body(((tool, arguments, timeout_ms),), trajectory, self.tenant, False, False, None)
+        return _one(self._post(body), check)
+
+    def batch(self, calls: Iterable[CallSpec], *, trajectory: str | None = None,
+              fail_fast: bool = False, sequential: bool = False,
+              timeout_ms: float | None = None) -> list[CallResult]:
+        """Runs a turn's calls in one request; results in order, one per call, never raising
+        for a call's outcome (see CallResult.raise_for_outcome)."""
+        return self._post(_batch_body(calls, trajectory, self.tenant, fail_fast, sequential, timeout_ms))
+
+    def trajectory(self, name: str | None = None) -> "Trajectory":
+        """A named trajectory (a fresh unique name if none): its calls share per_session
+        instances; released when the ``with`` block ends or on ``release()``."""
+        return Trajectory(self, name or new_trajectory_name())
+
+    def release(self, name: str) -> int:
+        """Frees trajectory ``name``'s per_session instances now; returns how many."""
+        path = f"{self._prefix}/sessions/{urllib.parse.quote(name, safe='')}"
+        return _released(self._transport.request("DELETE", path, None, self._headers()))
+
+    def close(self) -> None:
+        self._transport.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _headers(self) -> dict[str, str]:
+        return {**_JSON, "X-Toolbridge-Tenant": self.tenant} if self.tenant else _JSON
+
+    def _post(self, body: dict[str, Any]) -> list[CallResult]:
+        c = self._codec
+        return _results(self._transport.request("POST", self._prefix + "/v1/batch", c.dumps(body), c.headers), c)
+
+
+class Trajectory:
+    """Calls of one trajectory; ``with`` releases it at the end."""
+
+    def __init__(self, client: Client, name: str) -> None:
+        self.client, self.name = client, name
+        self.released = False
+
+    def call(self, tool: str, arguments: Mapping[str, Any] | None = None, **kw: Any) -> CallResult:
+        return self.client.call(tool, arguments, trajectory=self.name, **kw)
+
+    def batch(self, calls: Iterable[CallSpec], **kw: Any) -> list[CallResult]:
+        return self.client.batch(calls, trajectory=self.name, **kw)
+
+    def release(self) -> int:
+        self.released = True
+        return self.client.release(self.name)
+
+    def __enter__(self) -> "Trajectory":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self.released:
+            try:
+                self.release()
+            except ConnectionFailed:
+                pass  # the gateway is gone: so are the instances
+
+
+class AsyncClient:
+    """The asyncio twin of Client: the same methods, as coroutines (``async with``)."""
+
+    def __init__(self, url: str, *, tenant: str | None = None, timeout: float = 600.0,
+                 encoding: Encoding = "json") -> None:
+        host, port, self._prefix = split_url(url)
+        self.url = f"http://{host}:{port}{self._prefix}"
+        self.tenant = tenant
+        self._codec = _Codec(encoding)
+        self._transport = AsyncTransport(host, port, timeout)
+        self._tools: list[dict[str, Any]] | None = None
+
+    async def tools(self, refresh: bool = False) -> list[dict[str, Any]]:
+        if self._tools is None or refresh:
+            self._tools = _tools(await self._transport.request("GET", self._prefix + "/v1/tools"))
+        return self._tools
+
+    async def call(self, tool: str, arguments: Mapping[str, Any] | None = None, *,
+                   trajectory: str | None = None, timeout_ms: float | None = None,
+                   check: bool = True) -> CallResult:
+        body = _batch_body(((tool, arguments, timeout_ms),), trajectory, self.tenant, False, False, None)
+        return _one(await self._post(body), check)
+
+    async def batch(self, calls: Iterable[CallSpec], *, trajectory: str | None = None,
+                    fail_fast: bool = False, sequential: bool = False,
+                    timeout_ms: float | None = None) -> list[CallResult]:
+        return await self._post(_batch_body(calls, trajectory, self.tenant, fail_fast, sequential, timeout_ms))
+
+    def trajectory(self, name: str | None = None) -> "AsyncTrajectory":
+        return AsyncTrajectory(self, name or new_trajectory_name())
+
+    async def release(self, name: str) -> int:
+        path = f"{self._prefix}/sessions/{urllib.parse.quote(name, safe='')}"
+        headers = {"X-Toolbridge-Tenant": self.tenant} if self.tenant else None
+        return _released(await self._transport.request("DELETE", path, None, headers))
+
+    async def close(self) -> None:
+        await self._transport.close()
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _post(self, body: dict[str, Any]) -> list[CallResult]:
+        c = self._codec
+        return _results(await self._transport.request("POST", self._prefix + "/v1/batch", c.dumps(body), c.headers), c)
+
+
+class AsyncTrajectory:
+    def __init__(self, client: AsyncClient, name: str) -> None:
+        self.client, self.name = client, name
+        self.released = False
+
+    async def call(self, tool: str, arguments: Mapping[str, Any] | None = None, **kw: Any) -> CallResult:
+        return await self.client.call(tool, arguments, trajectory=self.name, **kw)
+
+    async def batch(self, calls: Iterable[CallSpec], **kw: Any) -> list[CallResult]:
+        return await self.client.batch(calls, trajectory=self.name, **kw)
+
+    async def release(self) -> int:
+        self.released = True
+        return await self.client.release(self.name)
+
+    async def __aenter__(self) -> "AsyncTrajectory":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if not self.released:
+            try:
+                await self.release()
+            except ConnectionFailed:
+                pass

@@ -1,0 +1,77 @@
+#pragma once
+// POST /v1/batch: one request carries a turn's tool calls (tool, arguments, optional timeout)
+// with its trajectory and tenant. The calls run through the same pipeline as MCP calls —
+// concurrently, or one after another when `sequential` — and come back in order, each with its
+// outcome and a timing split. One bad call is one error entry, never a failed batch; only what
+// spoils the whole request (its encoding, its shape, its trajectory or tenant, its size) is a
+// 4xx, and a batch whose every call was shed by admission control is a 429 with Retry-After.
+// GET /v1/tools lists the catalog for clients that do not speak MCP.
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/value.hpp>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gateway/gateway.h"
+#include "transport/http_server.h"
+
+namespace toolbridge::frontend {
+
+// Calls one batch may carry (a turn's calls; more is a 413 naming the limit).
+inline constexpr std::size_t kMaxBatchCalls = 256;
+// A tool name longer than this is an error entry (no catalog holds one).
+inline constexpr std::size_t kMaxBatchToolName = 512;
+// The results one batch holds for its answer: a result that would pass it is dropped and its
+// entry says so (each result alone is bounded by the server's max_line_bytes).
+inline constexpr std::size_t kMaxBatchResultBytes = 256u << 20;
+
+// One call as the request named it, or why that entry cannot run.
+struct BatchCallSpec {
+  std::string tool;
+  std::string arguments = "{}";          // a JSON object, serialized
+  std::chrono::milliseconds timeout{0};  // 0: the batch's timeout_ms, else the server's
+  std::string error;                     // non-empty: answered as invalid_params, not run
+};
+
+struct BatchRequest {
+  std::vector<BatchCallSpec> calls;
+  std::string trajectory;  // from the body; empty if not named there
+  std::string tenant;      // from the body; empty if not named there
+  bool fail_fast = false;  // mode "fail_fast": the first failure cancels the calls left
+  bool sequential = false;
+  std::chrono::milliseconds timeout{0};  // default per-call timeout_ms, 0: none
+};
+
+// Why the whole request cannot run, with the HTTP status to answer.
+struct BatchRefusal {
+  int status = 400;
+  std::string code;  // short machine-readable kind: "invalid_request", "too_many_calls", ...
+  std::string message;
+  bool empty() const { return message.empty(); }
+};
+
+// Reads a decoded request body into `out`. Entries of `calls` that are malformed get their
+// `error` set; the request's own faults (not an object, no calls, unknown keys, wrong types,
+// too many calls) are returned.
+BatchRefusal read_batch_request(const boost::json::value& body, BatchRequest& out);
+
+class Batch {
+ public:
+  explicit Batch(gateway::Gateway& gateway);
+
+  boost::asio::awaitable<void> post(transport::Exchange& ex);
+  boost::asio::awaitable<void> tools(transport::Exchange& ex);
+
+ private:
+  boost::asio::awaitable<void> refuse(transport::Exchange& ex, const BatchRefusal& refusal,
+                                      const transport::Headers& headers);
+
+  gateway::Gateway& gateway_;
+  std::uint64_t next_ephemeral_ = 0;  // batches without a trajectory get "batch/N"
+  std::uint64_t* accepted_ = nullptr;
+  std::uint64_t* refused_ = nullptr;
+  std::uint64_t* shed_ = nullptr;
+};
+
+}  // namespace toolbridge::frontend

@@ -1,0 +1,281 @@
+#include "frontend/batch_codec.h"
+
+#include <fmt/format.h>
+
+#include <boost/json.hpp>
+#include <cmath>
+#include <msgpack.hpp>
+
+#include "json/envelope.h"
+#include "json/parse.h"
+#include "json/utf8.h"
+
+namespace toolbridge::frontend {
+
+namespace bj = boost::json;
+using gateway::Fault;
+
+Encoding encoding_of(std::string_view content_type) {
+  if (content_type.empty() || content_type.find("application/json") != std::string_view::npos) {
+    return Encoding::kJson;
+  }
+  for (std::string_view type :
+       {"application/msgpack", "application/x-msgpack", "application/vnd.msgpack"}) {
+    if (content_type.find(type) != std::string_view::npos) return Encoding::kMsgpack;
+  }
+  return Encoding::kUnsupported;
+}
+
+std::string_view content_type(Encoding e) {
+  return e == Encoding::kMsgpack ? "application/msgpack" : "application/json";
+}
+
+namespace {
+
+// A MessagePack value as JSON: binary and extension values have no JSON form and are refused;
+// invalid UTF-8 in strings becomes U+FFFD (the gateway's rule for every string it passes on).
+bj::value from_msgpack(const msgpack::object& o, std::string& problem) {
+  switch (o.type) {
+    case msgpack::type::NIL:
+      return nullptr;
+    case msgpack::type::BOOLEAN:
+      return o.via.boolean;
+    case msgpack::type::POSITIVE_INTEGER:
+      return o.via.u64;
+    case msgpack::type::NEGATIVE_INTEGER:
+      return o.via.i64;
+    case msgpack::type::FLOAT32:
+    case msgpack::type::FLOAT64:
+      if (!std::isfinite(o.via.f64)) {
+        problem = "a float is NaN or infinite (JSON has no such number)";
+        return nullptr;
+      }
+      return o.via.f64;
+    case msgpack::type::STR: {
+      const std::string_view s(o.via.str.ptr, o.via.str.size);
+      if (json::is_valid_utf8(s)) return bj::string(s);
+      return bj::string(json::replace_invalid_utf8(s));
+    }
+    case msgpack::type::ARRAY: {
+      bj::array a;
+      a.reserve(o.via.array.size);
+      for (std::uint32_t i = 0; i < o.via.array.size && problem.empty(); ++i)
+        a.push_back(from_msgpack(o.via.array.ptr[i], problem));
+      return a;
+    }
+    case msgpack::type::MAP: {
+      bj::object m;
+      m.reserve(o.via.map.size);
+      for (std::uint32_t i = 0; i < o.via.map.size && problem.empty(); ++i) {
+        const auto& kv = o.via.map.ptr[i];
+        if (kv.key.type != msgpack::type::STR) {
+          problem = "a map key is not a string";
+          break;
+        }
+        bj::value key = from_msgpack(kv.key, problem);
+        m[key.as_string()] = from_msgpack(kv.val, problem);
+      }
+      return m;
+    }
+    case msgpack::type::BIN:
+      problem = "binary values are not accepted (send text as strings)";
+      return nullptr;
+    case msgpack::type::EXT:
+      problem = "extension values are not accepted";
+      return nullptr;
+  }
+  problem = "an unknown MessagePack type";
+  return nullptr;
+}
+
+bj::value decode_msgpack(std::string_view body, std::string& problem) {
+  // The same depth bound as JSON; counts bounded by the body's size (max_body_bytes).
+  const auto n = static_cast<std::size_t>(body.size());
+  const msgpack::unpack_limit limit(n, n, n, n, n, json::kMaxDepth);
+  std::size_t offset = 0;
+  try {
+    const msgpack::object_handle handle =
+        msgpack::unpack(body.data(), body.size(), offset, nullptr, nullptr, limit);
+    if (offset != body.size()) {
+      problem = "the body is not one MessagePack value (bytes follow it)";
+      return nullptr;
+    }
+    bj::value v = from_msgpack(handle.get(), problem);
+    if (!problem.empty()) problem = "the body is not usable MessagePack: " + problem;
+    return v;
+  } catch (const std::exception& e) {
+    problem = std::string("the body is not MessagePack (or is nested deeper than 128 levels): ") +
+              e.what();
+    return nullptr;
+  }
+}
+
+}  // namespace
+
+bj::value decode_body(Encoding e, std::string_view body, std::string& problem) {
+  if (e == Encoding::kMsgpack) return decode_msgpack(body, problem);
+  boost::system::error_code ec;
+  bj::value v = json::parse(body, ec);
+  if (ec) problem = "the body is not JSON (or is nested deeper than 128 levels): " + ec.message();
+  return v;
+}
+
+std::string_view outcome_name(Fault f) {
+  return f == Fault::kNone ? std::string_view("ok") : gateway::to_string(f);
+}
+
+namespace {
+
+void append_entry(std::string& out, const BatchEntry& e) {
+  out += R"({"tool":)";
+  out += json::quote(e.tool);
+  out += R"(,"outcome":")";
+  out += outcome_name(e.result.fault);
+  out += '"';
+  const std::string& response = e.result.response;
+  bool done = false;
+  if (!response.empty()) {
+    // The server's own answer: its result (tool results, isError ones included) or its error
+    // object, as it sent it.
+    const json::Envelope env = json::parse_envelope(response);
+    if (!env.result.empty()) {
+      out += R"(,"result":)";
+      out += env.result.in(response);
+      done = true;
+    } else if (!env.error.empty()) {
+      out += R"(,"error":)";
+      out += env.error.in(response);
+      done = true;
+    }
+  }
+  if (!done) {
+    out += R"(,"error":{"code":)";
+    out += std::to_string(gateway::error_code(e.result.fault));
+    out += R"(,"message":)";
+    out += json::quote(e.result.why);
+    out += '}';
+  }
+  out += fmt::format(R"(,"timing":{{"queue_ms":{:.3f},"execution_ms":{:.3f},"total_ms":{:.3f}}}}})",
+                     e.queue_ms, e.execution_ms, e.total_ms);
+}
+
+}  // namespace
+
+namespace {
+
+using Packer = msgpack::packer<msgpack::sbuffer>;
+
+void pack_str(Packer& p, std::string_view s) {
+  p.pack_str(static_cast<std::uint32_t>(s.size()));
+  p.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
+}
+
+void pack_json(Packer& p, const bj::value& v) {
+  switch (v.kind()) {
+    case bj::kind::null:
+      p.pack_nil();
+      return;
+    case bj::kind::bool_:
+      v.get_bool() ? p.pack_true() : p.pack_false();
+      return;
+    case bj::kind::int64:
+      p.pack_int64(v.get_int64());
+      return;
+    case bj::kind::uint64:
+      p.pack_uint64(v.get_uint64());
+      return;
+    case bj::kind::double_:
+      p.pack_double(v.get_double());
+      return;
+    case bj::kind::string:
+      pack_str(p, v.get_string());
+      return;
+    case bj::kind::array:
+      p.pack_array(static_cast<std::uint32_t>(v.get_array().size()));
+      for (const auto& x : v.get_array()) pack_json(p, x);
+      return;
+    case bj::kind::object:
+      p.pack_map(static_cast<std::uint32_t>(v.get_object().size()));
+      for (const auto& [k, x] : v.get_object()) {
+        pack_str(p, k);
+        pack_json(p, x);
+      }
+      return;
+  }
+}
+
+// The server's raw JSON (a result or an error object) as MessagePack; it was checked when it
+// came in, so a parse failure only means it was cut short: packed as a string then.
+void pack_raw(Packer& p, std::string_view raw) {
+  boost::system::error_code ec;
+  const bj::value v = json::parse(raw, ec);
+  if (ec) return pack_str(p, raw);
+  pack_json(p, v);
+}
+
+std::string encode_msgpack(const std::vector<BatchEntry>& entries, double total_ms) {
+  msgpack::sbuffer buffer;
+  Packer p(buffer);
+  p.pack_map(2);
+  pack_str(p, "results");
+  p.pack_array(static_cast<std::uint32_t>(entries.size()));
+  for (const auto& e : entries) {
+    p.pack_map(4);
+    pack_str(p, "tool");
+    pack_str(p, e.tool);
+    pack_str(p, "outcome");
+    pack_str(p, outcome_name(e.result.fault));
+    const std::string& response = e.result.response;
+    bool done = false;
+    if (!response.empty()) {
+      const json::Envelope env = json::parse_envelope(response);
+      if (!env.result.empty() || !env.error.empty()) {
+        const bool ok = !env.result.empty();
+        pack_str(p, ok ? "result" : "error");
+        pack_raw(p, (ok ? env.result : env.error).in(response));
+        done = true;
+      }
+    }
+    if (!done) {
+      pack_str(p, "error");
+      p.pack_map(2);
+      pack_str(p, "code");
+      p.pack_int(gateway::error_code(e.result.fault));
+      pack_str(p, "message");
+      pack_str(p, e.result.why);
+    }
+    pack_str(p, "timing");
+    p.pack_map(3);
+    pack_str(p, "queue_ms");
+    p.pack_double(e.queue_ms);
+    pack_str(p, "execution_ms");
+    p.pack_double(e.execution_ms);
+    pack_str(p, "total_ms");
+    p.pack_double(e.total_ms);
+  }
+  pack_str(p, "timing");
+  p.pack_map(1);
+  pack_str(p, "total_ms");
+  p.pack_double(total_ms);
+  return std::string(buffer.data(), buffer.size());
+}
+
+}  // namespace
+
+std::string encode_response(Encoding encoding, const std::vector<BatchEntry>& entries,
+                            double total_ms) {
+  if (encoding == Encoding::kMsgpack) return encode_msgpack(entries, total_ms);
+  std::size_t size = 64;
+  for (const auto& e : entries) size += e.result.response.size() + e.result.why.size() + 160;
+  std::string out;
+  out.reserve(size);
+  out += R"({"results":[)";
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    if (i) out += ',';
+    append_entry(out, entries[i]);
+  }
+  out += fmt::format(R"(],"timing":{{"total_ms":{:.3f}}}}})", total_ms);
+  return out;
+}
+
+}  // namespace toolbridge::frontend

@@ -1,0 +1,33 @@
+#pragma once
+// What a person running an evaluation looks at: GET /v1/trajectories (the trajectories, busy
+// first, each with its current call), GET /v1/trajectories/{id} (one trajectory's calls in order
+// and a summary), GET /dashboard (a live page served from the binary: no CDN) and the JSON it
+// polls, GET /dashboard/state. Loopback clients only unless `dashboard: anywhere`.
+#include <boost/asio/awaitable.hpp>
+#include <string_view>
+
+#include "gateway/gateway.h"
+#include "transport/http_server.h"
+
+namespace toolbridge::frontend {
+
+// The dashboard page (dashboard_page.cpp): HTML, CSS and script in one string.
+std::string_view dashboard_page();
+
+class Observe {
+ public:
+  explicit Observe(gateway::Gateway& gateway) : gateway_(gateway) {}
+
+  boost::asio::awaitable<void> trajectories(transport::Exchange& ex);
+  boost::asio::awaitable<void> trajectory(transport::Exchange& ex, std::string_view path);
+  boost::asio::awaitable<void> dashboard(transport::Exchange& ex);
+  boost::asio::awaitable<void> state(transport::Exchange& ex);
+
+ private:
+  // Why this client may not look (dashboard: loopback or off), empty if it may.
+  std::string refusal(const transport::Exchange& ex) const;
+
+  gateway::Gateway& gateway_;
+};
+
+}  // namespace toolbridge::frontend

@@ -1,0 +1,266 @@
+#include "telemetry/call_log.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+
+#include "json/envelope.h"
+
+namespace toolbridge::telemetry {
+
+namespace {
+
+double seconds(CallLog::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// Seconds with microsecond resolution, as JSON numbers.
+std::string secs(double s) { return fmt::format("{:.6f}", s); }
+
+double percentile(std::vector<double>& v, double p) {
+  if (v.empty()) return 0;
+  const auto k = static_cast<std::size_t>(std::ceil(p * static_cast<double>(v.size()))) - 1;
+  const auto at = v.begin() + static_cast<std::ptrdiff_t>(std::min(k, v.size() - 1));
+  std::nth_element(v.begin(), at, v.end());
+  return *at;
+}
+
+// A cancelled call was given up by its caller: not an error of the tool's.
+bool is_error(std::string_view outcome) { return outcome != "ok" && outcome != "cancelled"; }
+
+}  // namespace
+
+namespace {
+
+// `s` as a JSON string, appended (names here come from the catalog and validated callers).
+void append_quoted(std::string& out, std::string_view s) {
+  out += '"';
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20) {
+      fmt::format_to(std::back_inserter(out), "\\u{:04x}", u);
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+}  // namespace
+
+std::string CallRecord::json() const {
+  std::string out;
+  append_json(out);
+  return out;
+}
+
+void CallRecord::append_json(std::string& out) const {
+  // Written for every call when the trace is on: no temporaries.
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, R"({{"seq":{},"time_ms":{},"trajectory":)", seq, time_ms);
+  append_quoted(out, trajectory);
+  out += R"(,"tenant":)";
+  append_quoted(out, tenant);
+  out += R"(,"server":)";
+  append_quoted(out, server);
+  out += R"(,"tool":)";
+  append_quoted(out, tool);
+  fmt::format_to(it,
+                 R"(,"pid":{},"argument_bytes":{},"result_bytes":{},"queue_s":{:.6f},)"
+                 R"("execution_s":{:.6f},"total_s":{:.6f},"outcome":")",
+                 pid, argument_bytes, result_bytes, queue_s, execution_s, total_s);
+  out += outcome;  // a fixed label
+  fmt::format_to(it, R"(","cached":{},"repairs":{})", cached, repairs);
+  if (!traceparent.empty()) {
+    out += R"(,"traceparent":)";
+    append_quoted(out, traceparent);
+  }
+  out += '}';
+}
+
+std::uint32_t CallLog::server_index(std::string_view server) {
+  const auto it = std::find(servers_.begin(), servers_.end(), server);
+  if (it != servers_.end()) return static_cast<std::uint32_t>(it - servers_.begin());
+  servers_.emplace_back(server);
+  return static_cast<std::uint32_t>(servers_.size() - 1);
+}
+
+CallLog::Trajectory& CallLog::trajectory(const std::string& name, Clock::time_point now) {
+  auto it = trajectories_.find(name);
+  if (it == trajectories_.end()) {
+    if (trajectories_.size() >= limits_.trajectories) evict_one();
+    it = trajectories_.try_emplace(name).first;
+  }
+  it->second.last_activity = now;
+  return it->second;
+}
+
+void CallLog::evict_one() {
+  // The least recently active trajectory with nothing in flight (one scan, only at the cap).
+  auto victim = trajectories_.end();
+  for (auto it = trajectories_.begin(); it != trajectories_.end(); ++it) {
+    if (!it->second.active.empty()) continue;
+    if (victim == trajectories_.end() || it->second.last_activity < victim->second.last_activity)
+      victim = it;
+  }
+  if (victim != trajectories_.end()) trajectories_.erase(victim);
+}
+
+CallLog::Handle CallLog::begin(const std::string& trajectory_name, std::string_view server,
+                               std::string_view tool, Clock::time_point now) {
+  const std::uint64_t seq = next_seq_++;
+  Trajectory& t = trajectory(trajectory_name, now);
+  t.active.emplace(seq, Active{std::string(server), std::string(tool), now});
+  ++active_total_;
+  // Elements of an unordered_map stay put when it grows, and a trajectory with a call in flight
+  // is never evicted: the pointer holds until end().
+  return Handle{&t, seq};
+}
+
+void CallLog::end(Handle handle, CallRecord record, Clock::time_point now) {
+  recent_.push_back(Recent{now, record.total_s, record.outcome, server_index(record.server)});
+  while (recent_.size() > limits_.recent_calls) recent_.pop_front();
+  Trajectory& t = *handle.trajectory;
+  t.last_activity = now;
+  if (t.active.erase(handle.seq) > 0) --active_total_;
+  ++t.call_count;
+  if (is_error(record.outcome)) ++t.errors;
+  t.tool_seconds += record.total_s;
+  if (record.total_s >= t.slowest.total_s) t.slowest = record;
+  t.calls.push_back(std::move(record));
+  while (t.calls.size() > limits_.calls_kept) t.calls.pop_front();
+}
+
+std::string CallLog::trajectory_json(std::string_view id, Clock::time_point now) const {
+  const auto it = trajectories_.find(std::string(id));
+  if (it == trajectories_.end()) return {};
+  const Trajectory& t = it->second;
+  std::string out = fmt::format(
+      R"({{"trajectory":{},"summary":{{"calls":{},"errors":{},"tool_seconds":{},"in_flight":{},)"
+      R"("calls_kept":{},"idle_seconds":{})",
+      json::quote(id), t.call_count, t.errors, secs(t.tool_seconds), t.active.size(),
+      t.calls.size(), secs(seconds(now - t.last_activity)));
+  if (t.call_count > 0) out += R"(,"slowest_call":)" + t.slowest.json();
+  out += R"(},"active":[)";
+  bool first = true;
+  for (const auto& [seq, a] : t.active) {
+    if (!first) out += ',';
+    first = false;
+    out += fmt::format(R"({{"seq":{},"server":{},"tool":{},"running_s":{}}})", seq,
+                       json::quote(a.server), json::quote(a.tool), secs(seconds(now - a.started)));
+  }
+  out += R"(],"calls":[)";
+  first = true;
+  for (const CallRecord& r : t.calls) {
+    if (!first) out += ',';
+    first = false;
+    out += r.json();
+  }
+  out += "]}";
+  return out;
+}
+
+std::string CallLog::trajectories_json(Clock::time_point now, std::size_t limit) const {
+  struct Row {
+    const std::string* name;
+    const Trajectory* t;
+  };
+  std::vector<Row> rows;
+  rows.reserve(trajectories_.size());
+  for (const auto& [name, t] : trajectories_) rows.push_back({&name, &t});
+  // Busy first, then the most recently active.
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    if (a.t->active.empty() != b.t->active.empty()) return !a.t->active.empty();
+    return a.t->last_activity > b.t->last_activity;
+  });
+  if (rows.size() > limit) rows.resize(limit);
+  std::string out = fmt::format(R"({{"count":{},"in_flight":{},"trajectories":[)",
+                                trajectories_.size(), active_total_);
+  bool first = true;
+  for (const Row& row : rows) {
+    if (!first) out += ',';
+    first = false;
+    const Trajectory& t = *row.t;
+    out += fmt::format(
+        R"({{"trajectory":{},"calls":{},"errors":{},"tool_seconds":{},"in_flight":{},)"
+        R"("idle_seconds":{})",
+        json::quote(*row.name), t.call_count, t.errors, secs(t.tool_seconds), t.active.size(),
+        secs(seconds(now - t.last_activity)));
+    if (!t.active.empty()) {
+      // The current call: the one that has run longest.
+      const Active& a = t.active.begin()->second;
+      out += fmt::format(R"(,"current":{{"server":{},"tool":{},"running_s":{}}})",
+                         json::quote(a.server), json::quote(a.tool),
+                         secs(seconds(now - a.started)));
+    }
+    out += '}';
+  }
+  out += "]}";
+  return out;
+}
+
+std::string CallLog::live_json(Clock::time_point now, std::chrono::seconds window,
+                               std::size_t slowest) const {
+  struct Figures {
+    std::vector<double> totals;
+    std::map<std::string_view, std::uint64_t> outcomes;
+  };
+  Figures all;
+  std::vector<Figures> by_server(servers_.size());
+  const auto since = now - window;
+  for (auto it = recent_.rbegin(); it != recent_.rend() && it->at >= since; ++it) {
+    for (Figures* f : {&all, &by_server[it->server]}) {
+      f->totals.push_back(it->total_s);
+      ++f->outcomes[it->outcome];
+    }
+  }
+  const double span = static_cast<double>(window.count());
+  auto render = [&](Figures& f) {
+    std::string o = fmt::format(R"({{"calls":{},"calls_per_s":{:.3f},"p50_s":{},"p99_s":{},)",
+                                f.totals.size(), static_cast<double>(f.totals.size()) / span,
+                                secs(percentile(f.totals, 0.5)), secs(percentile(f.totals, 0.99)));
+    o += R"("outcomes":{)";
+    bool first = true;
+    for (const auto& [outcome, n] : f.outcomes) {
+      if (!first) o += ',';
+      first = false;
+      o += fmt::format("{}:{}", json::quote(outcome), n);
+    }
+    return o + "}}";
+  };
+  std::string out = fmt::format(R"({{"window_s":{},"all":{},"servers":{{)", window.count(),
+                                render(all));
+  for (std::size_t i = 0; i < servers_.size(); ++i) {
+    if (i > 0) out += ',';
+    out += json::quote(servers_[i]) + ":" + render(by_server[i]);
+  }
+  // The longest-running calls in flight.
+  struct Running {
+    const std::string* trajectory;
+    std::uint64_t seq;
+    const Active* a;
+  };
+  std::vector<Running> running;
+  for (const auto& [name, t] : trajectories_)
+    for (const auto& [seq, a] : t.active) running.push_back({&name, seq, &a});
+  const std::size_t n = std::min(slowest, running.size());
+  std::partial_sort(running.begin(), running.begin() + static_cast<std::ptrdiff_t>(n),
+                    running.end(),
+                    [](const Running& x, const Running& y) { return x.a->started < y.a->started; });
+  out += fmt::format(R"(}},"in_flight":{},"trajectories":{},"slowest_active":[)", active_total_,
+                     trajectories_.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > 0) out += ',';
+    const Running& r = running[i];
+    out += fmt::format(R"({{"trajectory":{},"seq":{},"server":{},"tool":{},"running_s":{}}})",
+                       json::quote(*r.trajectory), r.seq, json::quote(r.a->server),
+                       json::quote(r.a->tool), secs(seconds(now - r.a->started)));
+  }
+  out += "]}";
+  return out;
+}
+
+}  // namespace toolbridge::telemetry

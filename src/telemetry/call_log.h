@@ -1,0 +1,108 @@
+#pragma once
+// What the operator sees of the calls in memory: each trajectory's recent calls in order with a
+// summary, the calls in flight (which trajectory is stuck on what, for how long), and the last
+// minute of calls for rates and percentiles. Bounded in trajectories, calls kept per trajectory
+// and recent calls: trajectory names come from callers.
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace toolbridge::telemetry {
+
+// One finished call, as the trace and the trajectory view show it.
+struct CallRecord {
+  std::uint64_t seq = 0;       // order of arrival at the gateway
+  std::int64_t time_ms = 0;    // wall clock when the call arrived (ms since the Unix epoch)
+  std::string trajectory;
+  std::string tenant;
+  std::string server;
+  std::string tool;            // the exposed tool name, or the method (prompts/get, ...)
+  int pid = 0;                 // the instance that answered (0: none, or a remote server)
+  std::size_t argument_bytes = 0;
+  std::size_t result_bytes = 0;
+  double queue_s = 0;          // arrival -> handed to an instance (admission, instance start)
+  double execution_s = 0;      // handed to an instance -> answer
+  double total_s = 0;
+  std::string_view outcome;    // outcome_label(): ok, tool_error, error, timeout, crashed, ...
+  bool cached = false;         // answered from the result cache
+  std::size_t repairs = 0;     // changes repair made to the call
+  std::string traceparent;     // the caller's W3C trace context, empty if none
+
+  // The record as one JSON object (a trace line, an entry of the trajectory view).
+  std::string json() const;
+  void append_json(std::string& out) const;
+};
+
+class CallLog {
+ public:
+  using Clock = std::chrono::steady_clock;
+  struct Limits {
+    std::size_t trajectories = 4096;    // the least recently active idle one goes first
+    std::size_t calls_kept = 256;       // per trajectory; the summary counts all of them
+    std::size_t recent_calls = 65'536;  // for rates and percentiles of the last minute
+  };
+  CallLog() : CallLog(Limits{}) {}
+  explicit CallLog(Limits limits) : limits_(limits) {}
+
+  // What the log keeps of one trajectory (opaque to callers).
+  struct Active {
+    std::string server, tool;
+    Clock::time_point started;
+  };
+  struct Trajectory {
+    std::deque<CallRecord> calls;  // the last calls_kept, in order of their end
+    std::map<std::uint64_t, Active> active;
+    std::uint64_t call_count = 0, errors = 0;
+    double tool_seconds = 0;
+    CallRecord slowest;
+    Clock::time_point last_activity;
+  };
+  // A call in flight: its trajectory (kept while the call runs) and its seq.
+  struct Handle {
+    Trajectory* trajectory;
+    std::uint64_t seq;
+  };
+  // A call starts: it is listed among the active calls until end().
+  Handle begin(const std::string& trajectory, std::string_view server, std::string_view tool,
+               Clock::time_point now);
+  // `record.seq` is the handle's.
+  void end(Handle handle, CallRecord record, Clock::time_point now);
+
+  // GET /v1/trajectories/{id}: the calls kept, in order, and a summary; empty if unknown.
+  std::string trajectory_json(std::string_view id, Clock::time_point now) const;
+  // GET /v1/trajectories: the trajectories with calls in flight (each with its current call and
+  // how long it has run), then the most recently active others, at most `limit` in all.
+  std::string trajectories_json(Clock::time_point now, std::size_t limit) const;
+  // The dashboard's call figures: calls/s, p50/p99 and outcomes over `window` (overall and per
+  // server), and the `slowest` longest-running calls in flight.
+  std::string live_json(Clock::time_point now, std::chrono::seconds window,
+                        std::size_t slowest) const;
+
+  std::size_t trajectory_count() const { return trajectories_.size(); }
+  std::size_t active_count() const { return active_total_; }
+
+ private:
+  struct Recent {
+    Clock::time_point at;
+    double total_s;
+    std::string_view outcome;  // points at a static label
+    std::uint32_t server;      // index into servers_
+  };
+  Trajectory& trajectory(const std::string& name, Clock::time_point now);
+  void evict_one();
+  std::uint32_t server_index(std::string_view server);
+
+  Limits limits_;
+  std::uint64_t next_seq_ = 1;
+  std::size_t active_total_ = 0;
+  std::unordered_map<std::string, Trajectory> trajectories_;
+  std::deque<Recent> recent_;
+  std::vector<std::string> servers_;  // names seen (bounded by the configured servers)
+};
+
+}  // namespace toolbridge::telemetry

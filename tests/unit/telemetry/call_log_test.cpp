@@ -1,0 +1,137 @@
+#include "telemetry/call_log.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+namespace toolbridge::telemetry {
+namespace {
+
+namespace bj = boost::json;
+using Clock = CallLog::Clock;
+using namespace std::chrono_literals;
+
+CallRecord record(std::uint64_t seq, const std::string& trajectory, std::string_view outcome,
+                  double total) {
+  CallRecord r;
+  r.seq = seq;
+  r.trajectory = trajectory;
+  r.server = "fixture";
+  r.tool = "fixture__echo";
+  r.outcome = outcome;
+  r.total_s = total;
+  r.queue_s = total / 4;
+  r.execution_s = total - r.queue_s;
+  return r;
+}
+
+TEST(CallLog, ATrajectoryListsItsCallsInOrderWithASummary) {
+  CallLog log;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < 3; ++i) {
+    const auto seq = log.begin("t1", "fixture", "fixture__echo", t0);
+    log.end(seq, record(seq.seq, "t1", i == 1 ? "timeout" : "ok", 0.1 * (i + 1)), t0 + 1s);
+  }
+  const bj::object v = bj::parse(log.trajectory_json("t1", t0 + 2s)).as_object();
+  const auto& calls = v.at("calls").as_array();
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_LT(calls[0].at("seq").as_int64(), calls[2].at("seq").as_int64());
+  const auto& summary = v.at("summary").as_object();
+  EXPECT_EQ(summary.at("calls").as_int64(), 3);
+  EXPECT_EQ(summary.at("errors").as_int64(), 1);
+  EXPECT_NEAR(summary.at("tool_seconds").as_double(), 0.6, 1e-6);
+  EXPECT_NEAR(summary.at("slowest_call").at("total_s").as_double(), 0.3, 1e-6);
+  EXPECT_TRUE(log.trajectory_json("nobody", t0).empty());
+}
+
+TEST(CallLog, ActiveCallsShowWhatATrajectoryIsWaitingOn) {
+  CallLog log;
+  const auto t0 = Clock::now();
+  log.begin("stuck", "sandbox", "sandbox__run", t0);
+  const auto done = log.begin("fine", "fixture", "fixture__echo", t0 + 1s);
+  log.end(done, record(done.seq, "fine", "ok", 0.01), t0 + 2s);
+  EXPECT_EQ(log.active_count(), 1u);
+  const bj::object list = bj::parse(log.trajectories_json(t0 + 10s, 10)).as_object();
+  const auto& rows = list.at("trajectories").as_array();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].at("trajectory").as_string(), "stuck");  // busy first
+  EXPECT_EQ(rows[0].at("current").at("tool").as_string(), "sandbox__run");
+  EXPECT_NEAR(rows[0].at("current").at("running_s").as_double(), 10.0, 1e-6);
+  const bj::object live = bj::parse(log.live_json(t0 + 10s, 10s, 5)).as_object();
+  EXPECT_EQ(live.at("slowest_active").as_array().at(0).at("trajectory").as_string(), "stuck");
+  EXPECT_EQ(live.at("all").at("calls").as_int64(), 1);
+}
+
+TEST(CallLog, MemoryIsBoundedByTrajectoriesAndCallsKept) {
+  CallLog log(CallLog::Limits{.trajectories = 8, .calls_kept = 4, .recent_calls = 16});
+  const auto t0 = Clock::now();
+  for (int i = 0; i < 20; ++i) {
+    const std::string name = "t" + std::to_string(i);
+    const auto seq = log.begin(name, "s", "s__x", t0 + std::chrono::milliseconds(i));
+    log.end(seq, record(seq.seq, name, "ok", 0.001), t0 + std::chrono::milliseconds(i));
+  }
+  EXPECT_LE(log.trajectory_count(), 8u);
+  EXPECT_TRUE(log.trajectory_json("t0", t0).empty());  // least recently active: forgotten
+  EXPECT_FALSE(log.trajectory_json("t19", t0).empty());
+  for (int i = 0; i < 10; ++i) {
+    const auto seq = log.begin("long", "s", "s__x", t0 + 1s);
+    log.end(seq, record(seq.seq, "long", "ok", 0.001), t0 + 1s);
+  }
+  const bj::object v = bj::parse(log.trajectory_json("long", t0 + 2s)).as_object();
+  EXPECT_EQ(v.at("calls").as_array().size(), 4u);
+  EXPECT_EQ(v.at("summary").at("calls").as_int64(), 10);
+}
+
+TEST(CallLog, ATrajectoryWithACallInFlightIsNeverForgotten) {
+  CallLog log(CallLog::Limits{.trajectories = 2, .calls_kept = 4, .recent_calls = 16});
+  const auto t0 = Clock::now();
+  const auto held = log.begin("busy", "s", "s__x", t0);
+  for (int i = 0; i < 10; ++i) {
+    const std::string name = "t" + std::to_string(i);
+    const auto seq = log.begin(name, "s", "s__x", t0 + std::chrono::seconds(i + 1));
+    log.end(seq, record(seq.seq, name, "ok", 0.001), t0 + std::chrono::seconds(i + 1));
+  }
+  log.end(held, record(held.seq, "busy", "ok", 20), t0 + 20s);
+  const bj::object v = bj::parse(log.trajectory_json("busy", t0 + 21s)).as_object();
+  EXPECT_EQ(v.at("summary").at("calls").as_int64(), 1);
+  EXPECT_EQ(log.active_count(), 0u);
+}
+
+TEST(CallLog, LiveFiguresCoverTheWindowOnly) {
+  CallLog log;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < 100; ++i) {
+    const auto seq = log.begin("t", "s", "s__x", t0);
+    // 50 old calls (slow), 50 within the last 10 s (fast).
+    const auto at = i < 50 ? t0 : t0 + 30s;
+    log.end(seq, record(seq.seq, "t", "ok", i < 50 ? 5.0 : 0.01 * (i - 49)), at);
+  }
+  const bj::object live = bj::parse(log.live_json(t0 + 31s, 10s, 5)).as_object();
+  const auto& all = live.at("all").as_object();
+  EXPECT_EQ(all.at("calls").as_int64(), 50);
+  EXPECT_NEAR(all.at("calls_per_s").as_double(), 5.0, 1e-9);
+  EXPECT_NEAR(all.at("p50_s").as_double(), 0.25, 1e-6);
+  EXPECT_NEAR(all.at("p99_s").as_double(), 0.50, 1e-6);
+  EXPECT_EQ(live.at("servers").at("fixture").at("calls").as_int64(), 50);
+}
+
+TEST(CallLog, ARecordIsOneJsonObjectWithEveryField) {
+  CallRecord r = record(7, "traj \"quoted\"\n", "tool_error", 1.5);
+  r.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  r.cached = true;
+  r.repairs = 2;
+  r.pid = 42;
+  const bj::object v = bj::parse(r.json()).as_object();
+  EXPECT_EQ(v.at("trajectory").as_string(), "traj \"quoted\"\n");
+  EXPECT_EQ(v.at("outcome").as_string(), "tool_error");
+  EXPECT_EQ(v.at("cached").as_bool(), true);
+  EXPECT_EQ(v.at("repairs").as_int64(), 2);
+  EXPECT_EQ(v.at("pid").as_int64(), 42);
+  EXPECT_EQ(v.at("traceparent").as_string(), r.traceparent);
+  for (const char* k : {"seq", "time_ms", "tenant", "server", "tool", "argument_bytes",
+                        "result_bytes", "queue_s", "execution_s", "total_s"})
+    EXPECT_TRUE(v.contains(k)) << k;
+}
+
+}  // namespace
+}  // namespace toolbridge::telemetry
