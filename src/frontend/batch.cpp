@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 
+#include "call/trace_context.h"
 #include "call/trajectory_name.h"
 #include "frontend/batch_codec.h"
 #include "frontend/client_identity.h"
@@ -356,6 +357,11 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
                                                       : owner;
   co_await gateway_.until_settled();
 
+  // The caller's trace context (W3C traceparent header) goes to every call's trace line and to
+  // its server in _meta; a malformed one is ignored.
+  std::string traceparent(header(ex.request(), gateway::kTraceparent));
+  if (!gateway::valid_traceparent(traceparent)) traceparent.clear();
+
   const std::size_t n = request.calls.size();
   auto run = std::make_shared<Run>(gateway_.io(), gateway_.pipeline(), request.fail_fast,
                                    request.sequential);
@@ -378,6 +384,10 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
     call->tenant = tenant;
     call->requested_timeout = spec.timeout.count() > 0 ? spec.timeout : request.timeout;
     call->started = arrived;
+    if (!traceparent.empty()) {
+      call->traceparent = traceparent;
+      call->meta = R"({"traceparent":)" + json::quote(traceparent) + "}";
+    }
     run->calls[i] = std::move(call);
   }
   ex.on_peer_closed([weak = std::weak_ptr<Run>(run)] {

@@ -102,6 +102,15 @@ void Gateway::register_metrics() {
   metrics_.gauge("toolbridge_sessions", "Open downstream MCP sessions.", [this](auto& out) {
     out.emplace_back("", static_cast<double>(sessions_.size()));
   });
+  metrics_.gauge("toolbridge_breaker_state",
+                 "A server's circuit breaker: 0 closed, 1 half open (probing), 2 open.",
+                 [this](auto& out) {
+                   for (const auto& up : upstreams_) {
+                     const std::string_view state = breaker_state(*pipeline_, up->name());
+                     const double v = state == "open" ? 2 : state == "half_open" ? 1 : 0;
+                     out.emplace_back(telemetry::labels({{"server", up->name()}}), v);
+                   }
+                 });
   if (trace_) {
     const std::string help =
         "Lines of the call trace written to its file, and dropped because the writer fell "

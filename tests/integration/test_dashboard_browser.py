@@ -100,7 +100,7 @@ def test_the_dashboard_moves_and_draws_a_trajectory(gateway_factory, tmp_path):
     try:
         driver.get(gw.base_url + "/dashboard")
         first = int(wait_for(lambda: int(tile_value(driver, "calls (all)")) > 0 and
-                             tile_value(driver, "calls (all)"), 30, "calls counted on the page"))
+                             tile_value(driver, "calls (all)"), 60, "calls counted on the page"))
         moved = wait_for(lambda: int(tile_value(driver, "calls (all)")) > first + 5, 30,
                          "the call count moving")
         assert moved

