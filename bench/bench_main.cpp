@@ -125,6 +125,8 @@ int main(int argc, char** argv) {
       {"repair", "gateway CPU per call with repair and validation off, on (warn), enforce, repairing", run_repair},
       {"cache", "a rollout repeating Zipf-distributed searches: no cache, memory, disk, Redis, warm disk; "
                 "100 identical calls; a memory hit's gateway CPU vs a proxied call", run_cache},
+      {"llm-routing", "64 trajectories x 30 turns on 4 simulated inference workers: toolbridge's policies vs sglang-router",
+       run_llm_routing},
   };
   std::vector<CLI::App*> commands;
   for (const auto& s : scenarios) commands.push_back(app.add_subcommand(s.name, s.help));

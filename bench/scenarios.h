@@ -51,5 +51,6 @@ ScenarioResult run_sessions(const Options& options);
 ScenarioResult run_contention(const Options& options);
 ScenarioResult run_repair(const Options& options);
 ScenarioResult run_cache(const Options& options);
+ScenarioResult run_llm_routing(const Options& options);
 
 }  // namespace toolbridge::bench

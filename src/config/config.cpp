@@ -11,6 +11,7 @@
 
 #include "config/duration.h"
 #include "config/gateway_section.h"
+#include "config/model_keys.h"
 #include "config/node_reader.h"
 #include "config/server_section.h"
 #include "config/tree.h"
@@ -18,8 +19,8 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 4> kTopKeys{"gateway", "toolbridge", "servers",
-                                                   "mcpServers"};
+constexpr std::array<std::string_view, 5> kTopKeys{"gateway", "toolbridge", "servers",
+                                                   "mcpServers", "models"};
 
 Config read_config(const NodeReader& r, const Node& root) {
   Config config;
@@ -32,10 +33,15 @@ Config read_config(const NodeReader& r, const Node& root) {
 
   const Entry* gateway = nullptr;
   const Entry* servers = nullptr;
+  const Entry* models = nullptr;
   NodeReader::Seen seen;
   for (const Entry& e : root.entries) {
     // Other tools keep their own settings beside mcpServers in the same JSON file.
     if (!r.check_key(e, "", kTopKeys, /*lenient=*/r.json(), seen)) continue;
+    if (e.key == "models") {
+      models = &e;
+      continue;
+    }
     const bool is_gateway = e.key == "gateway" || e.key == "toolbridge";
     const Entry*& slot = is_gateway ? gateway : servers;
     if (slot) {
@@ -49,6 +55,7 @@ Config read_config(const NodeReader& r, const Node& root) {
   if (gateway) read_gateway(r, gateway->value, gateway->key, config.gateway);
   if (servers) read_servers(r, servers->value, servers->key, config);
   check_cache_tiers(config);
+  if (models) read_models(r, models->value, models->key, config);
   return config;
 }
 

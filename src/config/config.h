@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "config/model.h"
+
 namespace toolbridge::config {
 
 using Duration = std::chrono::milliseconds;
@@ -270,6 +272,7 @@ struct Gateway {
 struct Config {
   Gateway gateway;
   std::vector<Server> servers;  // in file order
+  std::vector<Model> models;    // the `models` section (LLM routing), in file order
   std::string source;           // file name (or "<embedded>") for messages
 };
 

@@ -58,6 +58,7 @@ Server::Server(asio::io_context& io, config::Config config)
       admin_(gateway_),
       batch_(gateway_),
       observe_(gateway_),
+      openai_(gateway_),
       http_(io, listener_options(gateway_.config().gateway),
             [this](Exchange& ex) { return router_.route(ex); }) {
   add_routes();
@@ -111,6 +112,16 @@ void Server::add_routes() {
   router_.add(std::nullopt, "/sessions/",
               guarded([this](Exchange& ex, std::string_view p) { return admin_.release(ex, p); }),
               true);
+  // The OpenAI-compatible LLM endpoints, when models are configured.
+  if (openai_.enabled()) {
+    for (const char* path : {"/v1/chat/completions", "/v1/completions"}) {
+      router_.add(http::verb::post, path, guarded([this](Exchange& ex, std::string_view p) {
+                    return openai_.post(ex, p);
+                  }));
+    }
+    router_.add(http::verb::get, "/v1/models",
+                guarded([this](Exchange& ex, std::string_view) { return openai_.models(ex); }));
+  }
   router_.add(http::verb::get, "/v1/trajectories", guarded([this](Exchange& ex, std::string_view) {
                 return observe_.trajectories(ex);
               }));
@@ -169,7 +180,9 @@ Handler Server::guarded(Handler handler) {
 
 std::string Server::start() {
   if (std::string err = http_.listen(); !err.empty()) return err;
-  return gateway_.start();
+  if (std::string err = gateway_.start(); !err.empty()) return err;
+  openai_.start();
+  return {};
 }
 
 asio::awaitable<void> Server::shutdown() {
@@ -178,7 +191,9 @@ asio::awaitable<void> Server::shutdown() {
   http_.stop_accepting();
   // Calls in flight may finish (their answers still reach the agents) for up to shutdown_grace.
   co_await gateway_.drain();
+  if (openai_.enabled()) co_await openai_.drain(gateway_.config().gateway.shutdown_grace);
   http_.stop();
+  openai_.stop();
   co_await gateway_.stop_servers();
 }
 

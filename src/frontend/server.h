@@ -11,6 +11,7 @@
 #include "frontend/observe.h"
 #include "frontend/legacy_sse.h"
 #include "frontend/mcp_http.h"
+#include "frontend/openai.h"
 #include "frontend/router.h"
 #include "gateway/gateway.h"
 #include "transport/http_server.h"
@@ -43,6 +44,7 @@ class Server {
   Admin admin_;
   Batch batch_;
   Observe observe_;
+  OpenAi openai_;
   Router router_;
   transport::HttpServer http_;
 };

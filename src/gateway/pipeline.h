@@ -44,6 +44,8 @@ class Pipeline {
   std::vector<std::string_view> stage_names() const;
   const policy::BreakerStage& breakers() const { return *breakers_; }
   const policy::AdmissionStage& admission() const { return *admission_; }
+  // For front ends that run admission around their own last stage (the LLM proxy).
+  policy::AdmissionStage& admission_stage() const { return *admission_; }
 
  private:
   std::vector<std::unique_ptr<Stage>> chain_;

@@ -56,6 +56,14 @@ Admission::Admission(const config::Config& config, const base::Clock& clock)
     by_name_[cfg.name] = s.get();
     servers_.push_back(std::move(s));
   }
+  // Models (LLM routing) are admitted like servers, by name: concurrency_limit per model.
+  for (const auto& model : config.models) {
+    auto s = std::make_unique<Server>();
+    s->name = model.name;
+    s->slot.limit = model.concurrency_limit;
+    by_name_[model.name] = s.get();
+    servers_.push_back(std::move(s));
+  }
 }
 
 Admission::Server* Admission::find(std::string_view server) {

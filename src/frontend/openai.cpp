@@ -1,0 +1,603 @@
+#include "frontend/openai.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+#include <charconv>
+
+#include "base/jitter.h"
+#include "call/stage.h"
+#include "call/trajectory_name.h"
+#include "frontend/client_identity.h"
+#include "frontend/router.h"
+#include "llm/usage.h"
+#include "policy/admission_stage.h"
+
+namespace toolbridge::frontend {
+
+namespace asio = boost::asio;
+namespace bj = boost::json;
+namespace http = boost::beast::http;
+using gateway::Fault;
+using gateway::Result;
+using transport::Exchange;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::size_t kMaxTrajectoryId = 256;
+constexpr std::size_t kMaxErrorBody = 64u << 10;  // a worker's error answer kept to pass on
+
+double seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+std::string error_json(std::string_view message, std::string_view type, std::string_view code) {
+  bj::object err{{"message", message}, {"type", type}, {"param", nullptr}};
+  if (code.empty()) {
+    err["code"] = nullptr;
+  } else {
+    err["code"] = code;
+  }
+  return bj::serialize(bj::object{{"error", std::move(err)}});
+}
+
+asio::awaitable<void> reply_error(Exchange& ex, http::status status, std::string_view message,
+                                  std::string_view type, std::string_view code,
+                                  const transport::Headers& headers = {}) {
+  std::string body = error_json(message, type, code);
+  co_await ex.reply(status, "application/json", std::move(body), headers);
+}
+
+void append_text(std::string& out, const bj::value& content) {
+  if (const auto* s = content.if_string()) {
+    out.append(s->data(), s->size());
+  } else if (const auto* parts = content.if_array()) {
+    for (const auto& p : *parts) {
+      const auto* o = p.if_object();
+      if (!o) continue;
+      if (const auto* t = o->if_contains("text"); t && t->is_string()) {
+        out.append(t->get_string().data(), t->get_string().size());
+        out += ' ';
+      }
+    }
+  }
+}
+
+// A trajectory id: printable ASCII, bounded; empty if unusable.
+bool valid_trajectory(std::string_view t) {
+  if (t.empty() || t.size() > kMaxTrajectoryId) return false;
+  for (unsigned char c : t)
+    if (c < 0x20 || c >= 0x7f) return false;
+  return true;
+}
+
+std::chrono::milliseconds retry_after(const transport::HttpExchange& hx,
+                                      std::chrono::milliseconds cap) {
+  const std::string v = hx.header("Retry-After");
+  unsigned long s = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size())
+    return std::chrono::milliseconds{0};
+  return std::min<std::chrono::milliseconds>(
+      std::chrono::seconds(std::min<unsigned long>(s, 86'400)), cap);
+}
+
+// One request on its way: shared with the peer-closed callback, which stops it.
+struct InFlight {
+  std::unique_ptr<transport::HttpExchange> upstream;  // the attempt in flight, if any
+  bool client_gone = false;
+  bool replied = false;  // something (a status line) went to the client
+};
+
+// The last stage of a model request's chain: routing, attempts, relaying the answer.
+class ProxyStage final : public gateway::Stage {
+ public:
+  ProxyStage(Exchange& ex, llm::Model& model, std::shared_ptr<InFlight> state,
+             std::string_view path, const llm::RouteInput& input, asio::any_io_executor exec)
+      : ex_(ex),
+        model_(model),
+        state_(std::move(state)),
+        path_(path),
+        input_(input),
+        exec_(std::move(exec)) {}
+
+  std::string_view name() const override { return "llm-proxy"; }
+  asio::awaitable<Result> handle(gateway::Call& call, gateway::Next) override;
+
+  // When nothing went to the client: what to answer.
+  http::status status = http::status::bad_gateway;
+  std::string error_body;  // a worker's own error answer, passed on
+  std::string error_type = "upstream_error";
+  std::chrono::milliseconds retry_hint{0};
+
+ private:
+  asio::awaitable<bool> relay(gateway::Call& call, std::size_t worker, transport::HttpExchange& hx,
+                              std::string& why);
+
+  Exchange& ex_;
+  llm::Model& model_;
+  std::shared_ptr<InFlight> state_;
+  std::string_view path_;
+  const llm::RouteInput& input_;
+  asio::any_io_executor exec_;
+};
+
+asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
+  const config::Model& cfg = model_.config();
+  std::vector<bool> tried(model_.workers().size(), false);
+  std::string why = "no attempt was made";
+  std::chrono::milliseconds wait{0};
+  bool out_of_time = false;  // the deadline cut the attempts short
+  for (std::size_t attempt = 0; attempt <= cfg.max_retries; ++attempt) {
+    if (state_->client_gone || call.cancelled()) co_return Result::failure(Fault::kCancelled, "");
+    if (attempt > 0) {
+      // Jittered exponential backoff, or the worker's Retry-After when longer.
+      const auto base = cfg.retry_backoff * (1 << std::min<std::size_t>(attempt - 1, 10));
+      std::chrono::milliseconds delay = base::jittered(base, 0.5, base::process_random());
+      delay = std::max(delay, wait);
+      if (Clock::now() + delay >= call.deadline) {
+        out_of_time = true;
+        break;
+      }
+      ++model_.retries();
+      if (delay.count() > 0) {
+        asio::steady_timer timer(exec_, delay);
+        boost::system::error_code ec;
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+        if (state_->client_gone) co_return Result::failure(Fault::kCancelled, "");
+      }
+    }
+    auto choice = model_.pick(input_, tried);
+    if (!choice) {
+      status = http::status::service_unavailable;
+      error_type = "unavailable";
+      why = fmt::format("model '{}': no worker is available (every one failed recently); {}",
+                        cfg.name, why);
+      co_return Result::failure(Fault::kUnavailable, why);
+    }
+    const std::size_t i = choice->worker;
+    tried[i] = true;
+    llm::Worker& w = model_.workers()[i];
+    model_.policy().routed(input_, i);
+    const auto now = Clock::now();
+    if (now >= call.deadline) {
+      out_of_time = true;
+      break;
+    }
+    // At least 1 ms: a zero limit would mean none to the HTTP client.
+    const auto left =
+        std::max(std::chrono::duration_cast<std::chrono::milliseconds>(call.deadline - now),
+                 std::chrono::milliseconds{1});
+
+    transport::HttpRequest req;
+    req.verb = http::verb::post;
+    req.url = w.url;
+    req.url.target += path_;
+    req.headers.emplace_back("Content-Type", "application/json");
+    if (auto accept = header(ex_.request(), "Accept"); !accept.empty())
+      req.headers.emplace_back("Accept", std::string(accept));
+    for (const auto& [k, v] : cfg.headers) req.headers.emplace_back(k, v);
+    req.body = ex_.request().body();
+    req.write_timeout = left;
+    req.header_timeout = left;
+    req.body_timeout = std::min(left, cfg.stream_idle_timeout);
+
+    ++w.in_flight;
+    const auto sent_at = Clock::now();
+    state_->upstream = std::make_unique<transport::HttpExchange>();
+    *state_->upstream = co_await model_.client().send(req);
+    transport::HttpExchange& hx = *state_->upstream;
+    bool ok = !hx.failed() && !state_->client_gone;
+    if (ok) ok = co_await hx.read_header();
+    if (!ok || state_->client_gone) {
+      --w.in_flight;
+      if (state_->client_gone) {
+        model_.released(i);
+        co_return Result::failure(Fault::kCancelled, "");
+      }
+      ++*w.requests_failed;
+      model_.failed(i);
+      why = fmt::format("worker {}: {}", w.config.name, hx.error().message);
+      // Writing and waiting for the header are bounded by the deadline itself.
+      const auto step = hx.error().step;
+      if (hx.error().timed_out() &&
+          (step == transport::HttpStep::kWrite || step == transport::HttpStep::kReadHeader ||
+           Clock::now() >= call.deadline)) {
+        status = http::status::gateway_timeout;
+        error_type = "timeout";
+        why = fmt::format("model '{}': no answer within the request timeout of {} ms ({})",
+                          cfg.name, call.timeout.count(), why);
+        co_return Result::failure(Fault::kTimeout, why);
+      }
+      status = http::status::bad_gateway;
+      error_type = "upstream_error";
+      error_body.clear();
+      wait = std::chrono::milliseconds{0};
+      continue;
+    }
+    const int code = hx.status();
+    if (code >= 500 || code == 429) {
+      // Not sent to the client yet: keep the worker's answer to pass on if no retry succeeds.
+      std::string body;
+      co_await hx.read_body(body, kMaxErrorBody);
+      --w.in_flight;
+      ++*w.requests_failed;
+      if (code >= 500) {
+        model_.failed(i);
+      } else {
+        model_.released(i);  // alive, only busy
+      }
+      wait = retry_after(hx, cfg.max_retry_after);
+      why = fmt::format("worker {} answered HTTP {}", w.config.name, code);
+      status = static_cast<http::status>(code);
+      error_body = std::move(body);
+      retry_hint = wait;
+      continue;
+    }
+    model_.succeeded(i);
+    std::string relay_why;
+    const bool relayed = co_await relay(call, i, hx, relay_why);
+    --w.in_flight;
+    w.latency->observe(seconds(Clock::now() - sent_at));
+    if (relayed) {
+      ++*w.requests_ok;
+      co_return Result{};
+    }
+    ++*w.requests_failed;
+    if (state_->replied || state_->client_gone)
+      co_return Result::failure(Fault::kCrashed, relay_why);
+    // Failed before anything reached the client: another worker may still answer.
+    model_.failed(i);
+    why = relay_why;
+    status = http::status::bad_gateway;
+    error_body.clear();
+    wait = std::chrono::milliseconds{0};
+  }
+  // A worker's own error answer (a 429 whose Retry-After outlasts the deadline) is passed on.
+  if ((out_of_time || Clock::now() >= call.deadline) && error_body.empty()) {
+    status = http::status::gateway_timeout;
+    error_type = "timeout";
+    error_body.clear();
+    why = fmt::format("model '{}': the request timeout of {} ms passed; last: {}", cfg.name,
+                      call.timeout.count(), why);
+    co_return Result::failure(Fault::kTimeout, why);
+  }
+  co_return Result::failure(
+      Fault::kUnavailable,
+      fmt::format("model '{}': {} attempts failed; last: {}", cfg.name, cfg.max_retries + 1, why));
+}
+
+asio::awaitable<bool> ProxyStage::relay(gateway::Call&, std::size_t i, transport::HttpExchange& hx,
+                                        std::string& why) {
+  llm::Worker& w = model_.workers()[i];
+  const auto started = Clock::now();
+  const std::string content_type = hx.header("Content-Type");
+  const transport::Headers out{{kWorkerHeader, w.config.name}};
+  const auto status_code = static_cast<http::status>(hx.status());
+  llm::UsageScanner usage;
+  auto account = [&] {
+    if (auto p = usage.prompt_tokens()) *w.prompt_tokens += *p;
+    if (auto c = usage.cached_tokens()) *w.cached_tokens += *c;
+  };
+  if (!content_type.starts_with("text/event-stream")) {
+    std::string body;
+    const bool ok = co_await hx.read_body(body, model_.config().max_response_bytes);
+    if (!ok) {
+      why = fmt::format("worker {}: {}", w.config.name, hx.error().message);
+      co_return false;
+    }
+    w.ttft->observe(seconds(Clock::now() - started));
+    usage.feed(body);
+    account();
+    state_->replied = true;
+    co_await ex_.reply(status_code, content_type, std::move(body), out);
+    co_return true;
+  }
+  // The first piece decides: a worker that fails before it is still retried elsewhere.
+  std::string_view piece = co_await hx.read_some();
+  if (piece.empty() && !hx.done()) {
+    why = fmt::format("worker {}: {}", w.config.name, hx.error().message);
+    co_return false;
+  }
+  w.ttft->observe(seconds(Clock::now() - started));
+  state_->replied = true;
+  if (!co_await ex_.begin_stream(status_code, content_type, out)) {
+    hx.close();
+    why = "the client went away";
+    co_return false;
+  }
+  while (!piece.empty()) {
+    usage.feed(piece);
+    std::string chunk(piece);
+    if (!co_await ex_.write_chunk(std::move(chunk))) {
+      hx.close();  // the worker stops generating for nobody
+      account();
+      why = "the client went away";
+      co_return false;
+    }
+    piece = co_await hx.read_some();
+  }
+  account();
+  if (!hx.done()) {
+    // Too late to retry: the client has part of the answer. Say so in the stream's own terms.
+    why = fmt::format("worker {} failed mid-stream: {}", w.config.name, hx.error().message);
+    std::string event =
+        "\n\ndata: " + error_json(why, "upstream_error", "stream_interrupted") + "\n\n";
+    co_await ex_.write_chunk(std::move(event));
+    co_await ex_.end_stream();
+    co_return false;
+  }
+  co_await ex_.end_stream();
+  co_return true;
+}
+
+}  // namespace
+
+std::string prompt_key(const bj::object& body, bool chat) {
+  std::string out;
+  if (!chat) {
+    if (const auto* p = body.if_contains("prompt")) append_text(out, *p);
+    return out;
+  }
+  const auto* messages = body.if_contains("messages");
+  if (!messages || !messages->is_array()) return out;
+  for (const auto& m : messages->get_array()) {
+    const auto* o = m.if_object();
+    if (!o) continue;
+    if (const auto* role = o->if_contains("role"); role && role->is_string()) {
+      out.append(role->get_string().data(), role->get_string().size());
+    }
+    out += '\n';
+    if (const auto* content = o->if_contains("content")) append_text(out, *content);
+    out += '\n';
+  }
+  return out;
+}
+
+OpenAi::OpenAi(gateway::Gateway& gateway) : gateway_(gateway) {
+  for (const auto& m : gateway_.config().models) {
+    models_.push_back(std::make_unique<llm::Model>(gateway_.io().get_executor(), m,
+                                                   gateway_.metrics(), base::steady_clock()));
+  }
+  register_metrics();
+}
+
+OpenAi::~OpenAi() = default;
+
+void OpenAi::register_metrics() {
+  auto& m = gateway_.metrics();
+  m.describe("toolbridge_llm_requests_total", "counter",
+             "Model requests answered by a worker (outcome ok) or failed on it (error), by model "
+             "and worker; a retried request counts once per attempt.");
+  m.describe("toolbridge_llm_prompt_tokens_total", "counter",
+             "Prompt tokens of answered requests as the worker reported them (usage).");
+  m.describe("toolbridge_llm_cached_tokens_total", "counter",
+             "Prompt tokens the worker reported served from its prefix cache "
+             "(usage.prompt_tokens_details.cached_tokens); share = cached / prompt.");
+  m.describe("toolbridge_llm_spills_total", "counter",
+             "Requests sent to this worker because the one the policy preferred was overloaded.");
+  m.describe("toolbridge_llm_retries_total", "counter",
+             "Model requests sent again to another worker after a failure before the first byte.");
+  m.describe("toolbridge_llm_ttft_seconds", "histogram",
+             "Time from sending a request to a worker to the first byte of its answer's body.");
+  m.describe("toolbridge_llm_latency_seconds", "histogram",
+             "Time from sending a request to a worker to the end of its answer.");
+  m.gauge("toolbridge_llm_in_flight", "Model requests in flight on a worker.",
+          [this](std::vector<std::pair<std::string, double>>& out) {
+            for (const auto& model : models_) {
+              for (const auto& w : model->workers()) {
+                out.emplace_back(
+                    telemetry::labels({{"model", model->name()}, {"worker", w.config.name}}),
+                    static_cast<double>(w.in_flight));
+              }
+            }
+          });
+  m.gauge("toolbridge_llm_worker_up",
+          "1 while a worker is in rotation, 0 while its breaker keeps it out.",
+          [this](std::vector<std::pair<std::string, double>>& out) {
+            for (const auto& model : models_) {
+              for (const auto& w : model->workers()) {
+                out.emplace_back(
+                    telemetry::labels({{"model", model->name()}, {"worker", w.config.name}}),
+                    w.open ? 0.0 : 1.0);
+              }
+            }
+          });
+}
+
+void OpenAi::start() {
+  for (auto& m : models_) {
+    asio::co_spawn(gateway_.io(), m->health_loop(), asio::detached);
+  }
+}
+
+asio::awaitable<void> OpenAi::drain(std::chrono::milliseconds grace) {
+  const auto until = Clock::now() + grace;
+  asio::steady_timer tick(gateway_.io());
+  for (;;) {
+    std::size_t in_flight = 0;
+    for (const auto& m : models_)
+      for (const auto& w : m->workers()) in_flight += w.in_flight;
+    if (in_flight == 0 || Clock::now() >= until) {
+      if (in_flight > 0)
+        spdlog::warn("shutdown: {} model requests still in flight after shutdown_grace", in_flight);
+      co_return;
+    }
+    tick.expires_after(std::chrono::milliseconds(20));
+    boost::system::error_code ec;
+    co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+}
+
+void OpenAi::stop() {
+  for (auto& m : models_) m->stop();
+}
+
+llm::Model* OpenAi::find(std::string_view name) {
+  for (auto& m : models_)
+    if (m->name() == name) return m.get();
+  return nullptr;
+}
+
+asio::awaitable<void> OpenAi::models(Exchange& ex) {
+  bj::array data;
+  for (const auto& m : models_) {
+    data.push_back(bj::object{
+        {"id", m->name()}, {"object", "model"}, {"created", 0}, {"owned_by", "toolbridge"}});
+  }
+  std::string body = bj::serialize(bj::object{{"object", "list"}, {"data", std::move(data)}});
+  co_await ex.reply(http::status::ok, "application/json", std::move(body));
+}
+
+asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
+  const bool chat = path == "/v1/chat/completions";
+  if (gateway_.stopping()) {
+    co_await reply_error(ex, http::status::service_unavailable, "the gateway is shutting down",
+                         "unavailable", "");
+    co_return;
+  }
+  boost::system::error_code ec;
+  bj::value doc = bj::parse(ex.request().body(), ec);
+  if (ec || !doc.is_object()) {
+    std::string msg = ec ? fmt::format("the body is not valid JSON: {}", ec.message())
+                         : std::string("the body must be a JSON object");
+    co_await reply_error(ex, http::status::bad_request, msg, "invalid_request_error", "");
+    co_return;
+  }
+  const bj::object& body = doc.get_object();
+  const auto* model_v = body.if_contains("model");
+  if (!model_v || !model_v->is_string()) {
+    co_await reply_error(ex, http::status::bad_request,
+                         "the body needs \"model\": the name of a configured model "
+                         "(GET /v1/models lists them)",
+                         "invalid_request_error", "");
+    co_return;
+  }
+  llm::Model* model = find(model_v->get_string());
+  if (!model) {
+    std::string names;
+    for (const auto& m : models_) names += (names.empty() ? "" : ", ") + m->name();
+    const std::string_view asked = model_v->get_string();
+    std::string msg =
+        fmt::format("the model '{}' does not exist here; this gateway serves: {}",
+                    asked.substr(0, 256), names.empty() ? std::string("none") : names);
+    co_await reply_error(ex, http::status::not_found, msg, "invalid_request_error",
+                         "model_not_found");
+    co_return;
+  }
+  if (const auto* s = body.if_contains("stream"); s && !s->is_bool() && !s->is_null()) {
+    co_await reply_error(ex, http::status::bad_request, "\"stream\" must be true or false",
+                         "invalid_request_error", "");
+    co_return;
+  }
+  // The trajectory: the X-Toolbridge-Trajectory header, else metadata.trajectory_id (both
+  // under the trajectory name rule), else `user` (any printable ASCII: often an account id).
+  std::string trajectory_error;
+  std::string trajectory = named_trajectory(ex.request(), "", trajectory_error);
+  if (trajectory.empty() && trajectory_error.empty()) {
+    if (const auto* md = body.if_contains("metadata"); md && md->is_object()) {
+      if (const auto* t = md->get_object().if_contains("trajectory_id"); t && t->is_string()) {
+        trajectory = std::string(t->get_string());
+        trajectory_error = gateway::trajectory_name_error(trajectory);
+        if (!trajectory_error.empty())
+          trajectory_error = "metadata.trajectory_id: " + trajectory_error;
+      }
+    }
+  }
+  if (trajectory.empty() && trajectory_error.empty()) {
+    if (const auto* u = body.if_contains("user"); u && u->is_string()) {
+      trajectory = std::string(u->get_string());
+      if (!valid_trajectory(trajectory))
+        trajectory_error = fmt::format(
+            "\"user\" names the trajectory when no X-Toolbridge-Trajectory header or "
+            "metadata.trajectory_id does: 1 to {} printable ASCII characters",
+            kMaxTrajectoryId);
+    }
+  }
+  if (!trajectory_error.empty()) {
+    co_await reply_error(ex, http::status::bad_request, trajectory_error, "invalid_request_error",
+                         "");
+    co_return;
+  }
+  std::string owner_error;
+  std::string tenant = owner_of(ex, owner_error);
+  if (!owner_error.empty()) {
+    co_await reply_error(ex, http::status::bad_request, owner_error, "invalid_request_error", "");
+    co_return;
+  }
+  const std::string prompt = prompt_key(body, chat);
+  const llm::RouteInput input{trajectory, prompt};
+
+  gateway::Call call;
+  call.method = chat ? "chat/completions" : "completions";
+  call.route.server = model->name();
+  call.route.label = call.method;
+  call.route.display_name = fmt::format("model '{}'", model->name());
+  call.tenant = tenant;
+  call.trajectory = trajectory;
+  call.timeout = model->config().request_timeout;
+  call.deadline = call.started + call.timeout;
+
+  auto state = std::make_shared<InFlight>();
+  ex.on_peer_closed([weak = std::weak_ptr<InFlight>(state), &call] {
+    auto s = weak.lock();
+    if (!s) return;
+    s->client_gone = true;
+    if (s->upstream) s->upstream->close();
+    call.cancel("the client disconnected");
+  });
+  std::vector<std::unique_ptr<gateway::Stage>> chain;
+  auto proxy =
+      std::make_unique<ProxyStage>(ex, *model, state, path, input, gateway_.io().get_executor());
+  ProxyStage& stage = *proxy;
+  chain.push_back(std::move(proxy));
+  const gateway::Next last(chain, 0);
+  auto& admission = gateway_.pipeline().admission_stage();
+  Result result;
+  if (admission.applies(call)) {
+    result = co_await admission.handle(call, last);
+  } else {
+    result = co_await last(call);
+  }
+  state->upstream.reset();
+  if (state->replied || state->client_gone || result.fault == Fault::kCancelled) {
+    // The weak callback may still run after this frame is gone: it must not touch `call`.
+    state->client_gone = true;
+    co_return;
+  }
+  state->client_gone = true;
+  if (result.fault == Fault::kNone) co_return;
+  if (result.fault == Fault::kShed) {
+    const std::string after =
+        std::to_string(admission.admission().retry_after_seconds(call.route.server));
+    const transport::Headers h{{"Retry-After", after}};
+    co_await reply_error(ex, http::status::too_many_requests, result.why, "overloaded",
+                         "admission_shed", h);
+    co_return;
+  }
+  if (result.fault == Fault::kTimeout && stage.status != http::status::gateway_timeout) {
+    co_await reply_error(ex, http::status::gateway_timeout, result.why, "timeout", "");
+    co_return;
+  }
+  if (!stage.error_body.empty()) {
+    // Every attempt failed with a worker's own error answer: pass the last one on.
+    transport::Headers h;
+    if (stage.retry_hint.count() > 0)
+      h.emplace_back(
+          "Retry-After",
+          std::to_string(std::chrono::ceil<std::chrono::seconds>(stage.retry_hint).count()));
+    std::string b = std::move(stage.error_body);
+    co_await ex.reply(stage.status, "application/json", std::move(b), h);
+    co_return;
+  }
+  co_await reply_error(ex, stage.status, result.why, stage.error_type, "");
+}
+
+}  // namespace toolbridge::frontend

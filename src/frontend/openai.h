@@ -1,0 +1,52 @@
+#pragma once
+// The OpenAI-compatible front end (LLM routing): POST /v1/chat/completions and /v1/completions
+// go to a worker of the model the body names, chosen by the model's routing policy (src/llm/);
+// GET /v1/models lists the configured models. Requests pass the gateway's admission control
+// (global, tenant, trajectory and per-model limits) and carry a deadline (request_timeout).
+// Bodies are forwarded as received; answers stream back chunk by chunk as the worker sends
+// them. Failures before the first byte reached the client are retried on another worker.
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "frontend/trajectory_key.h"
+#include "gateway/gateway.h"
+#include "llm/model.h"
+#include "transport/http_server.h"
+
+namespace toolbridge::frontend {
+
+inline constexpr const char* kWorkerHeader = "X-Toolbridge-Worker";
+
+class OpenAi {
+ public:
+  explicit OpenAi(gateway::Gateway& gateway);
+  ~OpenAi();
+
+  bool enabled() const { return !models_.empty(); }
+  // Starts the workers' health checks.
+  void start();
+  // Waits up to `grace` for model requests in flight to finish (their answers still go out).
+  boost::asio::awaitable<void> drain(std::chrono::milliseconds grace);
+  void stop();
+
+  boost::asio::awaitable<void> post(transport::Exchange& ex, std::string_view path);
+  boost::asio::awaitable<void> models(transport::Exchange& ex);
+
+  llm::Model* find(std::string_view name);
+
+ private:
+  void register_metrics();
+
+  gateway::Gateway& gateway_;
+  std::vector<std::unique_ptr<llm::Model>> models_;
+};
+
+// The prompt text a routing policy keys on: the messages' roles and text contents in order
+// (chat), or the prompt (completions). Empty if the body has neither.
+std::string prompt_key(const boost::json::object& body, bool chat);
+
+}  // namespace toolbridge::frontend
