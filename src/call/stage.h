@@ -37,4 +37,18 @@ class Stage {
   virtual boost::asio::awaitable<Result> handle(Call& call, Next next) = 0;
 };
 
+// A stage owned elsewhere (the pipeline's), placed in a front end's own chain.
+class BorrowedStage final : public Stage {
+ public:
+  explicit BorrowedStage(Stage& stage) : stage_(stage) {}
+  std::string_view name() const override { return stage_.name(); }
+  bool applies(const Call& call) const override { return stage_.applies(call); }
+  boost::asio::awaitable<Result> handle(Call& call, Next next) override {
+    return stage_.handle(call, next);
+  }
+
+ private:
+  Stage& stage_;
+};
+
 }  // namespace toolbridge::gateway

@@ -154,6 +154,7 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
         if (state_->client_gone) co_return Result::failure(Fault::kCancelled, "");
       }
     }
+    if (call.sent == Clock::time_point{}) call.sent = Clock::now();  // queueing ends here
     auto choice = model_.pick(input_, tried);
     if (!choice) {
       status = http::status::service_unavailable;
@@ -553,19 +554,16 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
     if (s->upstream) s->upstream->close();
     call.cancel("the client disconnected");
   });
+  // measure (metrics, the call log, the trace) → admission → the proxy to a worker.
+  auto& admission = gateway_.pipeline().admission_stage();
   std::vector<std::unique_ptr<gateway::Stage>> chain;
+  chain.push_back(std::make_unique<gateway::BorrowedStage>(gateway_.pipeline().measure_stage()));
+  chain.push_back(std::make_unique<gateway::BorrowedStage>(admission));
   auto proxy =
       std::make_unique<ProxyStage>(ex, *model, state, path, input, gateway_.io().get_executor());
   ProxyStage& stage = *proxy;
   chain.push_back(std::move(proxy));
-  const gateway::Next last(chain, 0);
-  auto& admission = gateway_.pipeline().admission_stage();
-  Result result;
-  if (admission.applies(call)) {
-    result = co_await admission.handle(call, last);
-  } else {
-    result = co_await last(call);
-  }
+  Result result = co_await gateway::Next(chain, 0)(call);
   state->upstream.reset();
   if (state->replied || state->client_gone || result.fault == Fault::kCancelled) {
     // The weak callback may still run after this frame is gone: it must not touch `call`.

@@ -3,6 +3,9 @@
 namespace toolbridge::gateway {
 
 namespace {
+// The call log's name for calls that belong to no trajectory (a model request without one):
+// never a trajectory name, which starts with a letter, a digit or '_'.
+const std::string kNoTrajectory = "-";
 double seconds(Call::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 }  // namespace
 
@@ -46,7 +49,7 @@ telemetry::CallRecord MeasureStage::record(const Call& call, const Result& resul
                                                                                     call.started);
   r.time_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(wall.time_since_epoch()).count();
-  r.trajectory = call.trajectory;
+  r.trajectory = call.trajectory.empty() ? kNoTrajectory : call.trajectory;
   r.tenant = call.tenant;
   r.server = call.route.server;
   r.tool = call.route.label;
@@ -62,7 +65,8 @@ telemetry::CallRecord MeasureStage::record(const Call& call, const Result& resul
 
 boost::asio::awaitable<Result> MeasureStage::handle(Call& call, Next next) {
   const telemetry::CallLog::Handle handle =
-      log_.begin(call.trajectory, call.route.server, call.route.label, call.started);
+      log_.begin(call.trajectory.empty() ? kNoTrajectory : call.trajectory, call.route.server,
+                 call.route.label, call.started);
   Result result = co_await next(call);
   const auto now = Call::Clock::now();
   telemetry::CallRecord r = record(call, result, handle.seq, now);

@@ -16,7 +16,9 @@ Pipeline::Pipeline(const PipelineParts& p) {
   // resolve → measure → repair → cache → admission → retry → breaker → deadline → dispatch
   chain_.push_back(std::make_unique<catalog::ResolveStage>(p.catalog, p.upstreams, p.stopping,
                                                            p.config.gateway.separator));
-  chain_.push_back(std::make_unique<MeasureStage>(p.metrics, p.call_log, p.trace));
+  auto measure = std::make_unique<MeasureStage>(p.metrics, p.call_log, p.trace);
+  measure_ = measure.get();
+  chain_.push_back(std::move(measure));
   chain_.push_back(std::make_unique<repair::RepairStage>(p.catalog, p.config, p.metrics));
   // A hit takes no admission slot.
   chain_.push_back(std::make_unique<cache::CacheStage>(p.io, p.config, p.catalog, p.metrics));

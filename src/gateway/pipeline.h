@@ -46,11 +46,15 @@ class Pipeline {
   const policy::AdmissionStage& admission() const { return *admission_; }
   // For front ends that run admission around their own last stage (the LLM proxy).
   policy::AdmissionStage& admission_stage() const { return *admission_; }
+  // For front ends that run their own last stage: every request they answer is measured (metrics,
+  // the call log, the trace) as a call is.
+  Stage& measure_stage() const { return *measure_; }
 
  private:
   std::vector<std::unique_ptr<Stage>> chain_;
   const policy::BreakerStage* breakers_ = nullptr;
   policy::AdmissionStage* admission_ = nullptr;
+  Stage* measure_ = nullptr;
 };
 
 }  // namespace toolbridge::gateway

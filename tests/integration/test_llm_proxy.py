@@ -186,3 +186,32 @@ def test_trajectory_from_metadata_or_user_keeps_affinity(tmp_path):
     finally:
         for w in ws:
             w.kill()
+
+
+def test_model_requests_are_measured_traced_and_shown_in_their_trajectory(tmp_path, workers):
+    import json
+    import time
+
+    trace = tmp_path / "calls.jsonl"
+    gw = start_llm_gateway(tmp_path / "gw", {"sim": model_entry(workers, routing="round_robin")},
+                           {"trace": str(trace)})
+    try:
+        for i in range(2):
+            body = chat_body([{"role": "user", "content": f"turn {i}"}], max_tokens=2)
+            r = httpx.post(gw.base_url + "/v1/chat/completions", json=body, timeout=30,
+                           headers={"X-Toolbridge-Trajectory": "agent-5"})
+            assert r.status_code == 200, r.text
+        deadline = time.monotonic() + 10
+        lines: list[dict] = []
+        while time.monotonic() < deadline and len(lines) < 2:
+            lines = [json.loads(x) for x in trace.read_text().splitlines()] if trace.exists() else []
+            time.sleep(0.05)
+        assert len(lines) == 2, lines
+        assert all(x["server"] == "sim" and x["tool"] == "chat/completions" and x["outcome"] == "ok"
+                   and x["trajectory"] == "agent-5" and x["execution_s"] > 0 for x in lines), lines
+        view = httpx.get(gw.base_url + "/v1/trajectories/agent-5", timeout=10).json()
+        assert view["summary"]["calls"] == 2
+        metrics = httpx.get(gw.base_url + "/metrics", timeout=10).text
+        assert 'toolbridge_calls_total{server="sim",tool="chat/completions",outcome="ok"} 2' in metrics
+    finally:
+        gw.close()
