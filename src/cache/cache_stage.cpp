@@ -64,8 +64,7 @@ std::string_view storable_result(const Result& r) {
 
 CacheStage::CacheStage(asio::io_context& io, const config::Config& config,
                        const catalog::Catalog& catalog, telemetry::Metrics& metrics)
-    : io_(io),
-      catalog_(catalog),
+    : catalog_(catalog),
       metrics_(metrics),
       store_(config.gateway.cache),
       memory_(std::make_unique<MemoryTier>(config.gateway.cache.memory_bytes)),

@@ -62,7 +62,6 @@ class CacheStage final : public gateway::Stage {
              const gateway::Result& r, double upstream_seconds);
   void count(const std::string& name, const gateway::Call& call);
 
-  boost::asio::io_context& io_;
   const catalog::Catalog& catalog_;
   telemetry::Metrics& metrics_;
   const config::CacheStore store_;
