@@ -104,24 +104,27 @@ def test_the_dashboard_moves_and_draws_a_trajectory(gateway_factory, tmp_path):
         moved = wait_for(lambda: int(tile_value(driver, "calls (all)")) > first + 5, 30,
                          "the call count moving")
         assert moved
-        assert float(tile_value(driver, "calls/s (10 s)")) > 0
-        rows = driver.find_elements(By.CSS_SELECTOR, "#servers tbody tr")
-        assert rows and "fixture" in rows[0].text and "ready" in rows[0].text
+        wait_for(lambda: float(tile_value(driver, "calls/s (10 s)")) > 0, 30, "a call rate shown")
+        rows_js = "return Array.from(document.querySelectorAll('#servers tbody tr')).map(r => r.innerText)"
+        wait_for(lambda: (lambda rows: rows and "fixture" in rows[0] and "ready" in rows[0])(
+            driver.execute_script(rows_js)), 30, "the fixture server shown ready")
 
         wait_for(lambda: any(o.get_attribute("value") == TRAJECTORY
                              for o in driver.find_elements(By.CSS_SELECTOR, "#pick option")),
                  30, "the trajectory offered in the picker")
         Select(driver.find_element(By.ID, "pick")).select_by_value(TRAJECTORY)
-        bars = wait_for(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#timeline g.call")) >= 8
-                        and driver.find_elements(By.CSS_SELECTOR, "#timeline g.call"), 30,
-                        "the chosen trajectory's calls drawn on the timeline")
-        labels = {b.find_element(By.TAG_NAME, "text").text for b in bars}
-        assert {"fixture__sleep", "fixture__echo"} <= labels, labels
+        # The page redraws the timeline every second: read it in one script call, not element by
+        # element (an element found before a redraw is stale after it).
+        labels_js = ("return Array.from(document.querySelectorAll('#timeline g.call text'))"
+                     ".map(t => t.textContent)")
+        labels = wait_for(lambda: (lambda ls: len(ls) >= 8 and ls)(driver.execute_script(labels_js)),
+                          60, "the chosen trajectory's calls drawn on the timeline")
+        assert {"fixture__sleep", "fixture__echo"} <= set(labels), labels
         # Errors are drawn in the error colour.
         wait_for(lambda: driver.find_elements(By.CSS_SELECTOR,
                                               "#timeline rect[fill='var(--bad)']"), 30,
                  "a failed call drawn as an error")
-        assert driver.find_element(By.ID, "error").text == ""
+        assert driver.execute_script("return document.getElementById('error').textContent") == ""
         if "TOOLBRIDGE_SCREENSHOT" in os.environ:
             time.sleep(20)  # a picture for the README: let the charts gather some history
         shot = Path(os.environ.get("TOOLBRIDGE_SCREENSHOT", tmp_path / "dashboard.png"))
