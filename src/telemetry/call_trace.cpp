@@ -15,7 +15,7 @@ namespace {
 // The writer wakes this often, or at once when this many lines wait: waking a thread per line
 // would cost the call path a futex call and a context switch each time.
 constexpr std::chrono::milliseconds kWriteInterval{50};
-constexpr std::size_t kWakeAt = 256;
+constexpr std::size_t kWakeAt = 4096;
 }  // namespace
 
 CallTrace::CallTrace(config::Trace options, bool start) : options_(std::move(options)) {
