@@ -378,8 +378,9 @@ def redis_store(redis, timeout: str = "250ms") -> dict:
 
 def test_two_gateways_share_hits_through_one_redis(gateway_factory, redis):
     servers = {"fixture": cached_server(tier="redis")}
-    one = gateway_factory(servers, redis_store(redis))
-    two = gateway_factory(servers, redis_store(redis))
+    # A generous timeout: under a loaded test run a 250 ms one can turn a store into a miss.
+    one = gateway_factory(servers, redis_store(redis, "5s"))
+    two = gateway_factory(servers, redis_store(redis, "5s"))
     a, b = Agent(one), Agent(two)
     assert execution(a.lookup({"query": "shared"})) == 1
     hit = b.lookup({"query": "shared"})
