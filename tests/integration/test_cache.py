@@ -357,6 +357,22 @@ class RedisServer:
     def signal(self, sig) -> None:
         self.proc.send_signal(sig)
 
+    def key_count(self) -> int:
+        """Keys the server holds (DBSIZE)."""
+        import socket
+        with socket.create_connection(("127.0.0.1", self.port), timeout=2) as c:
+            c.sendall(b"DBSIZE\r\n")
+            reply = c.recv(64)
+        assert reply.startswith(b":"), reply
+        return int(reply[1:].strip())
+
+    def wait_for_keys(self, n: int, timeout: float = 10.0) -> None:
+        """A gateway stores a result after answering the call: wait until Redis has it."""
+        deadline = time.monotonic() + timeout
+        while self.key_count() < n:
+            assert time.monotonic() < deadline, f"Redis holds {self.key_count()} keys, not {n}"
+            time.sleep(0.02)
+
     def close(self) -> None:
         import signal as signals
         if self.proc.poll() is None:
@@ -383,11 +399,13 @@ def test_two_gateways_share_hits_through_one_redis(gateway_factory, redis):
     two = gateway_factory(servers, redis_store(redis, "5s"))
     a, b = Agent(one), Agent(two)
     assert execution(a.lookup({"query": "shared"})) == 1
+    redis.wait_for_keys(1)
     hit = b.lookup({"query": "shared"})
     assert cache_meta(hit)["hit"] and cache_meta(hit)["tier"] == "redis", hit
     assert b.executions() == 0 and a.executions() == 1
     # And the other way round.
     b.lookup({"query": "from two"})
+    redis.wait_for_keys(2)
     assert cache_meta(a.lookup({"query": "from two"}))["tier"] == "redis"
     assert metric(two, "toolbridge_cache_hits_total", tier="redis") == 1
 
