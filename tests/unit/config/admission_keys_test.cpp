@@ -5,18 +5,10 @@
 #include <string>
 
 #include "config/config.h"
+#include "load_error.h"
 
 namespace toolbridge::config {
 namespace {
-
-std::string yaml_error(const std::string& text) {
-  try {
-    load_text(text, "cfg.yaml", false);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 TEST(ConfigAdmission, DefaultsMeanNoLimit) {
   const Config c = load_text("servers:\n  s:\n    command: x\n", "cfg.yaml", false);

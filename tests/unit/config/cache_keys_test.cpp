@@ -3,18 +3,10 @@
 #include <string>
 
 #include "config/config.h"
+#include "load_error.h"
 
 namespace toolbridge::config {
 namespace {
-
-std::string error_of(const std::string& text) {
-  try {
-    load_text(text, "cfg.yaml", false);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 TEST(ConfigCacheKeys, NothingIsCachedByDefault) {
   const Config c = load_text("servers:\n  s:\n    command: x\n", "cfg.yaml", false);
@@ -78,31 +70,31 @@ TEST(ConfigCacheKeys, GatewayStore) {
 
 TEST(ConfigCacheKeys, MistakesAreReportedWhereTheyAre) {
   const std::string head = "servers:\n  s:\n    command: x\n    cache:\n";
-  EXPECT_NE(error_of(head + "      scope: everyone\n").find("cfg.yaml:5:14: servers.s.cache.scope"),
+  EXPECT_NE(yaml_error(head + "      scope: everyone\n").find("cfg.yaml:5:14: servers.s.cache.scope"),
             std::string::npos)
-      << error_of(head + "      scope: everyone\n");
-  EXPECT_NE(error_of(head + "      ttl: 0s\n").find("servers.s.cache.ttl"), std::string::npos);
-  EXPECT_NE(error_of(head + "      tool: [a]\n").find("did you mean 'tools'"), std::string::npos)
-      << error_of(head + "      tool: [a]\n");
-  EXPECT_NE(error_of(head + "      tools: search\n").find("expected \"*\""), std::string::npos);
-  EXPECT_NE(error_of(head + "      tools: [a, a]\n").find("listed twice"), std::string::npos);
-  EXPECT_NE(error_of(head + "      tools: {a: {ttl: 1s, scop: tenant}}\n").find("scop"),
+      << yaml_error(head + "      scope: everyone\n");
+  EXPECT_NE(yaml_error(head + "      ttl: 0s\n").find("servers.s.cache.ttl"), std::string::npos);
+  EXPECT_NE(yaml_error(head + "      tool: [a]\n").find("did you mean 'tools'"), std::string::npos)
+      << yaml_error(head + "      tool: [a]\n");
+  EXPECT_NE(yaml_error(head + "      tools: search\n").find("expected \"*\""), std::string::npos);
+  EXPECT_NE(yaml_error(head + "      tools: [a, a]\n").find("listed twice"), std::string::npos);
+  EXPECT_NE(yaml_error(head + "      tools: {a: {ttl: 1s, scop: tenant}}\n").find("scop"),
             std::string::npos);
-  EXPECT_NE(error_of(head + "      tier: disk\n").find("needs gateway.cache.disk.path"),
+  EXPECT_NE(yaml_error(head + "      tier: disk\n").find("needs gateway.cache.disk.path"),
             std::string::npos);
-  EXPECT_NE(error_of(head + "      tier: redis\n").find("needs gateway.cache.redis.address"),
+  EXPECT_NE(yaml_error(head + "      tier: redis\n").find("needs gateway.cache.redis.address"),
             std::string::npos);
-  EXPECT_NE(error_of("gateway:\n  cache:\n    disk: {path: relative}\n").find("absolute path"),
+  EXPECT_NE(yaml_error("gateway:\n  cache:\n    disk: {path: relative}\n").find("absolute path"),
             std::string::npos);
-  EXPECT_NE(error_of("gateway:\n  cache:\n    redis: {address: 'host:99999'}\n").find("HOST:PORT"),
+  EXPECT_NE(yaml_error("gateway:\n  cache:\n    redis: {address: 'host:99999'}\n").find("HOST:PORT"),
             std::string::npos);
 }
 
 TEST(ConfigCacheKeys, PerSessionServersAreCachedOnlyPerTrajectory) {
   const std::string head =
       "servers:\n  s:\n    command: x\n    policy: per_session\n    cache:\n      tools: [a]\n";
-  EXPECT_NE(error_of(head).find("scope: trajectory"), std::string::npos) << error_of(head);
-  EXPECT_EQ(error_of(head + "      scope: trajectory\n"), "<no error>");
+  EXPECT_NE(yaml_error(head).find("scope: trajectory"), std::string::npos) << yaml_error(head);
+  EXPECT_EQ(yaml_error(head + "      scope: trajectory\n"), "<no error>");
 }
 
 }  // namespace

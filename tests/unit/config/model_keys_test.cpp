@@ -3,18 +3,10 @@
 #include <string>
 
 #include "config/config.h"
+#include "load_error.h"
 
 namespace toolbridge::config {
 namespace {
-
-std::string error_of(const std::string& text) {
-  try {
-    load_text(text, "cfg.yaml", false);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 TEST(ConfigModelKeys, DefaultsAndWorkers) {
   const Config c = load_text(
@@ -75,26 +67,26 @@ TEST(ConfigModelKeys, EveryKey) {
 }
 
 TEST(ConfigModelKeys, Errors) {
-  EXPECT_NE(error_of("models:\n  m: {}\n").find("needs `workers`"), std::string::npos);
-  EXPECT_NE(error_of("models:\n  m: {workers: []}\n").find("at least one worker"),
+  EXPECT_NE(yaml_error("models:\n  m: {}\n").find("needs `workers`"), std::string::npos);
+  EXPECT_NE(yaml_error("models:\n  m: {workers: []}\n").find("at least one worker"),
             std::string::npos);
-  EXPECT_NE(error_of("models:\n  m: {workers: [ftp://x]}\n").find("only http"), std::string::npos);
-  EXPECT_NE(error_of("models:\n  m: {workers: [http://a:1], routing: random}\n").find("routing"),
+  EXPECT_NE(yaml_error("models:\n  m: {workers: [ftp://x]}\n").find("only http"), std::string::npos);
+  EXPECT_NE(yaml_error("models:\n  m: {workers: [http://a:1], routing: random}\n").find("routing"),
             std::string::npos);
   EXPECT_NE(
-      error_of("models:\n  m: {workers: [http://a:1], load_factor: 0.5}\n").find("from 1 to 100"),
+      yaml_error("models:\n  m: {workers: [http://a:1], load_factor: 0.5}\n").find("from 1 to 100"),
       std::string::npos);
-  EXPECT_NE(error_of("models:\n  m: {workers: [http://a:1], routng: affinity}\n").find("routing"),
+  EXPECT_NE(yaml_error("models:\n  m: {workers: [http://a:1], routng: affinity}\n").find("routing"),
             std::string::npos);
-  EXPECT_NE(error_of("models:\n  m: {workers: [http://a:1, http://a:1]}\n").find("second worker"),
+  EXPECT_NE(yaml_error("models:\n  m: {workers: [http://a:1, http://a:1]}\n").find("second worker"),
             std::string::npos);
-  EXPECT_NE(error_of("servers:\n  s: {command: x}\nmodels:\n  s: {workers: [http://a:1]}\n")
+  EXPECT_NE(yaml_error("servers:\n  s: {command: x}\nmodels:\n  s: {workers: [http://a:1]}\n")
                 .find("also a server"),
             std::string::npos);
-  EXPECT_NE(error_of("models:\n  'a b': {workers: [http://a:1]}\n").find("model name"),
+  EXPECT_NE(yaml_error("models:\n  'a b': {workers: [http://a:1]}\n").find("model name"),
             std::string::npos);
   EXPECT_NE(
-      error_of("models:\n  m: {workers: [http://a:1], headers: {'X': \"a\\nb\"}}\n").find("header"),
+      yaml_error("models:\n  m: {workers: [http://a:1], headers: {'X': \"a\\nb\"}}\n").find("header"),
       std::string::npos);
 }
 

@@ -4,18 +4,10 @@
 #include <string>
 
 #include "config/config.h"
+#include "load_error.h"
 
 namespace toolbridge::config {
 namespace {
-
-std::string yaml_error(const std::string& text) {
-  try {
-    load_text(text, "cfg.yaml", false);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 TEST(ConfigObserve, TraceIsOffAndTheDashboardLoopbackByDefault) {
   const Config c = load_text("servers: {}\n", "cfg.yaml", false);

@@ -3,18 +3,10 @@
 #include <string>
 
 #include "config/config.h"
+#include "load_error.h"
 
 namespace toolbridge::config {
 namespace {
-
-std::string error_of(const std::string& text) {
-  try {
-    load_text(text, "cfg.yaml", false);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 TEST(ConfigRepairKeys, DefaultsAreSafeRepairAndWarnValidation) {
   const Config c = load_text("servers:\n  s:\n    command: x\n", "cfg.yaml", false);
@@ -52,14 +44,14 @@ TEST(ConfigRepairKeys, ServerKeysAndPerToolOverrides) {
 
 TEST(ConfigRepairKeys, BadValuesNameTheKeyAndTheChoices) {
   EXPECT_NE(
-      error_of("servers:\n  s:\n    command: x\n    repair: always\n").find("servers.s.repair"),
+      yaml_error("servers:\n  s:\n    command: x\n    repair: always\n").find("servers.s.repair"),
       std::string::npos);
-  EXPECT_NE(error_of("servers:\n  s:\n    command: x\n    validate: strict\n").find("enforce"),
+  EXPECT_NE(yaml_error("servers:\n  s:\n    command: x\n    validate: strict\n").find("enforce"),
             std::string::npos);
   EXPECT_NE(
-      error_of("servers:\n  s:\n    command: x\n    param_aliases: {a: a}\n").find("must differ"),
+      yaml_error("servers:\n  s:\n    command: x\n    param_aliases: {a: a}\n").find("must differ"),
       std::string::npos);
-  EXPECT_NE(error_of("servers:\n  s:\n    command: x\n    tool_repair: {t: {repiar: safe}}\n")
+  EXPECT_NE(yaml_error("servers:\n  s:\n    command: x\n    tool_repair: {t: {repiar: safe}}\n")
                 .find("repiar"),
             std::string::npos);
 }
