@@ -9,12 +9,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
-#include <charconv>
 
-#include "base/jitter.h"
 #include "call/stage.h"
 #include "call/trajectory_name.h"
 #include "frontend/client_identity.h"
+#include "frontend/openai_proxy.h"
 #include "frontend/router.h"
 #include "llm/usage.h"
 #include "policy/admission_stage.h"
@@ -32,26 +31,11 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr std::size_t kMaxTrajectoryId = 256;
-constexpr std::size_t kMaxErrorBody = 64u << 10;  // a worker's error answer kept to pass on
-
-double seconds(Clock::duration d) {
-  return std::chrono::duration<double>(d).count();
-}
-
-std::string error_json(std::string_view message, std::string_view type, std::string_view code) {
-  bj::object err{{"message", message}, {"type", type}, {"param", nullptr}};
-  if (code.empty()) {
-    err["code"] = nullptr;
-  } else {
-    err["code"] = code;
-  }
-  return bj::serialize(bj::object{{"error", std::move(err)}});
-}
 
 asio::awaitable<void> reply_error(Exchange& ex, http::status status, std::string_view message,
                                   std::string_view type, std::string_view code,
                                   const transport::Headers& headers = {}) {
-  std::string body = error_json(message, type, code);
+  std::string body = openai_error_json(message, type, code);
   co_await ex.reply(status, "application/json", std::move(body), headers);
 }
 
@@ -76,267 +60,6 @@ bool valid_trajectory(std::string_view t) {
   for (unsigned char c : t)
     if (c < 0x20 || c >= 0x7f) return false;
   return true;
-}
-
-std::chrono::milliseconds retry_after(const transport::HttpExchange& hx,
-                                      std::chrono::milliseconds cap) {
-  const std::string v = hx.header("Retry-After");
-  unsigned long s = 0;
-  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
-  if (v.empty() || ec != std::errc() || p != v.data() + v.size())
-    return std::chrono::milliseconds{0};
-  return std::min<std::chrono::milliseconds>(
-      std::chrono::seconds(std::min<unsigned long>(s, 86'400)), cap);
-}
-
-// One request on its way: shared with the peer-closed callback, which stops it.
-struct InFlight {
-  std::unique_ptr<transport::HttpExchange> upstream;  // the attempt in flight, if any
-  bool client_gone = false;
-  bool replied = false;  // something (a status line) went to the client
-};
-
-// The last stage of a model request's chain: routing, attempts, relaying the answer.
-class ProxyStage final : public gateway::Stage {
- public:
-  ProxyStage(Exchange& ex, llm::Model& model, std::shared_ptr<InFlight> state,
-             std::string_view path, const llm::RouteInput& input, asio::any_io_executor exec)
-      : ex_(ex),
-        model_(model),
-        state_(std::move(state)),
-        path_(path),
-        input_(input),
-        exec_(std::move(exec)) {}
-
-  std::string_view name() const override { return "llm-proxy"; }
-  asio::awaitable<Result> handle(gateway::Call& call, gateway::Next) override;
-
-  // When nothing went to the client: what to answer.
-  http::status status = http::status::bad_gateway;
-  std::string error_body;  // a worker's own error answer, passed on
-  std::string error_type = "upstream_error";
-  std::chrono::milliseconds retry_hint{0};
-
- private:
-  asio::awaitable<bool> relay(gateway::Call& call, std::size_t worker, transport::HttpExchange& hx,
-                              std::string& why);
-
-  Exchange& ex_;
-  llm::Model& model_;
-  std::shared_ptr<InFlight> state_;
-  std::string_view path_;
-  const llm::RouteInput& input_;
-  asio::any_io_executor exec_;
-};
-
-asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
-  const config::Model& cfg = model_.config();
-  std::vector<bool> tried(model_.workers().size(), false);
-  std::string why = "no attempt was made";
-  std::chrono::milliseconds wait{0};
-  bool out_of_time = false;  // the deadline cut the attempts short
-  for (std::size_t attempt = 0; attempt <= cfg.max_retries; ++attempt) {
-    if (state_->client_gone || call.cancelled()) co_return Result::failure(Fault::kCancelled, "");
-    if (attempt > 0) {
-      // Jittered exponential backoff, or the worker's Retry-After when longer.
-      const auto base = cfg.retry_backoff * (1 << std::min<std::size_t>(attempt - 1, 10));
-      std::chrono::milliseconds delay = base::jittered(base, 0.5, base::process_random());
-      delay = std::max(delay, wait);
-      if (Clock::now() + delay >= call.deadline) {
-        out_of_time = true;
-        break;
-      }
-      ++model_.retries();
-      if (delay.count() > 0) {
-        asio::steady_timer timer(exec_, delay);
-        boost::system::error_code ec;
-        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-        if (state_->client_gone) co_return Result::failure(Fault::kCancelled, "");
-      }
-    }
-    if (call.sent == Clock::time_point{}) call.sent = Clock::now();  // queueing ends here
-    auto choice = model_.pick(input_, tried);
-    if (!choice) {
-      status = http::status::service_unavailable;
-      error_type = "unavailable";
-      why = fmt::format("model '{}': no worker is available (every one failed recently); {}",
-                        cfg.name, why);
-      co_return Result::failure(Fault::kUnavailable, why);
-    }
-    const std::size_t i = choice->worker;
-    tried[i] = true;
-    llm::Worker& w = model_.workers()[i];
-    model_.policy().routed(input_, i);
-    const auto now = Clock::now();
-    if (now >= call.deadline) {
-      out_of_time = true;
-      break;
-    }
-    // At least 1 ms: a zero limit would mean none to the HTTP client.
-    const auto left =
-        std::max(std::chrono::duration_cast<std::chrono::milliseconds>(call.deadline - now),
-                 std::chrono::milliseconds{1});
-
-    transport::HttpRequest req;
-    req.verb = http::verb::post;
-    req.url = w.url;
-    req.url.target += path_;
-    req.headers.emplace_back("Content-Type", "application/json");
-    if (auto accept = header(ex_.request(), "Accept"); !accept.empty())
-      req.headers.emplace_back("Accept", std::string(accept));
-    for (const auto& [k, v] : cfg.headers) req.headers.emplace_back(k, v);
-    req.body = ex_.request().body();
-    req.write_timeout = left;
-    req.header_timeout = left;
-    req.body_timeout = std::min(left, cfg.stream_idle_timeout);
-
-    ++w.in_flight;
-    const auto sent_at = Clock::now();
-    state_->upstream = std::make_unique<transport::HttpExchange>();
-    *state_->upstream = co_await model_.client().send(req);
-    transport::HttpExchange& hx = *state_->upstream;
-    bool ok = !hx.failed() && !state_->client_gone;
-    if (ok) ok = co_await hx.read_header();
-    if (!ok || state_->client_gone) {
-      --w.in_flight;
-      if (state_->client_gone) {
-        model_.released(i);
-        co_return Result::failure(Fault::kCancelled, "");
-      }
-      ++*w.requests_failed;
-      model_.failed(i);
-      why = fmt::format("worker {}: {}", w.config.name, hx.error().message);
-      // Writing and waiting for the header are bounded by the deadline itself.
-      const auto step = hx.error().step;
-      if (hx.error().timed_out() &&
-          (step == transport::HttpStep::kWrite || step == transport::HttpStep::kReadHeader ||
-           Clock::now() >= call.deadline)) {
-        status = http::status::gateway_timeout;
-        error_type = "timeout";
-        why = fmt::format("model '{}': no answer within the request timeout of {} ms ({})",
-                          cfg.name, call.timeout.count(), why);
-        co_return Result::failure(Fault::kTimeout, why);
-      }
-      status = http::status::bad_gateway;
-      error_type = "upstream_error";
-      error_body.clear();
-      wait = std::chrono::milliseconds{0};
-      continue;
-    }
-    const int code = hx.status();
-    if (code >= 500 || code == 429) {
-      // Not sent to the client yet: keep the worker's answer to pass on if no retry succeeds.
-      std::string body;
-      co_await hx.read_body(body, kMaxErrorBody);
-      --w.in_flight;
-      ++*w.requests_failed;
-      if (code >= 500) {
-        model_.failed(i);
-      } else {
-        model_.released(i);  // alive, only busy
-      }
-      wait = retry_after(hx, cfg.max_retry_after);
-      why = fmt::format("worker {} answered HTTP {}", w.config.name, code);
-      status = static_cast<http::status>(code);
-      error_body = std::move(body);
-      retry_hint = wait;
-      continue;
-    }
-    model_.succeeded(i);
-    std::string relay_why;
-    const bool relayed = co_await relay(call, i, hx, relay_why);
-    --w.in_flight;
-    w.latency->observe(seconds(Clock::now() - sent_at));
-    if (relayed) {
-      ++*w.requests_ok;
-      co_return Result{};
-    }
-    ++*w.requests_failed;
-    if (state_->replied || state_->client_gone)
-      co_return Result::failure(Fault::kCrashed, relay_why);
-    // Failed before anything reached the client: another worker may still answer.
-    model_.failed(i);
-    why = relay_why;
-    status = http::status::bad_gateway;
-    error_body.clear();
-    wait = std::chrono::milliseconds{0};
-  }
-  // A worker's own error answer (a 429 whose Retry-After outlasts the deadline) is passed on.
-  if ((out_of_time || Clock::now() >= call.deadline) && error_body.empty()) {
-    status = http::status::gateway_timeout;
-    error_type = "timeout";
-    error_body.clear();
-    why = fmt::format("model '{}': the request timeout of {} ms passed; last: {}", cfg.name,
-                      call.timeout.count(), why);
-    co_return Result::failure(Fault::kTimeout, why);
-  }
-  co_return Result::failure(
-      Fault::kUnavailable,
-      fmt::format("model '{}': {} attempts failed; last: {}", cfg.name, cfg.max_retries + 1, why));
-}
-
-asio::awaitable<bool> ProxyStage::relay(gateway::Call&, std::size_t i, transport::HttpExchange& hx,
-                                        std::string& why) {
-  llm::Worker& w = model_.workers()[i];
-  const auto started = Clock::now();
-  const std::string content_type = hx.header("Content-Type");
-  const transport::Headers out{{kWorkerHeader, w.config.name}};
-  const auto status_code = static_cast<http::status>(hx.status());
-  llm::UsageScanner usage;
-  auto account = [&] {
-    if (auto p = usage.prompt_tokens()) *w.prompt_tokens += *p;
-    if (auto c = usage.cached_tokens()) *w.cached_tokens += *c;
-  };
-  if (!content_type.starts_with("text/event-stream")) {
-    std::string body;
-    const bool ok = co_await hx.read_body(body, model_.config().max_response_bytes);
-    if (!ok) {
-      why = fmt::format("worker {}: {}", w.config.name, hx.error().message);
-      co_return false;
-    }
-    w.ttft->observe(seconds(Clock::now() - started));
-    usage.feed(body);
-    account();
-    state_->replied = true;
-    co_await ex_.reply(status_code, content_type, std::move(body), out);
-    co_return true;
-  }
-  // The first piece decides: a worker that fails before it is still retried elsewhere.
-  std::string_view piece = co_await hx.read_some();
-  if (piece.empty() && !hx.done()) {
-    why = fmt::format("worker {}: {}", w.config.name, hx.error().message);
-    co_return false;
-  }
-  w.ttft->observe(seconds(Clock::now() - started));
-  state_->replied = true;
-  if (!co_await ex_.begin_stream(status_code, content_type, out)) {
-    hx.close();
-    why = "the client went away";
-    co_return false;
-  }
-  while (!piece.empty()) {
-    usage.feed(piece);
-    std::string chunk(piece);
-    if (!co_await ex_.write_chunk(std::move(chunk))) {
-      hx.close();  // the worker stops generating for nobody
-      account();
-      why = "the client went away";
-      co_return false;
-    }
-    piece = co_await hx.read_some();
-  }
-  account();
-  if (!hx.done()) {
-    // Too late to retry: the client has part of the answer. Say so in the stream's own terms.
-    why = fmt::format("worker {} failed mid-stream: {}", w.config.name, hx.error().message);
-    std::string event =
-        "\n\ndata: " + error_json(why, "upstream_error", "stream_interrupted") + "\n\n";
-    co_await ex_.write_chunk(std::move(event));
-    co_await ex_.end_stream();
-    co_return false;
-  }
-  co_await ex_.end_stream();
-  co_return true;
 }
 
 }  // namespace
