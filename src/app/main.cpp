@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <string_view>
 
 #include "app/commands.h"
 #include "base/memory.h"
@@ -164,6 +165,7 @@ int check_config(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "serve") base::tune_allocator(argv);
   spdlog::set_default_logger(spdlog::stderr_color_mt("toolbridge"));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
 

@@ -183,9 +183,25 @@ Tier* CacheStage::tier_for(config::CacheTier t) const {
   return memory_.get();
 }
 
-void CacheStage::count(const std::string& name, const Call& call) {
-  metrics_.add(name,
-               telemetry::labels({{"server", call.route.server}, {"tool", call.route.label}}));
+void CacheStage::count(Counter which, const Call& call) {
+  // One label string per tool and counter, made the first time: a hit costs an increment.
+  std::uint64_t*& cell = counters_[call.route.display_name][static_cast<std::size_t>(which)];
+  if (!cell) {
+    const auto tier = [](Counter c) -> std::string_view {
+      return c == Counter::kHitMemory ? "memory" : c == Counter::kHitDisk ? "disk" : "redis";
+    };
+    const std::string labels =
+        which == Counter::kMiss || which == Counter::kCoalesced
+            ? telemetry::labels({{"server", call.route.server}, {"tool", call.route.label}})
+            : telemetry::labels({{"server", call.route.server},
+                                 {"tool", call.route.label},
+                                 {"tier", tier(which)}});
+    const std::string name = which == Counter::kMiss        ? kMisses
+                             : which == Counter::kCoalesced ? kCoalesced
+                                                            : kHits;
+    cell = &metrics_.counter_cell(name, labels);
+  }
+  ++*cell;
 }
 
 asio::awaitable<Result> CacheStage::handle(Call& call, gateway::Next next) {
@@ -210,9 +226,10 @@ asio::awaitable<Result> CacheStage::handle(Call& call, gateway::Next next) {
 
 Result CacheStage::hit(const Call& call, const Entry& e, const Tier& tier, std::int64_t now) {
   const std::int64_t age = std::max<std::int64_t>(0, now - e.stored_ms);
-  metrics_.add(kHits, telemetry::labels({{"server", call.route.server},
-                                         {"tool", call.route.label},
-                                         {"tier", tier.name()}}));
+  count(&tier == memory_.get() ? Counter::kHitMemory
+        : &tier == disk_.get() ? Counter::kHitDisk
+                               : Counter::kHitRedis,
+        call);
   seconds_saved_ += e.upstream_seconds;
   const std::string info = R"({"hit":true,"tier":")" + std::string(tier.name()) + R"(","age_ms":)" +
                            std::to_string(age) + "}";
@@ -242,7 +259,7 @@ asio::awaitable<Result> CacheStage::run(Call& call, gateway::Next next, Plan pla
       if (!joined.joined) break;
       if (joined.result) {
         if (joined.result->fault != Fault::kCancelled && joined.result->fault != Fault::kTimeout) {
-          count(kCoalesced, call);
+          count(Counter::kCoalesced, call);
           seconds_saved_ += joined.upstream_seconds;
         }
         co_return std::move(*joined.result);
@@ -251,7 +268,7 @@ asio::awaitable<Result> CacheStage::run(Call& call, gateway::Next next, Plan pla
     }
     lead = coalescer_.lead(k);
   }
-  if (plan.cache) count(kMisses, call);
+  if (plan.cache) count(Counter::kMiss, call);
   const auto started = std::chrono::steady_clock::now();
   Result r = co_await next(call);
   const double seconds =

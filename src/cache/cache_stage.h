@@ -60,7 +60,8 @@ class CacheStage final : public gateway::Stage {
   std::array<const Tier*, 3> tiers() const { return {memory_.get(), disk_.get(), redis_.get()}; }
   void store(const gateway::Call& call, const Plan& plan, const std::string& key,
              const gateway::Result& r, double upstream_seconds);
-  void count(const std::string& name, const gateway::Call& call);
+  enum class Counter { kHitMemory, kHitDisk, kHitRedis, kMiss, kCoalesced, kCount };
+  void count(Counter which, const gateway::Call& call);
 
   const catalog::Catalog& catalog_;
   telemetry::Metrics& metrics_;
@@ -71,6 +72,10 @@ class CacheStage final : public gateway::Stage {
   std::unique_ptr<Tier> redis_;
   Coalescer coalescer_;
   double seconds_saved_ = 0;
+  // Per tool (its display name): the metric cells of its hits, misses and shared calls.
+  std::unordered_map<std::string,
+                     std::array<std::uint64_t*, static_cast<std::size_t>(Counter::kCount)>>
+      counters_;
 };
 
 }  // namespace toolbridge::cache

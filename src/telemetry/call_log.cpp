@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <iterator>
 
@@ -32,28 +33,47 @@ bool is_error(std::string_view outcome) { return outcome != "ok" && outcome != "
 
 namespace {
 
-// `s` as a JSON string, appended (names here come from the catalog and validated callers).
+// `s` as a JSON string, appended (names here come from the catalog and validated callers, so
+// the common case is one append of the whole name).
 void append_quoted(std::string& out, std::string_view s) {
   out += '"';
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
+  const auto plain = [](char c) {
+    return c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20;
+  };
+  std::size_t from = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (plain(s[i])) continue;
+    out.append(s.substr(from, i - from));
+    const auto u = static_cast<unsigned char>(s[i]);
+    if (u >= 0x20) {
       out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      fmt::format_to(std::back_inserter(out), "\\u{:04x}", u);
+      out += s[i];
     } else {
-      out += c;
+      static constexpr char kHex[] = "0123456789abcdef";
+      const char esc[] = {'\\', 'u', '0', '0', kHex[u >> 4], kHex[u & 15]};
+      out.append(esc, sizeof esc);
     }
+    from = i + 1;
   }
+  out.append(s.substr(from));
   out += '"';
 }
 
-// Seconds with microsecond resolution ("1.003114"), from integers: formatting a double with a
-// precision costs several times more, on every call the trace writes.
+template <class Int>
+void append_int(std::string& out, Int v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+// Seconds with microsecond resolution ("0.000123"), as a JSON number.
 void append_seconds(std::string& out, double seconds) {
   const auto us = std::max<std::int64_t>(0, static_cast<std::int64_t>(seconds * 1e6 + 0.5));
-  fmt::format_to(std::back_inserter(out), "{}.{:06}", us / 1'000'000, us % 1'000'000);
+  append_int(out, us / 1'000'000);
+  char frac[7] = {'.', '0', '0', '0', '0', '0', '0'};
+  auto rest = us % 1'000'000;
+  for (int i = 6; i >= 1; --i, rest /= 10) frac[i] = static_cast<char>('0' + rest % 10);
+  out.append(frac, sizeof frac);
 }
 
 }  // namespace
@@ -65,9 +85,13 @@ std::string CallRecord::json() const {
 }
 
 void CallRecord::append_json(std::string& out) const {
-  // Written for every call when the trace is on: no temporaries.
-  auto it = std::back_inserter(out);
-  fmt::format_to(it, R"({{"seq":{},"time_ms":{},"trajectory":)", seq, time_ms);
+  // Written for every call when the trace is on: appends only, no formatting library, no
+  // temporaries.
+  out += R"({"seq":)";
+  append_int(out, seq);
+  out += R"(,"time_ms":)";
+  append_int(out, time_ms);
+  out += R"(,"trajectory":)";
   append_quoted(out, trajectory);
   out += R"(,"tenant":)";
   append_quoted(out, tenant);
@@ -75,8 +99,13 @@ void CallRecord::append_json(std::string& out) const {
   append_quoted(out, server);
   out += R"(,"tool":)";
   append_quoted(out, tool);
-  fmt::format_to(it, R"(,"pid":{},"argument_bytes":{},"result_bytes":{},"queue_s":)", pid,
-                 argument_bytes, result_bytes);
+  out += R"(,"pid":)";
+  append_int(out, pid);
+  out += R"(,"argument_bytes":)";
+  append_int(out, argument_bytes);
+  out += R"(,"result_bytes":)";
+  append_int(out, result_bytes);
+  out += R"(,"queue_s":)";
   append_seconds(out, queue_s);
   out += R"(,"execution_s":)";
   append_seconds(out, execution_s);
@@ -84,7 +113,8 @@ void CallRecord::append_json(std::string& out) const {
   append_seconds(out, total_s);
   out += R"(,"outcome":")";
   out += outcome;  // a fixed label
-  fmt::format_to(it, R"(","cached":{},"repairs":{})", cached, repairs);
+  out += cached ? R"(","cached":true,"repairs":)" : R"(","cached":false,"repairs":)";
+  append_int(out, repairs);
   if (!traceparent.empty()) {
     out += R"(,"traceparent":)";
     append_quoted(out, traceparent);

@@ -4,6 +4,7 @@ pid + start time recorded before the kill)."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -249,3 +250,36 @@ def test_setsid_grandchild_is_killed_on_session_release(tmp_path):
     finally:
         kill_procs(sleepers(marker))
         gw.kill_quietly()
+
+
+def test_allocator_tuning_stays_in_the_gateway(tmp_path):
+    """`serve` re-executes itself once with glibc's thread cache deepened (GLIBC_TUNABLES); the
+    servers it starts never inherit that variable or its marker."""
+    env_file = tmp_path / "server.env"
+    script = f"env > {env_file}; exec {fixture_bin()}"
+    gw = Gateway(tmp_path, {"fixture": {"command": "/bin/sh", "args": ["-c", script]}})
+    gw.start()
+    try:
+        gw.wait_ready()
+        initial = open(f"/proc/{gw.proc.pid}/environ", "rb").read().split(b"\0")
+        if not os.environ.get("TOOLBRIDGE_SANITIZED"):  # the sanitizer's allocator is not glibc's
+            assert b"GLIBC_TUNABLES=glibc.malloc.tcache_count=256" in initial
+        server_env = env_file.read_text()
+        assert "GLIBC_TUNABLES" not in server_env, server_env
+        assert "TOOLBRIDGE_ALLOCATOR_TUNED" not in server_env, server_env
+    finally:
+        gw.close()
+
+
+def test_operator_tunables_win(tmp_path, monkeypatch):
+    """An operator's own GLIBC_TUNABLES (even empty) is kept as it is: no re-execution."""
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.tcache_count=8")
+    gw = Gateway(tmp_path, {"fixture": fixture_server()})
+    gw.start()
+    try:
+        gw.wait_ready()
+        initial = open(f"/proc/{gw.proc.pid}/environ", "rb").read().split(b"\0")
+        assert b"GLIBC_TUNABLES=glibc.malloc.tcache_count=8" in initial
+        assert not any(v.startswith(b"TOOLBRIDGE_ALLOCATOR_TUNED") for v in initial)
+    finally:
+        gw.close()
