@@ -88,7 +88,7 @@ int main(int argc, char** argv) {
   app.add_flag("--idle-limits", options.idle_limits,
                "admission limits configured but never reached (their overhead; README Admission control)");
   app.add_flag("--trace", options.trace,
-               "overhead: also run the gateway with the call trace on (rows gateway+trace)");
+               "overhead: also measure the call trace's CPU cost (two gateways, alternating windows; table notes)");
   app.add_option("--window", options.window_seconds, "seconds measured per row (default: 1 short, 5 full)");
   app.add_option("--concurrency", options.concurrency, "overhead, peers: concurrency levels (default 1 8 64 256)")
       ->delimiter(',');

@@ -5,6 +5,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/json/parse.hpp>
+#include <algorithm>
 #include <exception>
 #include <filesystem>
 #include <fmt/format.h>
@@ -26,6 +27,69 @@ using namespace std::chrono_literals;
 
 // ---------------------------------------------------------------------------------------------
 // overhead: echo through the gateway vs a direct stdio session, closed loop at each concurrency.
+
+namespace {
+
+// The call trace's cost, paired: two gateways, one with gateway.trace on, run at once and
+// measured in alternating short windows, so a change in the machine's load hits both alike.
+// The figure is the median over the pairs of (CPU per call with the trace) / (without).
+void run_trace_pairs(const Options& o, ScenarioResult& r, const std::vector<std::size_t>& levels,
+                     std::size_t warmup) {
+  const std::string trace_file = fmt::format("/tmp/toolbridge-bench-trace-{}.jsonl", ::getpid());
+  GatewayProcess plain, traced;
+  std::cerr << "overhead: starting two gateways, the second with the call trace on\n";
+  for (auto [gw, file] : {std::pair{&plain, std::string()}, std::pair{&traced, trace_file}}) {
+    const std::string err = gw->start(o.toolbridge_bin, gateway_config(o, false, false, file), 30s);
+    if (!err.empty()) {
+      r.ok = false;
+      r.problems.push_back("gateway for the trace pairs could not start: " + err);
+      return;
+    }
+  }
+  const std::size_t rounds = o.short_mode ? 2 : 8;
+  const std::chrono::milliseconds win(o.short_mode ? 500 : 1000);
+  // Gateway CPU per call over one window of `c` workers, or nullopt if it could not be read.
+  auto cpu_per_call = [&](GatewayProcess& gw, std::size_t c) -> std::optional<double> {
+    const pid_t fixture = server_pid(gw, "fixture");
+    asio::io_context io(1);
+    HttpSessionTarget target(io, gw.host(), gw.port(), {"fixture__echo", R"({"text":"hello"})", 5}, c);
+    PathSample before, after;
+    LoadResult res = run_until_done(
+        io, run_closed_loop(target, {c, warmup, win, 0, 0}, [&] { before = sample_path(&gw, fixture); },
+                            [&] { after = sample_path(&gw, fixture); }));
+    report_errors(r, fmt::format("trace pairs c={}", c), res);
+    if (!before.gateway || !after.gateway || !before.gateway->ok || !after.gateway->ok || res.calls == 0)
+      return std::nullopt;
+    return (after.gateway->cpu_us - before.gateway->cpu_us) / static_cast<double>(res.calls);
+  };
+  for (std::size_t c : levels) {
+    std::vector<double> ratios;
+    for (std::size_t k = 0; k < rounds; ++k) {
+      const auto a = cpu_per_call(plain, c);
+      const auto b = cpu_per_call(traced, c);
+      if (a && b && *a > 0) ratios.push_back(*b / *a);
+    }
+    if (ratios.empty()) continue;
+    std::sort(ratios.begin(), ratios.end());
+    const std::size_t m = ratios.size() / 2;
+    const double median = ratios.size() % 2 ? ratios[m] : (ratios[m - 1] + ratios[m]) / 2;
+    const std::string line = fmt::format(
+        "trace cost at c={}: gateway CPU per call with the trace / without, median of {} alternating {:.1f}-s "
+        "window pairs: {:.3f} ({:+.1f} %; pairs from {:.3f} to {:.3f})",
+        c, ratios.size(), static_cast<double>(win.count()) / 1000, median, (median - 1) * 100, ratios.front(),
+        ratios.back());
+    std::cerr << "  " << line << "\n";
+    r.table.add_note(line);
+  }
+  report_gateway_end(r, plain);
+  report_gateway_end(r, traced);
+  std::error_code ec;
+  for (const char* suffix : {"", ".1", ".2", ".3", ".4"}) std::filesystem::remove(trace_file + suffix, ec);
+  r.table.add_note("trace pairs: two gateways at once, the second with gateway.trace on (one JSON line per call "
+                   "to a file on local disk, rotated at 64 MiB), measured in turn.");
+}
+
+}  // namespace
 
 ScenarioResult run_overhead(const Options& o) {
   const std::string title = o.rate > 0 ? fmt::format("overhead: fixture echo through the gateway vs a direct stdio "
@@ -116,15 +180,7 @@ ScenarioResult run_overhead(const Options& o) {
     report_gateway_end(r, gw);
   };
   through_gateway("gateway", "");
-  if (o.trace) {
-    const std::string trace_file = fmt::format("/tmp/toolbridge-bench-trace-{}.jsonl", ::getpid());
-    through_gateway("gateway+trace", trace_file);
-    std::error_code ec;
-    for (const char* suffix : {"", ".1", ".2", ".3", ".4"})
-      std::filesystem::remove(trace_file + suffix, ec);
-    r.table.add_note("gateway+trace: the same gateway with gateway.trace on (one JSON line per call to a "
-                     "file on local disk, rotated at 64 MiB).");
-  }
+  if (o.trace) run_trace_pairs(o, r, levels, warmup);
 
   // Direct: one stdio session to the same fixture binary, `c` requests in flight on its pipe.
   {

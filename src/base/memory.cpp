@@ -42,8 +42,14 @@ void tune_allocator(char** argv) {
     return;
   }
   if (std::getenv("GLIBC_TUNABLES")) return;
+  // The binary's own path rather than /proc/self/exe, so the process keeps its name (ps, top).
+  // A binary replaced since it started reads "... (deleted)" and fails to execute: no harm.
+  char exe[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return;
+  exe[n] = '\0';
   if (::setenv("GLIBC_TUNABLES", kTunables, 1) != 0 || ::setenv(kMarker, "1", 1) != 0) return;
-  ::execv("/proc/self/exe", argv);
+  ::execv(exe, argv);
   ::unsetenv("GLIBC_TUNABLES");  // not re-executed: carry on as started
   ::unsetenv(kMarker);
 #endif

@@ -264,6 +264,8 @@ def test_allocator_tuning_stays_in_the_gateway(tmp_path):
         initial = open(f"/proc/{gw.proc.pid}/environ", "rb").read().split(b"\0")
         if not os.environ.get("TOOLBRIDGE_SANITIZED"):  # the sanitizer's allocator is not glibc's
             assert b"GLIBC_TUNABLES=glibc.malloc.tcache_count=256" in initial
+        # Executed again by its own path, so it keeps its name in ps and top.
+        assert open(f"/proc/{gw.proc.pid}/comm").read().strip() == "toolbridge"
         server_env = env_file.read_text()
         assert "GLIBC_TUNABLES" not in server_env, server_env
         assert "TOOLBRIDGE_ALLOCATOR_TUNED" not in server_env, server_env
