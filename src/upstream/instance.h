@@ -94,6 +94,12 @@ class Instance : public std::enable_shared_from_this<Instance> {
   std::function<void(const std::string& reason)> on_exit;
   // Called when the server says its tools/resources/prompts changed and the catalog was re-read.
   std::function<void()> on_catalog_changed;
+  // Called instead of re-reading when the server announces list_changed, if set: the owner picks
+  // the one instance that re-reads for the whole server (relist()).
+  std::function<void()> on_list_changed;
+  // Re-reads the lists: at most one re-read in flight; requests meanwhile ask for one more.
+  void relist();
+  bool relisting() const { return relisting_; }
   // Called when the last forwarded call in flight finished (answered, timed out or cancelled).
   std::function<void()> on_idle;
   // Called for each stdout line that is not JSON-RPC (logged, counted, never fatal).
@@ -138,8 +144,6 @@ class Instance : public std::enable_shared_from_this<Instance> {
   boost::asio::awaitable<std::string> list_all(std::string_view method, std::string_view key,
                                                boost::json::array& into,
                                                std::chrono::milliseconds timeout);
-  // list_changed: at most one re-read in flight; notifications meanwhile ask for one more.
-  void relist();
   boost::asio::awaitable<void> relist_loop();
 
   boost::asio::io_context& io_;

@@ -139,7 +139,11 @@ void Instance::on_notification(std::string_view line, const json::Envelope& env)
   }
   if (m == "notifications/tools/list_changed" || m == "notifications/resources/list_changed" ||
       m == "notifications/prompts/list_changed") {
-    relist();
+    if (on_list_changed) {
+      on_list_changed();
+    } else {
+      relist();
+    }
     return;
   }
   if (m == "notifications/message") {

@@ -181,6 +181,9 @@ void Supervisor::became_ready(const std::shared_ptr<Member>& m) {
     sup->catalog_ = std::make_shared<const Catalog>(member->inst->catalog());
     sup->tell_catalog_changed();
   };
+  m->inst->on_list_changed = [weak]() {
+    if (auto sup = weak.lock()) sup->relist();
+  };
   // Instances of one server list the same catalog; per_session reads it once, not per session.
   if (!catalog_ || server_.policy != Policy::kPerSession) {
     catalog_ = std::make_shared<const Catalog>(m->inst->catalog());
@@ -193,6 +196,22 @@ void Supervisor::became_ready(const std::shared_ptr<Member>& m) {
   }
   tell_members_changed();
   maintain();
+}
+
+void Supervisor::relist() {
+  // One re-read at a time for the whole server, whichever instance announced the change: the
+  // catalog is the server's, and each instance of a pool would otherwise re-read it on its own.
+  // The instance already re-reading takes the request (as one more round); else the first ready.
+  std::shared_ptr<Member> pick;
+  for (const auto& m : members_) {
+    if (m->state != MemberState::kReady) continue;
+    if (m->inst->relisting()) {
+      pick = m;
+      break;
+    }
+    if (!pick) pick = m;
+  }
+  if (pick) pick->inst->relist();
 }
 
 void Supervisor::start_failed(const std::shared_ptr<Member>& m, const std::string& error) {

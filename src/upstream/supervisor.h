@@ -92,6 +92,8 @@ class Supervisor : public std::enable_shared_from_this<Supervisor> {
  private:
   boost::asio::awaitable<void> run_start(std::shared_ptr<Member> m);
   void became_ready(const std::shared_ptr<Member>& m);
+  // A server announced list_changed: one instance re-reads for the whole server.
+  void relist();
   void start_failed(const std::shared_ptr<Member>& m, const std::string& error);
   void on_member_exit(const std::shared_ptr<Member>& m, const std::string& reason);
   void erase_member(const std::shared_ptr<Member>& m);

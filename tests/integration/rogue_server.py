@@ -24,6 +24,7 @@ Modes:
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -67,7 +68,16 @@ def tool() -> bytes:
     return b",".join([raw] + [json.dumps(t).encode() for t in others])
 
 
+def note_event(what: str) -> None:
+    """With ROGUE_LOG set, appends "WHAT PID" to it: which instance of a pool did what."""
+    if os.environ.get("ROGUE_LOG"):
+        with open(os.environ["ROGUE_LOG"], "a") as log:
+            log.write(f"{what} {os.getpid()}\n")
+
+
 def on_call(req_id, params) -> None:
+    note_event("call")
+    time.sleep(float(os.environ.get("ROGUE_CALL_DELAY", "0")))
     if MODE == "list-changed":
         note = b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n'
         out.write(note * ARG)
@@ -122,6 +132,7 @@ def main() -> None:
                            "serverInfo": {"name": "rogue", "version": "1"}})
         elif method == "tools/list":
             list_calls += 1
+            note_event("list")
             send(b'{"jsonrpc":"2.0","id":' + json.dumps(req_id).encode() + b',"result":{"tools":[' +
                  tool() + b"]}}")
             if MODE == "deaf":

@@ -4,6 +4,7 @@ counted in full but logged sparingly."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import sys
 import time
@@ -50,6 +51,41 @@ def test_list_changed_flood_is_coalesced(tmp_path, binaries):
         assert count <= 50, f"{count} tools/list requests for a flood of 20000 list_changed"
     finally:
         s.close()
+        gw.close()
+
+
+def test_list_changed_from_a_pool_is_one_reread_per_server(tmp_path, binaries):
+    """Every instance of a pool announces list_changed: one instance re-reads for the server."""
+    log = tmp_path / "events.log"
+    env = {"ROGUE_LOG": str(log), "ROGUE_CALL_DELAY": "0.3"}
+    gw = start(tmp_path, {"rogue": rogue("list-changed", "50", policy="pool", min_instances=3,
+                                         max_instances=3, target_in_flight=1, env=env)})
+
+    def events(kind: str, since: int = 0) -> list[str]:
+        lines = log.read_text().splitlines()[since:] if log.exists() else []
+        return [line.split()[1] for line in lines if line.split()[0] == kind]
+
+    try:
+        deadline = time.monotonic() + 20
+        while len(set(events("list"))) < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert len(set(events("list"))) == 3, f"3 instances should have listed: {log.read_text()}"
+        mark = len(log.read_text().splitlines())
+        sessions = [RawSession(gw.mcp_url).initialize() for _ in range(6)]
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            answers = list(pool.map(lambda i: sessions[i].call_tool(
+                "rogue__echo", {"text": f"c{i}"}, 100 + i), range(6)))
+        assert all("result" in a for a in answers), answers
+        time.sleep(1.5)
+        callers = set(events("call", mark))
+        assert len(callers) >= 2, f"the calls should have reached several instances: {callers}"
+        rereads = events("list", mark)
+        assert rereads, "no re-read after the announcements"
+        assert len(set(rereads)) == 1, f"re-reads by several instances of one server: {rereads}"
+        assert len(rereads) <= 20, f"{len(rereads)} re-reads for {50 * 6} announcements"
+        for s in sessions:
+            s.close()
+    finally:
         gw.close()
 
 
