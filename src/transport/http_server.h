@@ -97,6 +97,7 @@ class HttpServer {
   bool evict_idle(const std::string* client);
   void sweep();
   void schedule_sweep();
+  void give_back_after_flood();
 
   boost::asio::io_context& io_;
   HttpServerOptions options_;
@@ -108,6 +109,7 @@ class HttpServer {
   std::unordered_map<std::string, std::size_t> per_client_;
   Counters counters_;
   std::size_t live_ = 0;  // connections counted against the caps (evicted ones are not)
+  std::size_t peak_open_ = 0;  // most connections open at once since memory was last given back
   // Time as of the last sweep: connections stamp their phase changes with it, so a request
   // costs no clock read and no timer operation.
   std::chrono::steady_clock::time_point now_;

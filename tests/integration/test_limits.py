@@ -5,6 +5,7 @@ DNS-rebinding check on every endpoint."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
@@ -236,3 +237,37 @@ def test_one_client_cannot_bind_more_trajectories_than_its_cap(gateway_factory):
     assert httpx.delete(f"{base}/sessions/t1", timeout=10).json() == {"released": 1}
     assert "result" in call("t3", 4), "a released trajectory did not free its place"
     s.close()
+
+
+@pytest.mark.serial
+@pytest.mark.skipif(bool(os.environ.get("TOOLBRIDGE_SANITIZED")),
+                    reason="the sanitizer's allocator keeps freed memory on purpose")
+def test_memory_returns_after_a_connection_flood(gateway_factory):
+    """2,000 idle connections opened and closed: the gateway's resident memory comes back to
+    within 2 MiB of where it was (each connection costs ~3 KiB while open)."""
+    gw = gateway_factory({"fixture": fixture_server()},
+                         gateway={"max_connections": 3000, "max_connections_per_client": 3000})
+
+    def rss_mib() -> float:
+        with open(f"/proc/{gw.proc.pid}/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmRSS")) / 1024
+
+    s = RawSession(gw.mcp_url).initialize()
+    assert text_of(s.call_tool("fixture__echo", {"text": "warm"}, 1)["result"]) == "warm"
+    s.close()
+    time.sleep(0.5)
+    before = rss_mib()
+    socks = [connect(gw) for _ in range(2000)]
+    deadline = time.monotonic() + 10
+    while rss_mib() < before + 4 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    during = rss_mib()
+    assert during >= before + 4, f"2,000 connections should cost memory while open: {before} -> {during}"
+    for sock in socks:
+        sock.close()
+    deadline = time.monotonic() + 5
+    while rss_mib() > before + 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    after = rss_mib()
+    assert after <= before + 2, f"RSS {before:.1f} MiB before, {during:.1f} open, {after:.1f} after"
+    assert httpx.get(gw.mcp_url[: -len("/mcp")] + "/healthz", timeout=10).status_code == 200
