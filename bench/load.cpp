@@ -161,6 +161,43 @@ std::uint64_t HttpSessionTarget::reconnects() const {
   return n;
 }
 
+HttpBatchTarget::HttpBatchTarget(asio::io_context& io, std::string host, unsigned short port,
+                                 ToolCall call, std::size_t workers, std::size_t calls_per_request)
+    : calls_per_request_(calls_per_request) {
+  body_ = R"({"calls":[)";
+  for (std::size_t i = 0; i < calls_per_request; ++i) {
+    if (i) body_ += ',';
+    body_ += R"({"tool":")" + call.name + R"(","arguments":)" + call.arguments + "}";
+  }
+  body_ += "]}";
+  for (std::size_t i = 0; i < workers; ++i) {
+    sessions_.push_back(
+        std::make_unique<McpHttpSession>(io.get_executor(), host, port, kCallTimeout));
+  }
+}
+
+asio::awaitable<std::string> HttpBatchTarget::call(std::size_t worker) {
+  std::string body = body_;
+  HttpResult res = co_await sessions_[worker]->post("/v1/batch", std::move(body));
+  if (!res.error.empty()) co_return res.error;
+  if (res.status != 200)
+    co_return "HTTP " + std::to_string(res.status) + ": " + res.body.substr(0, 300);
+  std::size_t ok = 0;
+  for (std::size_t at = res.body.find(R"("outcome":"ok")"); at != std::string::npos;
+       at = res.body.find(R"("outcome":"ok")", at + 1)) {
+    ++ok;
+  }
+  if (ok != calls_per_request_) {
+    co_return std::to_string(ok) + " of " + std::to_string(calls_per_request_) +
+        " calls ok: " + res.body.substr(0, 300);
+  }
+  co_return std::string();
+}
+
+asio::awaitable<void> HttpBatchTarget::close(std::size_t worker) {
+  co_await sessions_[worker]->close();
+}
+
 HttpSessionPerCallTarget::HttpSessionPerCallTarget(asio::io_context& io, std::string host, unsigned short port,
                                                    ToolCall call)
     : io_(io), host_(std::move(host)), port_(port), call_(std::move(call)) {}

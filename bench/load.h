@@ -49,6 +49,22 @@ class HttpSessionTarget : public Target {
   std::vector<std::unique_ptr<McpHttpSession>> sessions_;
 };
 
+// One keep-alive connection per worker posting `calls_per_request` copies of one call to
+// POST /v1/batch (no MCP session); a call of the load is one batch request.
+class HttpBatchTarget : public Target {
+ public:
+  HttpBatchTarget(boost::asio::io_context& io, std::string host, unsigned short port, ToolCall call,
+                  std::size_t workers, std::size_t calls_per_request);
+  boost::asio::awaitable<std::string> open(std::size_t) override { co_return std::string(); }
+  boost::asio::awaitable<std::string> call(std::size_t worker) override;
+  boost::asio::awaitable<void> close(std::size_t worker) override;
+
+ private:
+  std::string body_;
+  std::size_t calls_per_request_;
+  std::vector<std::unique_ptr<McpHttpSession>> sessions_;
+};
+
 // What a framework that creates an MCP client per call does when pointed at the gateway: connect,
 // initialize, call, DELETE, close — every call.
 class HttpSessionPerCallTarget : public Target {

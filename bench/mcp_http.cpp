@@ -152,7 +152,8 @@ asio::awaitable<std::string> McpHttpSession::connect() {
   co_return std::string();
 }
 
-asio::awaitable<HttpResult> McpHttpSession::exchange(http::verb verb, std::string body) {
+asio::awaitable<HttpResult> McpHttpSession::exchange(http::verb verb, std::string body,
+                                                     std::string_view target) {
   HttpResult out;
   if (!connected_) {
     std::string err = co_await connect();
@@ -161,7 +162,7 @@ asio::awaitable<HttpResult> McpHttpSession::exchange(http::verb verb, std::strin
       co_return out;
     }
   }
-  http::request<http::string_body> req{verb, "/mcp", 11};
+  http::request<http::string_body> req{verb, target, 11};
   req.set(http::field::host, host_header_);
   req.set(http::field::accept, "application/json, text/event-stream");
   if (!body.empty()) req.set(http::field::content_type, "application/json");
@@ -243,6 +244,11 @@ asio::awaitable<std::string> McpHttpSession::call_tool_response(std::string_view
   if (res.status != 200) co_return "HTTP " + std::to_string(res.status) + ": " + excerpt(res.body);
   response = std::string(find_response(res, id));
   co_return check_tool_response(response, id, 0);
+}
+
+asio::awaitable<HttpResult> McpHttpSession::post(std::string_view target, std::string body) {
+  HttpResult res = co_await exchange(http::verb::post, std::move(body), target);
+  co_return res;
 }
 
 asio::awaitable<void> McpHttpSession::close() {

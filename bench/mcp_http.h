@@ -51,6 +51,8 @@ class McpHttpSession {
   boost::asio::awaitable<std::string> call_tool_response(std::string_view name,
                                                          std::string_view arguments_json,
                                                          std::string& response);
+  // POST `body` to `target` (e.g. /v1/batch) on this connection, outside the MCP session.
+  boost::asio::awaitable<HttpResult> post(std::string_view target, std::string body);
   // DELETE the session (best effort) and close the connection.
   boost::asio::awaitable<void> close();
 
@@ -62,7 +64,8 @@ class McpHttpSession {
 
  private:
   boost::asio::awaitable<std::string> connect();
-  boost::asio::awaitable<HttpResult> exchange(boost::beast::http::verb verb, std::string body);
+  boost::asio::awaitable<HttpResult> exchange(boost::beast::http::verb verb, std::string body,
+                                              std::string_view target = "/mcp");
 
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;

@@ -393,6 +393,7 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
         R"({"name":)" + json::quote(spec.tool) + R"(,"arguments":)" + spec.arguments + "}";
     call->members = json::object_members(call->params).value_or(std::vector<json::Member>{});
     call->trajectory = key;
+    call->request_scoped_key = ephemeral;
     call->tenant = tenant;
     call->requested_timeout = spec.timeout.count() > 0 ? spec.timeout : request.timeout;
     call->started = arrived;

@@ -7,6 +7,9 @@ namespace {
 // never a trajectory name, which starts with a letter, a digit or '_'.
 const std::string kNoTrajectory = "-";
 double seconds(Call::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+const std::string& logged_trajectory(const Call& call) {
+  return call.trajectory.empty() || call.request_scoped_key ? kNoTrajectory : call.trajectory;
+}
 }  // namespace
 
 MeasureStage::MeasureStage(telemetry::Metrics& metrics, telemetry::CallLog& log,
@@ -49,7 +52,7 @@ telemetry::CallRecord MeasureStage::record(const Call& call, const Result& resul
                                                                                     call.started);
   r.time_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(wall.time_since_epoch()).count();
-  r.trajectory = call.trajectory.empty() ? kNoTrajectory : call.trajectory;
+  r.trajectory = logged_trajectory(call);
   r.tenant = call.tenant;
   r.server = call.route.server;
   r.tool = call.route.label;
@@ -65,8 +68,7 @@ telemetry::CallRecord MeasureStage::record(const Call& call, const Result& resul
 
 boost::asio::awaitable<Result> MeasureStage::handle(Call& call, Next next) {
   const telemetry::CallLog::Handle handle =
-      log_.begin(call.trajectory.empty() ? kNoTrajectory : call.trajectory, call.route.server,
-                 call.route.label, call.started);
+      log_.begin(logged_trajectory(call), call.route.server, call.route.label, call.started);
   Result result = co_await next(call);
   const auto now = Call::Clock::now();
   telemetry::CallRecord r = record(call, result, handle.seq, now);

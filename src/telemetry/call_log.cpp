@@ -134,20 +134,30 @@ CallLog::Trajectory& CallLog::trajectory(const std::string& name, Clock::time_po
   if (it == trajectories_.end()) {
     if (trajectories_.size() >= limits_.trajectories) evict_one();
     it = trajectories_.try_emplace(name).first;
+    // Keys of an unordered_map stay put when it grows: the list may point at them.
+    recency_.push_front(&it->first);
+    it->second.recency = recency_.begin();
+    it->second.last_activity = now;
+    return it->second;
   }
-  it->second.last_activity = now;
+  touch(it->second, now);
   return it->second;
 }
 
+void CallLog::touch(Trajectory& t, Clock::time_point now) {
+  t.last_activity = now;
+  recency_.splice(recency_.begin(), recency_, t.recency);
+}
+
 void CallLog::evict_one() {
-  // The least recently active trajectory with nothing in flight (one scan, only at the cap).
-  auto victim = trajectories_.end();
-  for (auto it = trajectories_.begin(); it != trajectories_.end(); ++it) {
-    if (!it->second.active.empty()) continue;
-    if (victim == trajectories_.end() || it->second.last_activity < victim->second.last_activity)
-      victim = it;
+  // The least recently active trajectory with nothing in flight.
+  for (auto it = recency_.rbegin(); it != recency_.rend(); ++it) {
+    const auto found = trajectories_.find(**it);
+    if (!found->second.active.empty()) continue;
+    recency_.erase(std::next(it).base());
+    trajectories_.erase(found);
+    return;
   }
-  if (victim != trajectories_.end()) trajectories_.erase(victim);
 }
 
 CallLog::Handle CallLog::begin(const std::string& trajectory_name, std::string_view server,
@@ -165,7 +175,7 @@ void CallLog::end(Handle handle, CallRecord record, Clock::time_point now) {
   recent_.push_back(Recent{now, record.total_s, record.outcome, server_index(record.server)});
   while (recent_.size() > limits_.recent_calls) recent_.pop_front();
   Trajectory& t = *handle.trajectory;
-  t.last_activity = now;
+  touch(t, now);
   if (t.active.erase(handle.seq) > 0) --active_total_;
   ++t.call_count;
   if (is_error(record.outcome)) ++t.errors;

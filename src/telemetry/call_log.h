@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -61,6 +62,7 @@ class CallLog {
     double tool_seconds = 0;
     CallRecord slowest;
     Clock::time_point last_activity;
+    std::list<const std::string*>::iterator recency;  // its place in CallLog::recency_
   };
   // A call in flight: its trajectory (kept while the call runs) and its seq.
   struct Handle {
@@ -94,6 +96,7 @@ class CallLog {
     std::uint32_t server;      // index into servers_
   };
   Trajectory& trajectory(const std::string& name, Clock::time_point now);
+  void touch(Trajectory& t, Clock::time_point now);
   void evict_one();
   std::uint32_t server_index(std::string_view server);
 
@@ -101,6 +104,10 @@ class CallLog {
   std::uint64_t next_seq_ = 1;
   std::size_t active_total_ = 0;
   std::unordered_map<std::string, Trajectory> trajectories_;
+  // The trajectories' names (keys of trajectories_), most recently active first: eviction takes
+  // the idle one nearest the back, with no scan of the whole table (a framework that opens a
+  // session per call makes a new trajectory per call).
+  std::list<const std::string*> recency_;
   std::deque<Recent> recent_;
   std::vector<std::string> servers_;  // names seen (bounded by the configured servers)
 };

@@ -269,6 +269,21 @@ def test_batch_calls_are_traced_with_their_traceparent(traced):
     assert 'toolbridge_breaker_state{server="fixture"} 0' in gw.metrics()
 
 
+def test_batches_without_a_trajectory_are_not_listed_as_trajectories(traced):
+    # Each such batch runs under a key of its own; were it a trajectory, every batch would push
+    # a real trajectory out of the view (and cost a turn of its eviction).
+    gw, trace = traced
+    for i in range(3):
+        resp = httpx.post(gw.base_url + "/v1/batch", timeout=30,
+                          headers={"Content-Type": "application/json"},
+                          content=json.dumps({"calls": [{"tool": "fixture__echo", "arguments": {"text": str(i)}}]}))
+        assert resp.status_code == 200, resp.text
+    lines = trace_lines(trace, 3)
+    assert [line["trajectory"] for line in lines] == ["-", "-", "-"]
+    listed = httpx.get(gw.base_url + "/v1/trajectories", timeout=10).json()["trajectories"]
+    assert [row["trajectory"] for row in listed] == ["-"], listed
+
+
 def test_a_cache_hit_is_traced_as_cached(gateway_factory, tmp_path):
     trace = tmp_path / "calls.jsonl"
     gw = gateway_factory({"fixture": fixture_server(cache={"tools": ["echo"], "ttl": "10m"})},

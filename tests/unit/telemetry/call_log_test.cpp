@@ -97,6 +97,27 @@ TEST(CallLog, ATrajectoryWithACallInFlightIsNeverForgotten) {
   EXPECT_EQ(log.active_count(), 0u);
 }
 
+TEST(CallLog, ATrajectoryCalledAgainIsKeptOverOlderIdleOnes) {
+  CallLog log(CallLog::Limits{.trajectories = 3, .calls_kept = 4, .recent_calls = 16});
+  const auto t0 = Clock::now();
+  auto call = [&](const std::string& name, int at_s) {
+    const auto seq = log.begin(name, "s", "s__x", t0 + std::chrono::seconds(at_s));
+    log.end(seq, record(seq.seq, name, "ok", 0.001), t0 + std::chrono::seconds(at_s));
+  };
+  call("a", 1);
+  call("b", 2);
+  call("c", 3);
+  call("a", 4);  // a is now the most recently active
+  call("d", 5);  // evicts b, the least recently active
+  EXPECT_FALSE(log.trajectory_json("a", t0).empty());
+  EXPECT_TRUE(log.trajectory_json("b", t0).empty());
+  EXPECT_FALSE(log.trajectory_json("c", t0).empty());
+  EXPECT_FALSE(log.trajectory_json("d", t0).empty());
+  call("e", 6);  // then c
+  EXPECT_TRUE(log.trajectory_json("c", t0).empty());
+  EXPECT_EQ(log.trajectory_count(), 3u);
+}
+
 TEST(CallLog, LiveFiguresCoverTheWindowOnly) {
   CallLog log;
   const auto t0 = Clock::now();
