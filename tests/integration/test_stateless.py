@@ -1,0 +1,175 @@
+"""MCP 2026-07-28 (stateless) clients on the same /mcp endpoint as handshake clients, in front of
+a handshake-era server (the fixture over stdio): the revision's envelope and header rules, list
+caching hints, and a server's elicitation during a stateless call turned into an input_required
+result and back (by hand over HTTP, and with the official Python SDK 2.3's modern client)."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import httpx
+import pytest
+
+from tb_support import RawSession, fixture_server, parse_body, text_of
+
+pytestmark = pytest.mark.timeout(120)
+
+V = "2026-07-28"
+CAPS = {"elicitation": {}, "sampling": {}, "roots": {}}
+
+
+def meta(caps: dict | None = None, **extra) -> dict:
+    return {"io.modelcontextprotocol/protocolVersion": V,
+            "io.modelcontextprotocol/clientCapabilities": CAPS if caps is None else caps, **extra}
+
+
+def post(url: str, method: str, params: dict, req_id=1, headers: dict | None = None,
+         client: httpx.Client | None = None) -> httpx.Response:
+    h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+         "MCP-Protocol-Version": V, "Mcp-Method": method}
+    name = params.get("uri" if method == "resources/read" else "name")
+    if method in ("tools/call", "prompts/get", "resources/read") and isinstance(name, str):
+        h["Mcp-Name"] = name
+    h.update(headers or {})
+    body = json.dumps({"jsonrpc": "2.0", "id": req_id, "method": method, "params": params})
+    return (client or httpx).post(url, content=body, headers=h, timeout=60)
+
+
+def answer(resp: httpx.Response, req_id=1) -> dict:
+    for m in parse_body(resp):
+        if m.get("id") == req_id and "method" not in m:
+            return m
+    raise AssertionError(f"no answer with id {req_id}: {resp.status_code} {resp.text[:500]}")
+
+
+@pytest.fixture(scope="module")
+def gw(module_gateway_factory):
+    return module_gateway_factory({"fixture": fixture_server("--conformance")}, ready=["fixture"])
+
+
+def test_discover_and_lists_carry_the_revisions_fields(gw):
+    resp = post(gw.mcp_url, "server/discover", {"_meta": meta()})
+    assert resp.status_code == 200, resp.text
+    assert "mcp-session-id" not in resp.headers
+    result = answer(resp)["result"]
+    assert V in result["supportedVersions"] and "2025-11-25" in result["supportedVersions"]
+    assert result["resultType"] == "complete"
+    assert "tools" in result["capabilities"] and "prompts" in result["capabilities"]
+    assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "toolbridge"
+    assert result["cacheScope"] == "public" and result["ttlMs"] == 60000
+    for method, key in (("tools/list", "tools"), ("prompts/list", "prompts"),
+                        ("resources/list", "resources"), ("resources/templates/list", "resourceTemplates")):
+        result = answer(post(gw.mcp_url, method, {"_meta": meta()}))["result"]
+        assert isinstance(result[key], list), (method, result)
+        assert (result["resultType"], result["ttlMs"], result["cacheScope"]) == ("complete", 60000, "public")
+    names = [t["name"] for t in answer(post(gw.mcp_url, "tools/list", {"_meta": meta()}))["result"]["tools"]]
+    assert "fixture__echo" in names
+
+
+def test_the_ladder_rejects_with_the_revisions_errors(gw):
+    url = gw.mcp_url
+    r = post(url, "server/discover", {}, req_id=101)
+    assert (r.status_code, answer(r, 101)["error"]["code"]) == (400, -32602)
+    r = post(url, "server/discover", {"_meta": meta()}, req_id=7, headers={"Mcp-Method": "tools/list"})
+    assert (r.status_code, answer(r, 7)["error"]["code"]) == (400, -32020)
+    r = post(url, "tools/call", {"_meta": meta(), "name": "fixture__echo", "arguments": {"text": "x"}},
+             headers={"Mcp-Name": "fixture__add"})
+    assert (r.status_code, answer(r)["error"]["code"]) == (400, -32020)
+    wrong = {**meta(), "io.modelcontextprotocol/protocolVersion": "v999"}
+    r = post(url, "server/discover", {"_meta": wrong}, headers={"MCP-Protocol-Version": "v999"})
+    err = answer(r)["error"]
+    assert (r.status_code, err["code"], err["data"]) == (400, -32022, {"supported": [V], "requested": "v999"})
+    for removed in ("initialize", "ping", "logging/setLevel", "resources/subscribe", "no/such"):
+        r = post(url, removed, {"_meta": meta()}, req_id=500)
+        assert (r.status_code, answer(r, 500)["error"]["code"]) == (404, -32601), removed
+    # No sessions: GET and DELETE are not this revision's.
+    for verb in ("GET", "DELETE"):
+        r = httpx.request(verb, url, headers={"MCP-Protocol-Version": V, "Accept": "text/event-stream"})
+        assert r.status_code == 405 and r.headers["allow"] == "POST", verb
+    # A notification is accepted and dropped.
+    r = httpx.post(url, content=json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                            "params": {"requestId": 1}}),
+                   headers={"MCP-Protocol-Version": V, "Content-Type": "application/json"})
+    assert r.status_code == 202
+
+
+def test_a_stateless_call_runs_on_the_warm_handshake_server(gw):
+    r = post(gw.mcp_url, "tools/call", {"_meta": meta(), "name": "fixture__echo", "arguments": {"text": "hi"}})
+    assert r.status_code == 200, r.text
+    result = answer(r)["result"]
+    assert text_of(result) == "hi" and result["resultType"] == "complete"
+    # A missing resource is -32602 in this revision (the fixture, a 2025 server, says -32002).
+    r = post(gw.mcp_url, "resources/read", {"_meta": meta(), "uri": "test://nonexistent"})
+    assert (r.status_code, answer(r)["error"]["code"]) == (400, -32602)
+    r = post(gw.mcp_url, "resources/read", {"_meta": meta(), "uri": "test://static-text"})
+    result = answer(r)["result"]
+    assert result["contents"] and (result["ttlMs"], result["cacheScope"]) == (0, "private")
+
+
+def test_elicitation_becomes_input_required_and_the_retry_completes_the_call(gw):
+    call = {"name": "fixture__test_input_required_result_elicitation", "arguments": {}}
+    r = post(gw.mcp_url, "tools/call", {**call, "_meta": meta()}, req_id=1)
+    first = answer(r, 1)["result"]
+    assert first["resultType"] == "input_required", first
+    ask = first["inputRequests"]["user_name"]
+    assert ask["method"] == "elicitation/create" and ask["params"]["message"] == "What is your name?"
+    state = first["requestState"]
+    # A tampered state is refused and leaves the parked call alone.
+    r = post(gw.mcp_url, "tools/call", {**call, "_meta": meta(), "requestState": state + "x",
+                                        "inputResponses": {"user_name": {"action": "accept"}}}, req_id=2)
+    assert (r.status_code, answer(r, 2)["error"]["code"]) == (400, -32602)
+    assert "integrity" in answer(r, 2)["error"]["message"]
+    reply = {"action": "accept", "content": {"name": "Alice"}}
+    r = post(gw.mcp_url, "tools/call", {**call, "_meta": meta(), "requestState": state,
+                                        "inputResponses": {"user_name": reply}}, req_id=3)
+    done = answer(r, 3)["result"]
+    assert done["resultType"] == "complete" and text_of(done) == "Hello, Alice!", done
+    # Used once: a replay runs the call again (and is asked again).
+    r = post(gw.mcp_url, "tools/call", {**call, "_meta": meta(), "requestState": state,
+                                        "inputResponses": {}}, req_id=4)
+    assert answer(r, 4)["result"]["resultType"] == "input_required"
+
+
+def test_without_the_capability_the_server_is_refused_with_the_revisions_error(gw):
+    r = post(gw.mcp_url, "tools/call", {"_meta": meta({}), "name": "fixture__test_missing_capability",
+                                        "arguments": {}})
+    err = answer(r)["error"]
+    assert (r.status_code, err["code"]) == (400, -32021), err
+    assert err["data"]["requiredCapabilities"] == {"sampling": {}}
+
+
+def test_handshake_clients_keep_working_beside_stateless_ones(gw):
+    s = RawSession(gw.mcp_url, "2025-11-25").initialize()
+    try:
+        assert text_of(s.call_tool("fixture__echo", {"text": "old"})["result"]) == "old"
+        r = post(gw.mcp_url, "tools/call", {"_meta": meta(), "name": "fixture__echo", "arguments": {"text": "new"}})
+        assert text_of(answer(r)["result"]) == "new"
+        assert text_of(s.call_tool("fixture__echo", {"text": "old2"}, 2)["result"]) == "old2"
+    finally:
+        s.close()
+
+
+def test_official_python_sdk_modern_client_completes_the_elicitation_round_trip(gw):
+    from mcp import Client
+    import mcp.types as types
+
+    asked: list[str] = []
+
+    async def on_elicit(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async def main():
+        async with Client(gw.mcp_url, elicitation_callback=on_elicit) as client:
+            assert client.protocol_version == V
+            tools = await client.list_tools()
+            assert any(t.name == "fixture__echo" for t in tools.tools)
+            echoed = await client.call_tool("fixture__echo", {"text": "sdk"})
+            result = await client.call_tool("fixture__test_input_required_result_elicitation", {})
+            return echoed, result
+
+    echoed, result = anyio.run(main)
+    assert echoed.content[0].text == "sdk"
+    assert asked == ["What is your name?"]
+    assert result.content[0].text == "Hello, Ada!"
