@@ -74,6 +74,18 @@ asio::awaitable<void> McpModern::answer(Exchange& ex, std::shared_ptr<Conversati
   });
   bool streaming = false;
   for (;;) {
+    // Events first: notifications the server sent before its answer go out before it.
+    if (!conv->channel.queue.empty()) {
+      if (!streaming) {
+        const bool began = co_await ex.begin_stream(http::status::ok, "text/event-stream", {});
+        if (!began) break;
+        streaming = true;
+      }
+      std::string chunk;
+      drain_events(conv->channel, chunk);
+      if (!co_await ex.write_chunk(std::move(chunk))) break;
+      continue;
+    }
     if (!conv->responses.empty()) {
       std::string body = with_result_type(readdressed(std::move(conv->responses.front()), id));
       if (conv->method == "resources/read") {
@@ -103,17 +115,6 @@ asio::awaitable<void> McpModern::answer(Exchange& ex, std::shared_ptr<Conversati
       std::string body = json::make_result(id, conv->input_required_result(state));
       co_await finish(ex, streaming, std::move(body));
       co_return;
-    }
-    if (!conv->channel.queue.empty()) {
-      if (!streaming) {
-        const bool began = co_await ex.begin_stream(http::status::ok, "text/event-stream", {});
-        if (!began) break;
-        streaming = true;
-      }
-      std::string chunk;
-      drain_events(conv->channel, chunk);
-      if (!co_await ex.write_chunk(std::move(chunk))) break;
-      continue;
     }
     co_await wait(conv->channel, kKeepalive);
     if (streaming && conv->channel.queue.empty() && conv->responses.empty() && !conv->has_asks()) {
