@@ -239,7 +239,7 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
     } else if (e.key == "input_required_ttl") {
       g.input_required_ttl = r.duration(v, p, /*allow_zero=*/false);
     } else if (e.key == "max_input_required") {
-      g.max_input_required = std::max<std::size_t>(1, r.count(v, p));
+      g.max_input_required = r.count(v, p);
     } else if (e.key == "list_ttl") {
       g.list_ttl = r.duration(v, p, /*allow_zero=*/true);
     }
