@@ -174,6 +174,8 @@ asio::awaitable<void> McpModern::listen(Exchange& ex, Request& r) {
     }
     if (!chunk.empty()) ok = co_await ex.write_chunk(std::move(chunk));
     if (!ok) break;
+    // Messages pushed while the write was in flight woke no one: look again before waiting.
+    if (!channel->queue.empty()) continue;
     co_await wait(*channel, kKeepalive);
     std::string comment = ": keep-alive\n\n";
     if (channel->queue.empty()) ok = co_await ex.write_chunk(std::move(comment));

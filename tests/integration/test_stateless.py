@@ -173,3 +173,56 @@ def test_official_python_sdk_modern_client_completes_the_elicitation_round_trip(
     assert echoed.content[0].text == "sdk"
     assert asked == ["What is your name?"]
     assert result.content[0].text == "Hello, Ada!"
+
+
+def test_subscriptions_listen_acknowledges_then_tags_list_changed(gw):
+    h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+         "MCP-Protocol-Version": V, "Mcp-Method": "subscriptions/listen"}
+    body = json.dumps({"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen",
+                       "params": {"_meta": meta(), "notifications": {"toolsListChanged": True,
+                                                                     "promptsListChanged": True}}})
+    frames: list[dict] = []
+    with httpx.Client(timeout=30) as client:
+        with client.stream("POST", gw.mcp_url, content=body, headers=h) as resp:
+            assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/event-stream")
+            lines = resp.iter_lines()
+            for line in lines:
+                if line.startswith("data:"):
+                    frames.append(json.loads(line[5:]))
+                    break
+            # The fixture announces a new tool list; the gateway re-lists and tells listeners.
+            r = post(gw.mcp_url, "tools/call", {"_meta": meta(), "name": "fixture__test_trigger_tool_change",
+                                                "arguments": {}})
+            assert answer(r)["result"]["resultType"] == "complete"
+            for line in lines:
+                if line.startswith("data:"):
+                    frames.append(json.loads(line[5:]))
+                    break
+    ack, changed = frames
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    # Only what the gateway announces is acknowledged.
+    assert ack["params"]["notifications"] == {"toolsListChanged": True}
+    assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub-1"
+    assert changed["method"] == "notifications/tools/list_changed"
+    assert changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub-1"
+
+
+def test_a_parked_call_expires_and_its_state_then_runs_the_call_again(gateway_factory):
+    gw = gateway_factory({"fixture": fixture_server("--conformance")},
+                         {"input_required_ttl": "1s", "max_input_required": 2}, ready=["fixture"])
+    call = {"name": "fixture__test_input_required_result_elicitation", "arguments": {}}
+    states = []
+    for n in range(3):  # the third pushes the first out (max_input_required: 2)
+        first = answer(post(gw.mcp_url, "tools/call", {**call, "_meta": meta()}, req_id=n), n)["result"]
+        states.append(first["requestState"])
+    reply = {"user_name": {"action": "accept", "content": {"name": "Late"}}}
+    # Pushed out: the server's question was refused; the authentic state runs the call again, and
+    # the responses it carries answer the new run's question at once.
+    r = post(gw.mcp_url, "tools/call", {**call, "_meta": meta(), "requestState": states[0],
+                                        "inputResponses": reply}, req_id=10)
+    assert text_of(answer(r, 10)["result"]) == "Hello, Late!"
+    import time
+    time.sleep(1.5)  # past input_required_ttl: the others expired too
+    r = post(gw.mcp_url, "tools/call", {**call, "_meta": meta(), "requestState": states[2],
+                                        "inputResponses": {}}, req_id=11)
+    assert answer(r, 11)["result"]["resultType"] == "input_required"
