@@ -11,6 +11,7 @@
 
 #include "json/envelope.h"
 #include "json/parse.h"
+#include "mcp/protocol.h"
 
 namespace toolbridge::gateway {
 
@@ -63,10 +64,16 @@ Conversation::Conversation(boost::asio::io_context& io, std::weak_ptr<Session> s
 
 void Conversation::on_notification(std::string message) {
   // Stateless clients get what they asked for on this request: progress when they sent a token,
-  // log messages only when their _meta names a level.
+  // log messages only when their _meta names a level, at or above it.
   const json::Envelope env = json::parse_envelope(message);
-  const bool wanted = (env.method == "notifications/progress" && has_progress_) ||
-                      (env.method == "notifications/message" && !envelope_.log_level.empty());
+  bool wanted = env.method == "notifications/progress" && has_progress_;
+  if (env.method == "notifications/message" && !envelope_.log_level.empty()) {
+    boost::system::error_code ec;
+    const bj::value p = json::parse(env.params.in(message), ec);
+    const bj::value* level = !ec && p.is_object() ? p.as_object().if_contains("level") : nullptr;
+    wanted = level && level->is_string() &&
+             mcp::log_level_rank(level->as_string()) >= mcp::log_level_rank(envelope_.log_level);
+  }
   if (wanted && can_stream() && !detached) channel.push(std::move(message));
 }
 

@@ -226,3 +226,22 @@ def test_a_parked_call_expires_and_its_state_then_runs_the_call_again(gateway_fa
     r = post(gw.mcp_url, "tools/call", {**call, "_meta": meta(), "requestState": states[2],
                                         "inputResponses": {}}, req_id=11)
     assert answer(r, 11)["result"]["resultType"] == "input_required"
+
+
+def test_stateless_calls_keep_their_trajectorys_per_session_instance(gateway_factory):
+    gw = gateway_factory({"fixture": fixture_server(policy="per_session", spares=1)}, ready=["fixture"])
+
+    def pid(trajectory: str | None, headers: dict | None = None) -> str:
+        m = meta() if trajectory is None else meta(**{"toolbridge/session": trajectory})
+        r = post(gw.mcp_url, "tools/call", {"_meta": m, "name": "fixture__pid", "arguments": {}},
+                 headers=headers)
+        return text_of(answer(r)["result"])
+
+    # Lists may differ per trajectory with a per_session server: not for shared caches.
+    assert answer(post(gw.mcp_url, "tools/list", {"_meta": meta()}))["result"]["cacheScope"] == "private"
+    a1, b1, a2 = pid("traj-a"), pid("traj-b"), pid("traj-a")
+    assert a1 == a2 and a1 != b1, (a1, b1, a2)
+    # The header names the same trajectory as _meta; calls naming none share the client's own.
+    assert pid(None, {"X-Toolbridge-Trajectory": "traj-a"}) == a1
+    own1, own2 = pid(None), pid(None)
+    assert own1 == own2 and own1 not in (a1, b1)

@@ -185,5 +185,29 @@ TEST(InputRequired, ExpiredCallsAreDroppedAndTheirServerRequestsRefused) {
   EXPECT_NE(a.raw.find("input_required_ttl"), std::string::npos) << a.raw;
 }
 
+TEST(InputRequired, OnlyRequestedNotificationsReachTheStatelessClient) {
+  boost::asio::io_context io;
+  const auto log = [](const char* level) {
+    return std::string(R"({"jsonrpc":"2.0","method":"notifications/message","params":{"level":")") +
+           level + R"(","data":"x"}})";
+  };
+  const std::string progress =
+      R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}})";
+  auto silent = std::make_shared<Conversation>(io, std::weak_ptr<Session>(), true, client(true),
+                                               bj::object(), false);
+  silent->on_notification(log("error"));
+  silent->on_notification(progress);
+  EXPECT_TRUE(silent->channel.queue.empty()) << "no logLevel, no progressToken: nothing";
+  mcp::ModernEnvelope warning = client(true);
+  warning.log_level = "warning";
+  auto chatty = std::make_shared<Conversation>(io, std::weak_ptr<Session>(), true, warning,
+                                               bj::object(), true);
+  chatty->on_notification(log("info"));
+  chatty->on_notification(log("error"));
+  chatty->on_notification(progress);
+  ASSERT_EQ(chatty->channel.queue.size(), 2u);
+  EXPECT_NE(chatty->channel.queue.front().find("\"error\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace toolbridge::gateway
