@@ -245,3 +245,41 @@ def test_stateless_calls_keep_their_trajectorys_per_session_instance(gateway_fac
     assert pid(None, {"X-Toolbridge-Trajectory": "traj-a"}) == a1
     own1, own2 = pid(None), pid(None)
     assert own1 == own2 and own1 not in (a1, b1)
+
+
+def test_a_remote_server_that_answers_discover_is_spoken_to_statelessly(gateway_factory):
+    import socket
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen([sys.executable, str(Path(__file__).parent / "stateless_server.py"), str(port)],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "the SDK server did not listen"
+                time.sleep(0.1)
+        gw = gateway_factory({"py": {"url": f"http://127.0.0.1:{port}/mcp"},
+                              "fixture": fixture_server()}, ready=["py", "fixture"])
+        assert "[py] speaks MCP 2026-07-28" in gw.stderr_tail()
+        # The fixture (stdio, handshake era) was not probed; a handshake client and a stateless
+        # client both reach the stateless server.
+        s = RawSession(gw.mcp_url, "2025-11-25").initialize()
+        try:
+            assert text_of(s.call_tool("py__add", {"a": 2, "b": 3})["result"]) == "5"
+        finally:
+            s.close()
+        r = post(gw.mcp_url, "tools/call", {"_meta": meta(), "name": "py__echo", "arguments": {"text": "hi"}})
+        assert text_of(answer(r)["result"]) == "hi"
+    finally:
+        server.terminate()
+        server.wait(10)
