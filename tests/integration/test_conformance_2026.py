@@ -96,3 +96,16 @@ def test_gateway_in_front_of_a_handshake_fixture(gateway_factory, tmp_path):
     assert not problems, "\n".join(problems) + f"\nresults:\n{summary}\ngateway:\n{gw.stderr_tail()}"
     # The input_required scenarios really crossed to the stdio server and back.
     assert 'tool="test_input_required_result_elicitation",outcome="ok"' in gw.metrics()
+
+
+def test_client_scenario_tools_call_at_2026_07_28(tmp_path, binaries):
+    """The suite's tools_call client scenario at 2026-07-28: its test server answers
+    server/discover, so the gateway's upstream client speaks to it statelessly."""
+    import sys
+    command = f"{sys.executable} {Path(__file__).resolve().parent / 'conformance_client.py'}"
+    proc = subprocess.run(suite_cmd("client", "--command", command, "--scenario", "tools_call",
+                                    "--spec-version", "2026-07-28", "-o", str(tmp_path / "out")),
+                          capture_output=True, text=True, timeout=120, cwd=REPO)
+    out = proc.stdout + proc.stderr  # the suite reports on stderr when not on a terminal
+    assert ", 0 failed" in out and "OVERALL: PASSED" in out and proc.returncode == 0, \
+        out[-4000:]
