@@ -267,6 +267,11 @@ struct Gateway {
   CacheStore cache;  // `cache:`
   Trace trace;
   ObserveAccess dashboard = ObserveAccess::kLoopback;
+  // Stateless (2026-07-28) clients: how long a call waits parked for the retry that answers its
+  // input_required result, how many may wait at once, and the ttlMs of list results.
+  Duration input_required_ttl{2 * 60'000};
+  std::size_t max_input_required = 1024;
+  Duration list_ttl{60'000};
 };
 
 struct Config {

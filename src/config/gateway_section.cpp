@@ -10,7 +10,7 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 28> kGatewayKeys{
+constexpr std::array<std::string_view, 31> kGatewayKeys{
     "listen",
     "allowed_origins",
     "max_body_bytes",
@@ -39,6 +39,9 @@ constexpr std::array<std::string_view, 28> kGatewayKeys{
     "batch_max_calls",
     "batch_max_result_bytes",
     "cache",
+    "input_required_ttl",
+    "max_input_required",
+    "list_ttl",
 };
 constexpr std::array<std::string_view, 2> kTenantKeys{"limit", "weight"};
 constexpr std::size_t kMaxLimit = 1'000'000;
@@ -233,6 +236,12 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
       g.batch_max_result_bytes = r.size(v, p);
     } else if (e.key == "cache") {
       read_cache_store(r, v, p, g.cache);
+    } else if (e.key == "input_required_ttl") {
+      g.input_required_ttl = r.duration(v, p, /*allow_zero=*/false);
+    } else if (e.key == "max_input_required") {
+      g.max_input_required = r.count(v, p);
+    } else if (e.key == "list_ttl") {
+      g.list_ttl = r.duration(v, p, /*allow_zero=*/true);
     }
   }
 }

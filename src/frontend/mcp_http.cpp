@@ -170,6 +170,10 @@ McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, cons
 
 asio::awaitable<void> McpHttp::post(Exchange& ex, std::string_view trajectory) {
   const auto& req = ex.request();
+  if (McpModern::claims(req)) {
+    co_await modern_.post(ex, trajectory);
+    co_return;
+  }
   bool accepts_sse = false;
   const auto [media_status, media_error] = check_media_types(req, accepts_sse);
   if (!media_error.empty()) {
@@ -276,6 +280,10 @@ asio::awaitable<void> McpHttp::answer(Exchange& ex, std::shared_ptr<gateway::Pos
 
 asio::awaitable<void> McpHttp::get(Exchange& ex, std::string_view trajectory) {
   const auto& req = ex.request();
+  if (McpModern::claims(req)) {
+    co_await modern_.not_allowed(ex);
+    co_return;
+  }
   if (header(req, "Accept").find("text/event-stream") == std::string::npos) {
     const std::string body = json::make_error(
         {}, json::kInvalidRequest,
@@ -324,6 +332,10 @@ asio::awaitable<void> McpHttp::get(Exchange& ex, std::string_view trajectory) {
 }
 
 asio::awaitable<void> McpHttp::del(Exchange& ex, std::string_view trajectory) {
+  if (McpModern::claims(ex.request())) {
+    co_await modern_.not_allowed(ex);
+    co_return;
+  }
   const std::string id(header(ex.request(), "Mcp-Session-Id"));
   auto session = gateway_.find_session(id);
   if (!session) {

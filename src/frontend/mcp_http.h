@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "frontend/mcp_modern.h"
 #include "gateway/gateway.h"
 #include "json/envelope.h"
 #include "transport/http_server.h"
@@ -16,7 +17,7 @@ namespace toolbridge::frontend {
 
 class McpHttp {
  public:
-  explicit McpHttp(gateway::Gateway& gateway) : gateway_(gateway) {}
+  explicit McpHttp(gateway::Gateway& gateway) : gateway_(gateway), modern_(gateway) {}
 
   // `trajectory`: the name in a /t/NAME/mcp path (percent-decoded, unchecked), else empty.
   boost::asio::awaitable<void> post(transport::Exchange& ex, std::string_view trajectory = {});
@@ -46,6 +47,7 @@ class McpHttp {
                                       const transport::Headers& headers);
 
   gateway::Gateway& gateway_;
+  McpModern modern_;  // stateless (2026-07-28) requests on the same endpoint
 };
 
 }  // namespace toolbridge::frontend

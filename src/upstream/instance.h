@@ -123,6 +123,9 @@ class Instance : public std::enable_shared_from_this<Instance> {
   Transport::Handlers transport_handlers();
   // initialize + notifications/initialized + first catalog, bounded by startup_timeout.
   boost::asio::awaitable<std::string> initialize();
+  // A remote server that answers server/discover with 2026-07-28 is spoken to statelessly
+  // (instance_discover.cpp); false: the handshake follows.
+  boost::asio::awaitable<bool> discover();
   void on_line(std::string_view line);
   void on_invalid(std::string_view line, const json::Envelope& env);
   void on_response(std::string_view line, const json::Envelope& env);

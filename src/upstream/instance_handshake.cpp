@@ -34,6 +34,18 @@ asio::awaitable<std::string> Instance::initialize() {
     fail_pending(json::kRequestTimeout, "startup timeout");
   });
 
+  if (co_await discover()) {
+    std::string failure = co_await fetch_catalog();
+    limit.cancel();
+    if (failure.empty() && state_ == State::kStarting) {
+      state_ = State::kReady;
+      co_return std::string();
+    }
+    if (timed_out) failure = "did not finish listing within startup_timeout";
+    if (failure.empty()) failure = exit_reason_;
+    co_await stop();
+    co_return failure;
+  }
   const std::string init_params = std::string(R"({"protocolVersion":")") +
                                   std::string(mcp::to_string(mcp::kLatestVersion)) +
                                   R"(","capabilities":)" + std::string(kClientCapabilities) +

@@ -13,6 +13,7 @@
 
 #include "json/envelope.h"
 #include "json/parse.h"
+#include "upstream/stateless.h"
 
 namespace toolbridge::upstream {
 
@@ -138,6 +139,13 @@ void Remote::send(std::string message, std::uint64_t call_id) {
     m.id = std::string(env.id.in(message));
     m.initialize = env.method == "initialize";
   }
+  if (stateless_ || (env.kind == json::Kind::kRequest && env.method == "server/discover")) {
+    StatelessMessage sm = to_stateless(message);
+    message = std::move(sm.body);
+    m.stateless = true;
+    m.method = std::move(sm.method);
+    m.name = std::move(sm.name);
+  }
   m.body = std::move(message);
   m.call_id = call_id;
   queue_.push_back(std::move(m));
@@ -149,6 +157,12 @@ void Remote::spawn_send_loop() {
   sending_ = true;
   asio::co_spawn(
       io_, [self = shared_from_this()]() { return self->send_loop(); }, asio::detached);
+}
+
+void Remote::set_stateless(std::string version) {
+  stateless_ = true;
+  protocol_version_ = std::move(version);
+  mode_ = Mode::kStreamable;
 }
 
 void Remote::set_protocol_version(std::string version) {
@@ -236,6 +250,7 @@ asio::awaitable<void> Remote::send_loop() {
     const transport::Url& to = mode_ == Mode::kLegacy ? legacy_post_ : base_;
     transport::HttpRequest req = request(http::verb::post, to);
     req.body = m.body;
+    if (m.stateless) add_stateless_headers(req.headers, m.method, m.name, protocol_version_);
     // Waits while max_connections answers are streaming; resends once on a stale connection.
     HttpExchange ex = co_await client_.send(req);
     if (closed_) break;

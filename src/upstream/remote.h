@@ -33,6 +33,8 @@ class Remote : public Transport, public std::enable_shared_from_this<Remote> {
   // Called once initialize is answered: later requests carry MCP-Protocol-Version, and the
   // optional GET stream for server-initiated messages is opened.
   void set_protocol_version(std::string version) override;
+  // 2026-07-28 (src/upstream/stateless.h): envelopes and routing headers, no session, no GET.
+  void set_stateless(std::string version) override;
   // Ends the session (DELETE), closes every connection and waits, bounded by stop_grace, for
   // the aborted reads and writes to finish.
   boost::asio::awaitable<void> stop() override;
@@ -53,6 +55,9 @@ class Remote : public Transport, public std::enable_shared_from_this<Remote> {
     std::uint64_t call_id = 0;
     std::string id;  // raw JSON id when it is a request, else empty
     bool initialize = false;
+    bool stateless = false;  // 2026-07-28: the envelope is in the body; these name it in headers
+    std::string method;
+    std::string name;
   };
   enum class Mode { kProbing, kStreamable, kLegacy };
   // What a body ended with: an error (empty if none) and whether it broke max_line_bytes.
@@ -110,6 +115,7 @@ class Remote : public Transport, public std::enable_shared_from_this<Remote> {
   std::string protocol_version_;
   std::deque<Outgoing> queue_;
   bool sending_ = false;
+  bool stateless_ = false;
   bool closed_ = false;
   bool failed_ = false;
   std::size_t running_ = 0;

@@ -34,6 +34,9 @@ class Transport {
   virtual std::string congestion() const { return {}; }
   // The protocol version initialize settled on (HTTP sends it with every request).
   virtual void set_protocol_version(std::string) {}
+  // The server speaks the stateless revision `version` (2026-07-28): every request carries the
+  // envelope and the routing headers, and there is no session.
+  virtual void set_stateless(std::string /*version*/) {}
   // Orderly end, each step bounded by the server's stop_grace; no handler is called after it
   // begins.
   virtual boost::asio::awaitable<void> stop() = 0;

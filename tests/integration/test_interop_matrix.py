@@ -112,6 +112,42 @@ def typescript_sdk(gw, transport: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def typescript_sdk_v2(gw, mode: str) -> dict:
+    """@modelcontextprotocol/client 2.x: `auto` speaks 2026-07-28 to the gateway, `legacy` the handshake."""
+    plan = json.dumps({upstream: [tool, args] for upstream, (tool, args, _) in CALLS.items()})
+    proc = subprocess.run([node_bin(), str(REPO / "tests" / "js" / "interop_v2.mjs"), mode, gw.mcp_url, plan],
+                          cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, f"interop_v2.mjs {mode} failed:\n{proc.stderr}\ngateway:\n{gw.stderr_tail()}"
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    got["era"] = "2026-07-28" if got.pop("version") == "2026-07-28" else "handshake"
+    return got
+
+
+def python_sdk_discover(gw) -> dict:
+    """The official Python SDK's `mcp.Client` (mode auto: probes server/discover), stateless."""
+    from mcp import Client
+
+    async def main():
+        async with Client(gw.mcp_url) as c:
+            tools = [t.name for t in (await c.list_tools()).tools]
+            calls = {}
+            for upstream, (tool, args, _) in CALLS.items():
+                r = await c.call_tool(tool, args)
+                calls[upstream] = {"isError": bool(r.is_error), "text": "".join(getattr(x, "text", "") for x in r.content)}
+            progress: list[float] = []
+
+            async def on_progress(value, total, message):
+                progress.append(value)
+
+            await c.call_tool("fixture__progress", {"steps": 3, "delay_ms": 5}, progress_callback=on_progress)
+            r = await c.call_tool("fixture__fail", {"message": "interop failure"})
+            error = {"isError": bool(r.is_error), "text": r.content[0].text}
+            era = "2026-07-28" if c.protocol_version == "2026-07-28" else "handshake"
+            return {"tools": tools, "calls": calls, "progress": progress, "error": error, "era": era}
+
+    return run(main)
+
+
 def fastmcp_client(gw, transport: str) -> dict:
     from fastmcp import Client
 
@@ -167,12 +203,20 @@ CLIENTS = {
     "python-sdk-sse": lambda gw, tmp: python_sdk(gw, "sse"),
     "typescript-sdk-streamable-http": lambda gw, tmp: typescript_sdk(gw, "http"),
     "typescript-sdk-sse": lambda gw, tmp: typescript_sdk(gw, "sse"),
+    "python-sdk-discover": lambda gw, tmp: python_sdk_discover(gw),
+    "typescript-sdk-v2-auto": lambda gw, tmp: typescript_sdk_v2(gw, "auto"),
+    "typescript-sdk-v2-legacy": lambda gw, tmp: typescript_sdk_v2(gw, "legacy"),
     "fastmcp-streamable-http": lambda gw, tmp: fastmcp_client(gw, "http"),
     "fastmcp-sse": lambda gw, tmp: fastmcp_client(gw, "sse"),
     "inspector-cli-streamable-http": lambda gw, tmp: inspector_cli(gw, "http", tmp),
     "inspector-cli-sse": lambda gw, tmp: inspector_cli(gw, "sse", tmp),
     "stdio-shim": lambda gw, tmp: python_sdk(gw, "stdio"),
 }
+
+
+# Clients that choose their era: the gateway answers server/discover, so probing ones go stateless.
+ERAS = {"python-sdk-discover": "2026-07-28", "typescript-sdk-v2-auto": "2026-07-28",
+        "typescript-sdk-v2-legacy": "handshake"}
 
 
 @pytest.mark.parametrize("client", list(CLIENTS))
@@ -186,3 +230,5 @@ def test_client(gw, client, tmp_path):
     if got["progress"] is not None:
         assert list(got["progress"]) == [1, 2, 3], f"{client}: progress {got['progress']}"
     assert got["error"]["isError"] is True and "interop failure" in got["error"]["text"], f"{client}: {got['error']}"
+    if client in ERAS:
+        assert got["era"] == ERAS[client], f"{client} spoke {got['era']}, not {ERAS[client]}"

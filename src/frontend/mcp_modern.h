@@ -1,0 +1,76 @@
+#pragma once
+// MCP 2026-07-28 (stateless) on the same /mcp endpoint as the handshake revisions. A request
+// without Mcp-Session-Id whose MCP-Protocol-Version header or params._meta names the stateless
+// revision (or that is server/discover) is served here: each POST is self-contained (version
+// and client capabilities in params._meta, checked against the MCP-Protocol-Version, Mcp-Method
+// and Mcp-Name headers), answered with `resultType`, lists with `ttlMs`/`cacheScope`, and a
+// handshake-era server's sampling/elicitation/roots request becomes an `input_required` result
+// (src/gateway/input_required.h).
+#include <boost/asio/awaitable.hpp>
+#include <boost/json/object.hpp>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "gateway/gateway.h"
+#include "gateway/input_required.h"
+#include "mcp/revision.h"
+#include "transport/http_server.h"
+
+namespace toolbridge::frontend {
+
+class McpModern {
+ public:
+  explicit McpModern(gateway::Gateway& gateway);
+
+  // Whether a request that carries no Mcp-Session-Id is a stateless one. Handshake requests
+  // (with a session, or initialize) never reach here, so their path costs one header look-up.
+  static bool claims(const transport::Request& req);
+
+  boost::asio::awaitable<void> post(transport::Exchange& ex, std::string_view trajectory);
+  // GET and DELETE have no meaning without sessions: 405 with Allow: POST.
+  boost::asio::awaitable<void> not_allowed(transport::Exchange& ex);
+
+ private:
+  struct Request {
+    std::string id;  // raw JSON
+    std::string method;
+    boost::json::object params;
+    mcp::ModernEnvelope envelope;
+    bool accepts_sse = false;
+    std::string trajectory;  // named by the URL or X-Toolbridge-Trajectory, else empty
+  };
+  using Handler = boost::asio::awaitable<void> (McpModern::*)(transport::Exchange&, Request&);
+
+  boost::asio::awaitable<void> discover(transport::Exchange& ex, Request& r);
+  boost::asio::awaitable<void> list(transport::Exchange& ex, Request& r);
+  boost::asio::awaitable<void> listen(transport::Exchange& ex, Request& r);
+  boost::asio::awaitable<void> call(transport::Exchange& ex, Request& r);
+
+  // The stateless session of the client (its owner): per_session instances of calls that name
+  // no trajectory are bound to it; nullptr with `error` set if no session can be made.
+  std::shared_ptr<gateway::Session> session_for(transport::Exchange& ex, std::string& error);
+  // Starts the call (params cleaned of the revision's own members) on `conv`.
+  void start(const std::shared_ptr<gateway::Conversation>& conv, Request& r);
+  // Answers this exchange with the conversation's next outcome: its response, or an
+  // input_required result for the server requests waiting (the call stays parked).
+  // `id`: the request this exchange answers (a retry has its own).
+  boost::asio::awaitable<void> answer(transport::Exchange& ex,
+                                      std::shared_ptr<gateway::Conversation> conv, std::string id);
+  // The cacheScope of lists: private when a per_session server may answer differently.
+  std::string_view cache_scope() const;
+
+  gateway::Gateway& gateway_;
+  gateway::InputRequired input_required_;
+  std::unordered_map<std::string_view, Handler> table_;
+  std::unordered_map<std::string, std::string> sessions_;  // owner -> stateless session id
+  std::uint64_t next_subscription_ = 1;
+};
+
+// A JSON-RPC response with `resultType: "complete"` added to its result (errors unchanged).
+std::string with_result_type(std::string response);
+// `members` (raw JSON text: `"k":v,...`) spliced at the front of the response's result object.
+std::string with_result_members(std::string response, std::string_view members);
+
+}  // namespace toolbridge::frontend

@@ -1,0 +1,188 @@
+// The answers of stateless (2026-07-28) requests that wait: a call's outcome or its
+// input_required result, and subscriptions/listen streams.
+#include <spdlog/spdlog.h>
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+
+#include "frontend/client_identity.h"
+#include "frontend/event_stream.h"
+#include "frontend/mcp_modern.h"
+#include "gateway/methods.h"
+#include "json/envelope.h"
+
+namespace toolbridge::frontend {
+
+namespace asio = boost::asio;
+namespace bj = boost::json;
+namespace http = boost::beast::http;
+using gateway::Conversation;
+using transport::Exchange;
+
+namespace {
+
+constexpr auto kKeepalive = std::chrono::seconds(15);
+// Server requests sent within this window of the first one go out in one input_required result.
+constexpr auto kGatherWindow = std::chrono::milliseconds(5);
+
+asio::awaitable<void> wait(gateway::Channel& channel, std::chrono::steady_clock::duration most) {
+  channel.wake.expires_after(most);
+  boost::system::error_code ec;
+  co_await channel.wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+}
+
+// The response re-addressed to the request that is being answered now.
+std::string readdressed(std::string response, std::string_view id) {
+  const json::Envelope env = json::parse_envelope(response);
+  if (env.id.in(response) == id) return response;
+  return json::with_id(response, env.id, id);
+}
+
+// The final message of an exchange: a JSON body, or the last event of a begun stream.
+asio::awaitable<void> finish(Exchange& ex, bool streaming, std::string body) {
+  if (streaming) {
+    std::string event = sse_event(body);
+    if (co_await ex.write_chunk(std::move(event))) co_await ex.end_stream();
+    co_return;
+  }
+  const json::Envelope env = json::parse_envelope(body);
+  int code = 0;
+  if (!env.error.empty()) {
+    const std::string_view e = env.error.in(body);
+    const auto at = e.find("\"code\":");
+    if (at != std::string_view::npos) code = std::atoi(std::string(e.substr(at + 7, 8)).c_str());
+  }
+  const auto status = static_cast<http::status>(mcp::http_status_for(code));
+  co_await ex.reply(status, "application/json", std::move(body), {});
+}
+
+}  // namespace
+
+asio::awaitable<void> McpModern::answer(Exchange& ex, std::shared_ptr<Conversation> conv,
+                                        std::string id) {
+  const int round = ++conv->round;
+  // A client that hangs up while its call runs (not while it is parked between rounds) cancels it.
+  ex.on_peer_closed([this, weak = std::weak_ptr<Conversation>(conv), round] {
+    auto c = weak.lock();
+    if (!c || c->round != round || c->parked || c->detached) return;
+    c->detached = true;
+    c->refuse_all("the agent disconnected");
+    if (c->session) gateway_.methods().abandon(c->session, c, "the agent disconnected");
+  });
+  bool streaming = false;
+  for (;;) {
+    // Events first: notifications the server sent before its answer go out before it.
+    if (!conv->channel.queue.empty()) {
+      if (!streaming) {
+        const bool began = co_await ex.begin_stream(http::status::ok, "text/event-stream", {});
+        if (!began) break;
+        streaming = true;
+      }
+      std::string chunk;
+      drain_events(conv->channel, chunk);
+      if (!co_await ex.write_chunk(std::move(chunk))) break;
+      continue;
+    }
+    if (!conv->responses.empty()) {
+      std::string body = with_result_type(readdressed(std::move(conv->responses.front()), id));
+      if (conv->method == "resources/read") {
+        body = with_result_members(std::move(body), R"("ttlMs":0,"cacheScope":"private")");
+        // 2026-07-28 names a missing resource -32602 (SEP-2164); handshake servers said -32002.
+        constexpr std::string_view kOld = R"("code":-32002)";
+        if (const auto at = body.find(kOld); at != std::string::npos)
+          body.replace(at, kOld.size(), R"("code":-32602)");
+      }
+      conv->responses.clear();
+      conv->detached = true;
+      co_await finish(ex, streaming, std::move(body));
+      co_return;
+    }
+    if (conv->finished()) {  // cancelled: nothing came back
+      conv->detached = true;
+      std::string body = json::make_error(id, json::kInternalError, "the call was cancelled");
+      co_await finish(ex, streaming, std::move(body));
+      co_return;
+    }
+    if (conv->has_asks()) {
+      asio::steady_timer gather(gateway_.io(), kGatherWindow);
+      boost::system::error_code ec;
+      co_await gather.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      if (!conv->responses.empty() || !conv->has_asks()) continue;
+      const std::string state = input_required_.park(conv);
+      std::string body = json::make_result(id, conv->input_required_result(state));
+      co_await finish(ex, streaming, std::move(body));
+      co_return;
+    }
+    co_await wait(conv->channel, kKeepalive);
+    if (streaming && conv->channel.queue.empty() && conv->responses.empty() && !conv->has_asks()) {
+      std::string comment = ": keep-alive\n\n";
+      if (!co_await ex.write_chunk(std::move(comment))) break;
+    }
+  }
+  // The connection broke mid-stream.
+  conv->detached = true;
+  conv->refuse_all("the agent disconnected");
+  if (conv->session) gateway_.methods().abandon(conv->session, conv, "the agent disconnected");
+}
+
+asio::awaitable<void> McpModern::listen(Exchange& ex, Request& r) {
+  if (!r.accepts_sse) {
+    std::string body = json::make_error(r.id, json::kInvalidRequest,
+                                        "Not Acceptable: subscriptions/listen answers with an "
+                                        "event stream; Accept must include text/event-stream");
+    co_await ex.reply(http::status::not_acceptable, "application/json", std::move(body), {});
+    co_return;
+  }
+  // Only tools/list_changed is announced by the gateway (its catalog of tools changes).
+  const bj::value* filter = r.params.if_contains("notifications");
+  const bool tools = filter && filter->is_object() &&
+                     filter->as_object().contains("toolsListChanged") &&
+                     filter->as_object().at("toolsListChanged") == true;
+  std::string error;
+  std::string owner = owner_of(ex, error);
+  auto session = owner.empty() ? nullptr : gateway_.create_session(ex.client(), error);
+  if (!session) {
+    const transport::Headers retry{{"Retry-After", "5"}};
+    std::string body = json::make_error(r.id, json::kOverloaded, error);
+    co_await ex.reply(http::status::service_unavailable, "application/json", std::move(body),
+                      retry);
+    co_return;
+  }
+  session->owner = std::move(owner);
+  session->initialized = true;  // so the gateway's broadcasts reach its stream
+  auto channel = std::make_shared<gateway::Channel>(gateway_.io());
+  session->get_stream = channel;
+  const std::string meta = R"({")" + std::string(mcp::kSubscriptionIdMeta) + R"(":)" + r.id + "}";
+  std::string ack = json::make_notification(
+      "notifications/subscriptions/acknowledged",
+      R"({"_meta":)" + meta + R"(,"notifications":)" +
+          (tools ? std::string(R"({"toolsListChanged":true})") : std::string("{}")) + "}");
+  bool ok = co_await ex.begin_stream(http::status::ok, "text/event-stream", {});
+  std::string first = sse_event(ack);
+  if (ok) ok = co_await ex.write_chunk(std::move(first));
+  while (ok && !gateway_.stopping() && !channel->closed && !ex.peer_closed()) {
+    std::string chunk;
+    while (!channel->queue.empty()) {
+      const std::string message = channel->pop();
+      const json::Envelope env = json::parse_envelope(message);
+      if (tools && env.method == "notifications/tools/list_changed") {
+        chunk += sse_event(json::make_notification(env.method, R"({"_meta":)" + meta + "}"));
+      }
+    }
+    if (!chunk.empty()) ok = co_await ex.write_chunk(std::move(chunk));
+    if (!ok) break;
+    // Messages pushed while the write was in flight woke no one: look again before waiting.
+    if (!channel->queue.empty()) continue;
+    co_await wait(*channel, kKeepalive);
+    std::string comment = ": keep-alive\n\n";
+    if (channel->queue.empty()) ok = co_await ex.write_chunk(std::move(comment));
+  }
+  if (ok) co_await ex.end_stream();
+  channel->closed = true;
+  gateway_.end_session(session, "the subscriptions/listen stream closed");
+}
+
+}  // namespace toolbridge::frontend

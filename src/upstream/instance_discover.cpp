@@ -1,0 +1,40 @@
+// MCP 2026-07-28 toward remote servers: server/discover before the handshake.
+#include <spdlog/spdlog.h>
+
+#include <boost/json.hpp>
+
+#include "mcp/revision.h"
+#include "upstream/instance.h"
+#include "upstream/stateless.h"
+
+namespace toolbridge::upstream {
+
+namespace asio = boost::asio;
+namespace bj = boost::json;
+
+asio::awaitable<bool> Instance::discover() {
+  // Only remote servers are probed: a stdio server of the handshake era may take an unknown
+  // first request badly, and each process is ours to initialize anyway.
+  if (!server_.remote()) co_return false;
+  std::string error;
+  std::string params = discover_params();
+  bj::value found = co_await request("server/discover", std::move(params), error);
+  if (!error.empty() || !offers_stateless(found)) {
+    spdlog::debug("[{}] server/discover: {}; using the initialize handshake", server_.name,
+                  error.empty() ? "no 2026-07-28 offered" : error);
+    co_return false;
+  }
+  std::string version(mcp::kModernVersion);
+  transport_->set_stateless(std::move(version));
+  if (const auto* c = found.as_object().if_contains("capabilities"); c && c->is_object()) {
+    const auto& caps = c->as_object();
+    caps_.tools = caps.contains("tools");
+    caps_.resources = caps.contains("resources");
+    caps_.prompts = caps.contains("prompts");
+    caps_.completions = caps.contains("completions");
+  }
+  spdlog::info("[{}] speaks MCP 2026-07-28: stateless requests, no handshake", server_.name);
+  co_return true;
+}
+
+}  // namespace toolbridge::upstream

@@ -1,0 +1,89 @@
+#include "upstream/stateless.h"
+
+#include <algorithm>
+#include <boost/beast/core/detail/base64.hpp>
+#include <boost/json.hpp>
+
+#include "json/parse.h"
+#include "mcp/revision.h"
+
+namespace toolbridge::upstream {
+
+namespace bj = boost::json;
+namespace b64 = boost::beast::detail::base64;
+
+namespace {
+
+// What the gateway declares upstream: everything it can route back to an agent.
+bj::object envelope() {
+  return bj::object{
+      {mcp::kVersionMeta, mcp::kModernVersion},
+      {mcp::kCapabilitiesMeta, bj::object{{"roots", bj::object{{"listChanged", true}}},
+                                          {"sampling", bj::object{}},
+                                          {"elicitation", bj::object{}}}},
+      {mcp::kClientInfoMeta, bj::object{{"name", "toolbridge"}, {"version", "0.1.0"}}}};
+}
+
+}  // namespace
+
+std::string discover_params() {
+  return bj::serialize(bj::object{{"_meta", envelope()}});
+}
+
+bool offers_stateless(const bj::value& result) {
+  const bj::value* versions =
+      result.is_object() ? result.as_object().if_contains("supportedVersions") : nullptr;
+  if (!versions || !versions->is_array()) return false;
+  for (const auto& v : versions->as_array()) {
+    if (v.is_string() && mcp::is_modern_version(v.as_string())) return true;
+  }
+  return false;
+}
+
+StatelessMessage to_stateless(std::string_view message) {
+  StatelessMessage out{std::string(message), {}, {}};
+  boost::system::error_code ec;
+  bj::value v = json::parse(message, ec);
+  if (ec || !v.is_object()) return out;
+  bj::object& m = v.as_object();
+  const bj::value* method = m.if_contains("method");
+  if (!method || !method->is_string()) return out;  // a response to the server
+  out.method = std::string(method->as_string());
+  if (!m.contains("id")) return out;  // notifications carry no envelope
+  bj::value& params = m["params"];
+  if (!params.is_object()) params = bj::object();
+  bj::value& meta = params.as_object()["_meta"];
+  if (!meta.is_object()) meta = bj::object();
+  for (auto& [k, val] : envelope()) meta.as_object()[k] = val;
+  const std::string_view key = out.method == "resources/read" ? "uri"
+                               : (out.method == "tools/call" || out.method == "prompts/get")
+                                   ? "name"
+                                   : "";
+  if (!key.empty()) {
+    if (const bj::value* named = params.as_object().if_contains(key); named && named->is_string())
+      out.name = std::string(named->as_string());
+  }
+  out.body = bj::serialize(v);
+  return out;
+}
+
+void add_stateless_headers(std::vector<std::pair<std::string, std::string>>& headers,
+                           const std::string& method, const std::string& name,
+                           const std::string& version) {
+  headers.emplace_back("MCP-Protocol-Version",
+                       version.empty() ? std::string(mcp::kModernVersion) : version);
+  if (!method.empty()) headers.emplace_back("Mcp-Method", method);
+  if (name.empty()) return;
+  const bool plain =
+      std::all_of(name.begin(), name.end(), [](char c) { return c >= 0x20 && c <= 0x7e; }) &&
+      name.front() != ' ' && name.back() != ' ';
+  if (plain) {
+    headers.emplace_back("Mcp-Name", name);
+    return;
+  }
+  std::string encoded(b64::encoded_size(name.size()), '\0');
+  encoded.resize(b64::encode(encoded.data(), name.data(), name.size()));
+  headers.emplace_back("Mcp-Name", "=?base64?" + encoded + "?=");
+}
+
+}  // namespace toolbridge::upstream

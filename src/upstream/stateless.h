@@ -1,0 +1,37 @@
+#pragma once
+// The client side of MCP 2026-07-28 toward a remote server that speaks it: the per-request
+// envelope every request carries in params._meta and the Mcp-Method / Mcp-Name headers. The
+// gateway probes server/discover before initialize; a server that lists 2026-07-28 is spoken to
+// statelessly, any other answer falls back to the handshake.
+#include <boost/json/value.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace toolbridge::upstream {
+
+// A message as a stateless server must receive it, and the headers naming it.
+struct StatelessMessage {
+  std::string body;
+  std::string method;  // Mcp-Method (requests and notifications)
+  std::string name;    // Mcp-Name (tools/call, prompts/get: name; resources/read: uri), or empty
+};
+
+// `message` with the envelope merged into params._meta (requests only; its own _meta keys are
+// kept). A message that is not a JSON-RPC object passes unchanged.
+StatelessMessage to_stateless(std::string_view message);
+
+// Whether a server/discover result offers the stateless revision.
+bool offers_stateless(const boost::json::value& discover_result);
+
+// The server/discover request's params: the envelope alone.
+std::string discover_params();
+
+// MCP-Protocol-Version (`version`, else 2026-07-28 for the discover probe), Mcp-Method and
+// Mcp-Name (as =?base64?…?= unless plain printable ASCII).
+void add_stateless_headers(std::vector<std::pair<std::string, std::string>>& headers,
+                           const std::string& method, const std::string& name,
+                           const std::string& version);
+
+}  // namespace toolbridge::upstream
