@@ -34,12 +34,12 @@ from pathlib import Path
 from .client import AsyncClient, AsyncTrajectory, CallResult, Client, Timing, ToolCall, Trajectory
 from .errors import (CallCancelled, CallFailed, CallTimeout, ConnectionFailed, InvalidCall, Overloaded,
                      RequestRejected, ServerError, ServerUnavailable, ToolbridgeError, ToolError,
-                     TrajectoryRefused, Unauthorized, CallForbidden)
+                     TrajectoryRefused, Unauthorized, CallForbidden, Forbidden)
 
 __all__ = ["AsyncClient", "AsyncTrajectory", "CallCancelled", "CallFailed", "CallResult", "CallTimeout",
            "Client", "ConnectionFailed", "Gateway", "GatewayError", "InvalidCall", "Overloaded",
            "RequestRejected", "ServerError", "ServerUnavailable", "Timing", "ToolCall", "ToolError",
-           "ToolbridgeError", "Trajectory", "TrajectoryRefused", "Unauthorized", "CallForbidden", "find_binary", "release", "trajectory"]
+           "ToolbridgeError", "Trajectory", "TrajectoryRefused", "Unauthorized", "CallForbidden", "Forbidden", "find_binary", "release", "trajectory"]
 __version__ = "0.1.0"
 
 

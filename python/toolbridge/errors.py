@@ -43,6 +43,10 @@ class Unauthorized(RequestRejected):
     """401: the gateway needs an API key (``token=``) and got none, or one it does not know."""
 
 
+class Forbidden(RequestRejected):
+    """403 ``forbidden``: every call of the request is outside the API key's allowlist."""
+
+
 class CallFailed(ToolbridgeError):
     """One call ended with an outcome other than ``ok``: ``tool``, ``outcome``, ``code``,
     ``message``, and the server's ``result`` for a ``tool_error``."""
@@ -129,6 +133,8 @@ def rejected(status: int, body: bytes, retry_after: str | None) -> RequestReject
         return Overloaded(status, code, message, wait)
     if status == 401:
         return Unauthorized(status, code, message)
+    if status == 403 and code == "forbidden":
+        return Forbidden(status, code, message)
     if status == 403 and code == "trajectory_refused":
         return TrajectoryRefused(status, code, message)
     return RequestRejected(status, code, message)

@@ -438,6 +438,16 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
     co_await refuse(ex, r, headers);
     co_return;
   }
+  // Every call outside the API key's allowlist: the request as a whole is forbidden.
+  const bool all_forbidden =
+      std::all_of(run->results.begin(), run->results.end(),
+                  [](const auto& r) { return r && r->fault == Fault::kForbidden; });
+  if (all_forbidden) {
+    --*accepted_;  // counted as refused instead
+    const BatchRefusal r{403, "forbidden", run->results.front()->why};
+    co_await refuse(ex, r, no_headers);
+    co_return;
+  }
 
   std::vector<BatchEntry> entries(n);
   for (std::size_t i = 0; i < n; ++i) {

@@ -110,9 +110,20 @@ def test_the_allowlist_limits_calls_and_lists(traced_gateway):
     assert len(a.request("tools/list", {}, 1)["result"]["tools"]) > len(names)
     with toolbridge.Client(gw.base_url, token=TOKEN_B) as c:
         assert {t["name"] for t in c.tools()} == names
-        with pytest.raises(toolbridge.CallForbidden) as info:
+        # A request whose every call is outside the allowlist: 403.
+        with pytest.raises(toolbridge.Forbidden) as refused_request:
             c.call("fixture__add", {"a": 1, "b": 2})
+        assert refused_request.value.status == 403
+        assert "not allowed for API key 'b'" in refused_request.value.message
+        # A batch with some allowed calls: those run, the others are `forbidden` entries.
+        ok, forbidden = c.batch([("fixture__echo", {"text": "in"}), ("fixture__add", {"a": 1, "b": 2})])
+        assert ok.text == "in" and forbidden.outcome == "forbidden"
+        with pytest.raises(toolbridge.CallForbidden) as info:
+            forbidden.raise_for_outcome()
         assert info.value.code == -32006
+    raw = httpx.post(gw.base_url + "/v1/batch", headers=bearer(TOKEN_B),
+                     json={"calls": [{"tool": "fixture__add", "arguments": {"a": 1, "b": 2}}]})
+    assert raw.status_code == 403 and raw.json()["error"]["code"] == "forbidden", raw.text
     with toolbridge.Client(gw.base_url) as anonymous, pytest.raises(toolbridge.Unauthorized):
         anonymous.call("fixture__echo", {"text": "x"})
 
@@ -167,3 +178,15 @@ def test_listens_on_every_address_when_told_or_with_keys(tmp_path, gateway):
         proc.terminate()
         proc.communicate(timeout=30)
     assert proc.returncode == 0
+
+
+def test_the_cli_sends_the_key_from_the_environment(traced_gateway):
+    gw, _ = traced_gateway
+    import os
+    cmd = [str(toolbridge_bin()), "call", "fixture__echo", "text=from the cli", "--url", gw.mcp_url]
+    denied = subprocess.run(cmd, capture_output=True, text=True, timeout=30,
+                            env={k: v for k, v in os.environ.items() if k != "TOOLBRIDGE_TOKEN"})
+    assert denied.returncode == 2 and "Unauthorized: this gateway needs an API key" in denied.stderr, denied
+    allowed = subprocess.run(cmd, capture_output=True, text=True, timeout=30,
+                             env={**os.environ, "TOOLBRIDGE_TOKEN": TOKEN_A})
+    assert allowed.returncode == 0 and "from the cli" in allowed.stdout, allowed
