@@ -302,3 +302,29 @@ def test_a_tenant_rate_holds_across_the_three_gateways(cluster):
     # Another tenant is not held by it.
     with httpx.Client(timeout=30) as client:
         assert batch(client, gateways[0].base_url, "search__echo", {"text": "x"}).status_code == 200
+
+
+def test_a_stopped_redis_degrades_rates_to_local_windows_in_bounded_time(gateway_factory, tmp_path):
+    redis = RedisServer(tmp_path / "redis")
+    try:
+        gw = gateway_factory(servers(), {**gateway_config("gw-1", redis),
+                                         "shared_limits": {"redis": redis.address, "timeout": "200ms"},
+                                         "tenants": {"metered": {"rate": 5}}})
+        redis.signal(signal.SIGSTOP)  # accepts connections, answers nothing
+        admitted = 0
+        start = time.monotonic()
+        with httpx.Client(timeout=30) as client:
+            for i in range(15):
+                r = batch(client, gw.base_url, "search__echo", {"text": str(i)},
+                          **{"X-Toolbridge-Tenant": "metered"})
+                admitted += r.status_code == 200
+        elapsed = time.monotonic() - start
+        # This gateway's own window decides: the rate still holds, and no call waited long.
+        assert 5 <= admitted <= 5 * (int(elapsed) + 1), (admitted, elapsed)
+        assert elapsed < 5.0, elapsed
+        metrics = gw.metrics()
+        fallbacks = [x for x in metrics.splitlines() if x.startswith("toolbridge_rate_local_fallbacks_total")]
+        assert fallbacks and float(fallbacks[0].split()[-1]) >= 1, fallbacks
+    finally:
+        redis.signal(signal.SIGCONT)
+        redis.close()
