@@ -5,6 +5,7 @@ address without keys."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
@@ -91,7 +92,12 @@ def test_the_tenant_comes_from_the_key_not_from_the_caller(traced_gateway):
     assert text_of(answer["result"]) == "hi"
     with toolbridge.Client(gw.base_url, token=TOKEN_B, tenant="not-b-either") as c:
         assert c.call("fixture__echo", {"text": "x"}).text == "x"
-    assert trace_tenants(trace, 2) == ["team-a", "team-b"]
+
+    async def async_call() -> str:
+        async with toolbridge.AsyncClient(gw.base_url, token=TOKEN_A, tenant="nope") as c:
+            return (await c.call("fixture__echo", {"text": "async"})).text
+    assert asyncio.run(async_call()) == "async"
+    assert trace_tenants(trace, 3) == ["team-a", "team-b", "team-a"]
 
 
 def test_the_allowlist_limits_calls_and_lists(traced_gateway):

@@ -6,6 +6,7 @@ the old one kept)."""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import ssl
 import subprocess
@@ -85,6 +86,11 @@ def test_a_client_that_trusts_the_ca_completes_the_handshake(tls_gateway, pki):
     with toolbridge.Client(gw.base_url, ca_file=str(pki["ca"])) as c:
         assert c.call("fixture__echo", {"text": "sync"}).text == "sync"
         assert c.call("fixture__echo", {"text": "again, same connection"}).text == "again, same connection"
+
+    async def async_calls() -> list[str]:
+        async with toolbridge.AsyncClient(gw.base_url, ca_file=str(pki["ca"])) as c:
+            return [(await c.call("fixture__echo", {"text": t})).text for t in ("a", "b")]
+    assert asyncio.run(async_calls()) == ["a", "b"]
 
 
 def test_a_client_without_the_ca_is_refused_and_plain_http_gets_nothing(tls_gateway, pki):
