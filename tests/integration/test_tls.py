@@ -134,3 +134,31 @@ def test_sighup_takes_a_renewed_certificate_and_keeps_the_old_one_if_broken(tls_
     gw.proc.send_signal(signal.SIGHUP)
     wait_log(gw, "the previous certificate stays in use")
     assert handshake(gw.port, pki["other_ca"]) == "other-ca"
+
+
+def test_the_official_sdk_reaches_a_gateway_with_tls_and_an_api_key(gateway_factory, pki, tmp_path):
+    import httpx2
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    token = "sdk-token-0123456789abcdef"
+    gw = Gateway(tmp_path / "gw-auth", {"fixture": fixture_server()},
+                 {"tls": {"cert": str(pki["cert"]), "key": str(pki["key"])},
+                  "auth": {"keys": [{"name": "sdk", "token": token, "tenant": "sdk",
+                                     "allow": ["fixture__echo"]}]}})
+    gw.verify = ssl.create_default_context(cafile=str(pki["ca"]))
+    gw.start()
+    gateway_factory.gateways.append(gw)
+    gw.wait_ready()
+
+    async def session() -> tuple[list[str], str]:
+        client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
+                                    verify=ssl.create_default_context(cafile=str(pki["ca"])))
+        async with client, streamable_http_client(gw.mcp_url, http_client=client) as (read, write, *_):
+            async with ClientSession(read, write) as s:
+                await s.initialize()
+                tools = [t.name for t in (await s.list_tools()).tools]
+                result = await s.call_tool("fixture__echo", {"text": "sdk over tls"})
+                return tools, result.content[0].text
+
+    assert asyncio.run(session()) == (["fixture__echo"], "sdk over tls")
