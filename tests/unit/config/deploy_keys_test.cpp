@@ -80,7 +80,7 @@ TEST(ConfigDeploy, BadKeysAreRefusedWithTheKeyPath) {
             "cfg.yaml:1:40: gateway.auth.keys[0].token_sha256: expected the SHA-256 of the token "
             "as 64 hex digits");
   EXPECT_EQ(yaml_error("gateway: {auth: {keys: [{token: 0123456789abcdef, tenant: 'a b'}]}}\n"),
-            "cfg.yaml:1:61: gateway.auth.keys[0].tenant: a tenant name is 1-128 characters of "
+            "cfg.yaml:1:59: gateway.auth.keys[0].tenant: a tenant name is 1-128 characters of "
             "[A-Za-z0-9._:-]");
   EXPECT_EQ(yaml_error("gateway: {auth: {keys: [{token: 0123456789abcdef, tenant: a, "
                        "name: one}, {token: 0123456789abcdef, tenant: b}]}}\n"),
