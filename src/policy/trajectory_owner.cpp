@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cache/redis_client.h"
+#include "transport/session_id.h"
 #include "upstream/upstream.h"
 
 namespace toolbridge::policy {
@@ -13,6 +14,7 @@ TrajectoryOwnerStage::TrajectoryOwnerStage(boost::asio::io_context& io, const co
     : config_(g), clock_(clock) {
   const std::string& address = g.shared_limits.address;
   if (g.gateway_id.empty() || address.empty()) return;
+  claim_ = g.gateway_id + "#" + transport::random_session_id().substr(0, 12);
   const std::size_t colon = address.rfind(':');
   const auto port = static_cast<unsigned short>(std::stoi(address.substr(colon + 1)));
   redis_ = std::make_unique<cache::RedisClient>(io, address.substr(0, colon), port,
@@ -37,6 +39,16 @@ std::string TrajectoryOwnerStage::lost_message(const std::string& name, const st
       name, previous, self, server, self);
 }
 
+std::string TrajectoryOwnerStage::restarted_message(const std::string& name,
+                                                    const std::string& server,
+                                                    const std::string& self) {
+  return fmt::format(
+      "trajectory '{}' was held by this gateway ('{}') before it restarted: its per_session "
+      "instance of server '{}' and that instance's state are lost. The trajectory's next call "
+      "starts a fresh instance",
+      name, self, server);
+}
+
 boost::asio::awaitable<gateway::Result> TrajectoryOwnerStage::handle(gateway::Call& call,
                                                                      gateway::Next next) {
   const auto now = clock_.now();
@@ -44,7 +56,7 @@ boost::asio::awaitable<gateway::Result> TrajectoryOwnerStage::handle(gateway::Ca
   const std::string& self = config_.gateway_id;
   std::vector<std::string> argv{"SET",
                                 config_.shared_limits.key_prefix + "owner:" + call.trajectory,
-                                self,
+                                claim_,
                                 "PX",
                                 std::to_string(ttl.count()),
                                 "GET"};
@@ -59,14 +71,18 @@ boost::asio::awaitable<gateway::Result> TrajectoryOwnerStage::handle(gateway::Ca
                   [&](const auto& e) { return now - e.second > config_.session_idle_ttl; });
   }
   claimed_[call.trajectory] = now;
-  const bool moved = reply->type == cache::RedisReply::Type::kString && reply->text != self;
-  if (!moved) {
+  // The value is "GATEWAY#INCARNATION": another gateway, or this one before a restart.
+  const bool held = reply->type == cache::RedisReply::Type::kString && reply->text != claim_;
+  if (!held) {
     gateway::Result result = co_await next(call);
     co_return result;
   }
-  spdlog::warn("trajectory '{}' moved here from gateway '{}' (gone): its per_session state is lost",
-               call.trajectory, reply->text);
-  std::string why = lost_message(call.trajectory, reply->text, call.route.server, self);
+  const std::string previous = reply->text.substr(0, reply->text.find('#'));
+  spdlog::warn("trajectory '{}' was held by gateway '{}'{}: its per_session state is lost",
+               call.trajectory, previous, previous == self ? " before it restarted" : " (gone)");
+  std::string why = previous == self
+                        ? restarted_message(call.trajectory, call.route.server, self)
+                        : lost_message(call.trajectory, previous, call.route.server, self);
   co_return gateway::Result::failure(gateway::Fault::kUnavailable, std::move(why));
 }
 

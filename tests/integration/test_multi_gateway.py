@@ -328,3 +328,24 @@ def test_a_stopped_redis_degrades_rates_to_local_windows_in_bounded_time(gateway
     finally:
         redis.signal(signal.SIGCONT)
         redis.close()
+
+
+def test_a_restarted_gateway_says_which_trajectories_lost_their_instance(gateway_factory, tmp_path):
+    redis = RedisServer(tmp_path / "redis")
+    try:
+        first = gateway_factory(servers(), gateway_config("gw-1", redis), name="first")
+        with httpx.Client(timeout=30) as client:
+            before = pid_of(pid_call(client, first.base_url, "kept-7"))
+            first.proc.send_signal(signal.SIGKILL)
+            first.proc.wait(10)
+            again = gateway_factory(servers(), gateway_config("gw-1", redis), name="again")
+            lost = pid_call(client, again.base_url, "kept-7")
+            assert lost["outcome"] == "unavailable", lost
+            assert lost["error"]["message"].startswith(
+                "trajectory 'kept-7' was held by this gateway ('gw-1') before it restarted"), lost
+            after = {pid_of(pid_call(client, again.base_url, "kept-7")) for _ in range(3)}
+            assert len(after) == 1 and before not in after
+            # A trajectory the restarted gateway has never seen starts without an error.
+            assert pid_of(pid_call(client, again.base_url, "new-8")) > 0
+    finally:
+        redis.close()

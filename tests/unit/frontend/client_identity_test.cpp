@@ -30,5 +30,12 @@ TEST(TrajectoryOwner, TheLostMessageNamesGatewayAndServer) {
             "on gateway 'gw-c'");
 }
 
+TEST(TrajectoryOwner, TheRestartMessageSaysThisGatewayRestarted) {
+  EXPECT_EQ(policy::TrajectoryOwnerStage::restarted_message("rollout-7", "memory", "gw-c"),
+            "trajectory 'rollout-7' was held by this gateway ('gw-c') before it restarted: its "
+            "per_session instance of server 'memory' and that instance's state are lost. The "
+            "trajectory's next call starts a fresh instance");
+}
+
 }  // namespace
 }  // namespace toolbridge::frontend
