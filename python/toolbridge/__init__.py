@@ -34,12 +34,12 @@ from pathlib import Path
 from .client import AsyncClient, AsyncTrajectory, CallResult, Client, Timing, ToolCall, Trajectory
 from .errors import (CallCancelled, CallFailed, CallTimeout, ConnectionFailed, InvalidCall, Overloaded,
                      RequestRejected, ServerError, ServerUnavailable, ToolbridgeError, ToolError,
-                     TrajectoryRefused)
+                     TrajectoryRefused, Unauthorized, CallForbidden, Forbidden)
 
 __all__ = ["AsyncClient", "AsyncTrajectory", "CallCancelled", "CallFailed", "CallResult", "CallTimeout",
            "Client", "ConnectionFailed", "Gateway", "GatewayError", "InvalidCall", "Overloaded",
            "RequestRejected", "ServerError", "ServerUnavailable", "Timing", "ToolCall", "ToolError",
-           "ToolbridgeError", "Trajectory", "TrajectoryRefused", "find_binary", "release", "trajectory"]
+           "ToolbridgeError", "Trajectory", "TrajectoryRefused", "Unauthorized", "CallForbidden", "Forbidden", "find_binary", "release", "trajectory"]
 __version__ = "0.1.0"
 
 
@@ -69,12 +69,14 @@ def trajectory(name: str) -> dict:
     return {"toolbridge/session": name}
 
 
-def release(url: str, name: str, timeout: float = 30.0) -> int:
+def release(url: str, name: str, timeout: float = 30.0, *, token: str | None = None) -> int:
     """Stops the per_session instances of trajectory (or MCP session) `name` on the gateway at
-    `url` (its /mcp URL or base URL) and removes their directories; returns how many."""
+    `url` (its /mcp URL or base URL) and removes their directories; returns how many. `token`:
+    the gateway's API key, if it needs one."""
     base = url[: -len("/mcp")] if url.endswith("/mcp") else url.rstrip("/")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
     request = urllib.request.Request(f"{base}/sessions/{urllib.parse.quote(name, safe='')}",
-                                     method="DELETE")
+                                     method="DELETE", headers=headers)
     with urllib.request.urlopen(request, timeout=timeout) as r:
         return int(json.load(r)["released"])
 

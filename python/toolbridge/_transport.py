@@ -13,6 +13,7 @@ import asyncio
 import http.client
 import queue
 import socket
+import ssl
 import threading
 import urllib.parse
 from typing import Mapping
@@ -24,14 +25,21 @@ _MAX_HEAD = 64 * 1024
 
 
 def split_url(url: str) -> tuple[str, int, str]:
-    """(host, port, path prefix) of an http:// base URL ("http://h:p", "http://h:p/mcp")."""
+    """(host, port, path prefix) of an http:// or https:// base URL ("http://h:p", "http://h:p/mcp")."""
     parts = urllib.parse.urlsplit(url)
-    if parts.scheme != "http" or not parts.hostname:
-        raise ValueError(f"the gateway URL must be http://HOST:PORT, not {url!r}")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"the gateway URL must be http://HOST:PORT or https://HOST:PORT, not {url!r}")
     prefix = parts.path.rstrip("/")
     if prefix.endswith("/mcp"):
         prefix = prefix[: -len("/mcp")]
-    return parts.hostname, parts.port or 80, prefix
+    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), prefix
+
+
+def tls_context(url: str, ca_file: str | None) -> ssl.SSLContext | None:
+    """The TLS context of an https:// URL (the system's CAs, or ``ca_file``); None for http://."""
+    if urllib.parse.urlsplit(url).scheme != "https":
+        return None
+    return ssl.create_default_context(cafile=ca_file)
 
 
 class Response:
@@ -46,14 +54,21 @@ class Response:
 class SyncTransport:
     """Connections kept alive and reused; any number of threads may send at once."""
 
-    def __init__(self, host: str, port: int, timeout: float) -> None:
+    def __init__(self, host: str, port: int, timeout: float, headers: Mapping[str, str] | None = None,
+                 tls: ssl.SSLContext | None = None) -> None:
         self.host, self.port, self.timeout = host, port, timeout
+        self.headers = dict(headers or {})  # sent with every request (Authorization)
+        self.tls = tls
         self._idle: queue.LifoQueue[http.client.HTTPConnection] = queue.LifoQueue()
         self._closed = False
         self._lock = threading.Lock()
 
     def _connect(self) -> http.client.HTTPConnection:
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        if self.tls is not None:
+            conn: http.client.HTTPConnection = http.client.HTTPSConnection(
+                self.host, self.port, timeout=self.timeout, context=self.tls)
+        else:
+            conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
         try:
             conn.connect()
         except OSError as exc:
@@ -69,7 +84,7 @@ class SyncTransport:
             conn, reused = self._connect(), False
         for attempt in (0, 1):
             try:
-                conn.request(method, path, body, headers or {})
+                conn.request(method, path, body, {**self.headers, **headers} if headers else self.headers)
                 resp = conn.getresponse()
                 data = resp.read()
                 if resp.will_close or self._closed:
@@ -112,14 +127,17 @@ class _AsyncConnection:
 class AsyncTransport:
     """A pool of kept-alive asyncio connections; any number of tasks may send at once."""
 
-    def __init__(self, host: str, port: int, timeout: float) -> None:
+    def __init__(self, host: str, port: int, timeout: float, headers: Mapping[str, str] | None = None,
+                 tls: ssl.SSLContext | None = None) -> None:
         self.host, self.port, self.timeout = host, port, timeout
+        self.headers = dict(headers or {})  # sent with every request (Authorization)
+        self.tls = tls
         self._idle: list[_AsyncConnection] = []
         self._host_header = f"{host}:{port}"
 
     async def _connect(self) -> _AsyncConnection:
         try:
-            reader, writer = await asyncio.open_connection(self.host, self.port, limit=_MAX_HEAD)
+            reader, writer = await asyncio.open_connection(self.host, self.port, limit=_MAX_HEAD, ssl=self.tls)
         except OSError as exc:
             raise ConnectionFailed(f"cannot connect to the gateway at {self.host}:{self.port}: {exc}") from exc
         sock = writer.get_extra_info("socket")
@@ -131,7 +149,7 @@ class AsyncTransport:
                       headers: Mapping[str, str] | None = None) -> Response:
         body = body or b""
         head = [f"{method} {path} HTTP/1.1\r\nHost: {self._host_header}\r\nContent-Length: {len(body)}\r\n"]
-        for k, v in (headers or {}).items():
+        for k, v in ({**self.headers, **headers} if headers else self.headers).items():
             head.append(f"{k}: {v}\r\n")
         head.append("\r\n")
         payload = "".join(head).encode("latin-1") + body

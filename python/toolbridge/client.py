@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Mapping, Sequence, Union
 
-from ._transport import AsyncTransport, Response, SyncTransport, split_url
+from ._transport import AsyncTransport, Response, SyncTransport, split_url, tls_context
 from .errors import ConnectionFailed, ToolbridgeError, call_failed, rejected
 
 __all__ = ["AsyncClient", "AsyncTrajectory", "CallResult", "Client", "Timing", "ToolCall", "Trajectory"]
@@ -184,6 +184,14 @@ def new_trajectory_name(prefix: str = "t") -> str:
     return f"{prefix}-{uuid.uuid4().hex}"
 
 
+def _auth_headers(token: str | None) -> dict[str, str]:
+    if token is None:
+        return {}
+    if not token or any(c in token for c in "\r\n"):
+        raise ValueError("token must be a non-empty API key on one line")
+    return {"Authorization": f"Bearer {token}"}
+
+
 class Client:
     """A synchronous client of one gateway (thread-safe; connections are kept alive).
 
@@ -191,15 +199,18 @@ class Client:
     request (X-Toolbridge-Tenant), for admission control and trajectory ownership. ``timeout``:
     seconds one HTTP request may take (calls have their own deadlines in the gateway).
     ``encoding``: "json" (default) or "msgpack" (less client CPU on large results; needs the
-    msgpack package)."""
+    msgpack package). ``token``: the gateway's API key (sent as ``Authorization: Bearer``; its
+    tenant then overrides ``tenant``). ``ca_file``: for an https:// URL, the CA certificates to
+    trust instead of the system's."""
 
     def __init__(self, url: str, *, tenant: str | None = None, timeout: float = 600.0,
-                 encoding: Encoding = "json") -> None:
+                 encoding: Encoding = "json", token: str | None = None,
+                 ca_file: str | None = None) -> None:
         host, port, self._prefix = split_url(url)
-        self.url = f"http://{host}:{port}{self._prefix}"
+        self.url = f"{url.split(':', 1)[0]}://{host}:{port}{self._prefix}"
         self.tenant = tenant
         self._codec = _Codec(encoding)
-        self._transport = SyncTransport(host, port, timeout)
+        self._transport = SyncTransport(host, port, timeout, _auth_headers(token), tls_context(url, ca_file))
         self._tools: list[dict[str, Any]] | None = None
 
     def tools(self, refresh: bool = False) -> list[dict[str, Any]]:
@@ -282,12 +293,13 @@ class AsyncClient:
     """The asyncio twin of Client: the same methods, as coroutines (``async with``)."""
 
     def __init__(self, url: str, *, tenant: str | None = None, timeout: float = 600.0,
-                 encoding: Encoding = "json") -> None:
+                 encoding: Encoding = "json", token: str | None = None,
+                 ca_file: str | None = None) -> None:
         host, port, self._prefix = split_url(url)
-        self.url = f"http://{host}:{port}{self._prefix}"
+        self.url = f"{url.split(':', 1)[0]}://{host}:{port}{self._prefix}"
         self.tenant = tenant
         self._codec = _Codec(encoding)
-        self._transport = AsyncTransport(host, port, timeout)
+        self._transport = AsyncTransport(host, port, timeout, _auth_headers(token), tls_context(url, ca_file))
         self._tools: list[dict[str, Any]] | None = None
 
     async def tools(self, refresh: bool = False) -> list[dict[str, Any]]:

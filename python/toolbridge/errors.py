@@ -39,6 +39,14 @@ class TrajectoryRefused(RequestRejected):
     """403: the trajectory belongs to another tenant (or address), or the client holds too many."""
 
 
+class Unauthorized(RequestRejected):
+    """401: the gateway needs an API key (``token=``) and got none, or one it does not know."""
+
+
+class Forbidden(RequestRejected):
+    """403 ``forbidden``: every call of the request is outside the API key's allowlist."""
+
+
 class CallFailed(ToolbridgeError):
     """One call ended with an outcome other than ``ok``: ``tool``, ``outcome``, ``code``,
     ``message``, and the server's ``result`` for a ``tool_error``."""
@@ -74,6 +82,10 @@ class ServerError(CallFailed):
     """The server answered with a JSON-RPC error (``server_error``, ``not_found``)."""
 
 
+class CallForbidden(CallFailed):
+    """The API key may not call this server or tool (outcome ``forbidden``)."""
+
+
 class CallCancelled(CallFailed):
     """The call was cancelled: a fail_fast batch stopped, or the client went away."""
 
@@ -91,6 +103,7 @@ _BY_OUTCOME: dict[str, type[CallFailed]] = {
     "server_error": ServerError,
     "not_found": ServerError,
     "cancelled": CallCancelled,
+    "forbidden": CallForbidden,
 }
 
 
@@ -118,6 +131,10 @@ def rejected(status: int, body: bytes, retry_after: str | None) -> RequestReject
         except ValueError:
             wait = 1.0
         return Overloaded(status, code, message, wait)
+    if status == 401:
+        return Unauthorized(status, code, message)
+    if status == 403 and code == "forbidden":
+        return Forbidden(status, code, message)
     if status == 403 and code == "trajectory_refused":
         return TrajectoryRefused(status, code, message)
     return RequestRejected(status, code, message)

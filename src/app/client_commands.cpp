@@ -1,6 +1,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/json.hpp>
+#include <cstdlib>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -109,6 +110,9 @@ class CliSession {
       req.headers.emplace_back("MCP-Protocol-Version", "2025-11-25");
     }
     if (!body.empty()) req.headers.emplace_back("Content-Type", "application/json");
+    // A gateway with API keys (gateway.auth): the key from the environment, never a flag.
+    if (const char* token = std::getenv("TOOLBRIDGE_TOKEN"); token && *token)
+      req.headers.emplace_back("Authorization", std::string("Bearer ") + token);
     req.body = body;
     // A tool call may run as long as the gateway's deadline for it, which bounds the wait.
     req.header_timeout = transport::kNoTimeout;

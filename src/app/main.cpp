@@ -95,9 +95,15 @@ int serve(const std::string& config_path, const std::string& listen, const std::
                                ? "[" + cfg.gateway.host + "]"
                                : cfg.gateway.host;
   auto announce = [&] {
-    std::cout << "listening on http://" << shown_host << ":" << gw.port() << std::endl;
-    spdlog::info("toolbridge serving MCP at http://{}:{}/mcp with {} server(s) from {}", shown_host,
-                 gw.port(), cfg.servers.size(), cfg.source);
+    const char* scheme = gw.tls() ? "https" : "http";
+    std::cout << "listening on " << scheme << "://" << shown_host << ":" << gw.port() << std::endl;
+    if (gw.admin_port() != 0) {
+      const std::string& admin = cfg.gateway.admin_listen;
+      spdlog::info("admin endpoints (no token) at http://{}:{}", admin.substr(0, admin.rfind(':')),
+                   gw.admin_port());
+    }
+    spdlog::info("toolbridge serving MCP at {}://{}:{}/mcp with {} server(s) from {}", scheme,
+                 shown_host, gw.port(), cfg.servers.size(), cfg.source);
   };
   if (wait_ready) {
     // For scripts: the line means every server is ready or failed (or ready_timeout passed).
@@ -121,6 +127,19 @@ int serve(const std::string& config_path, const std::string& listen, const std::
     signals.async_wait(on_signal);
   };
   signals.async_wait(on_signal);
+  // SIGHUP: a renewed certificate is taken without a restart (open connections keep theirs).
+  asio::signal_set hangup(io, SIGHUP);
+  std::function<void(boost::system::error_code, int)> on_hangup = [&](boost::system::error_code ec,
+                                                                      int) {
+    if (ec) return;
+    if (std::string err = gw.reload_tls(); !err.empty()) {
+      spdlog::error("SIGHUP: {}; the previous certificate stays in use", err);
+    } else {
+      spdlog::info("SIGHUP: TLS certificate and key reloaded");
+    }
+    hangup.async_wait(on_hangup);
+  };
+  hangup.async_wait(on_hangup);
   io.run();
   process::GroupReaper::stop();
   process::cgroups::disable();

@@ -14,6 +14,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/json.hpp>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <iostream>
@@ -300,6 +301,9 @@ class Shim {
                              get ? "text/event-stream" : "application/json, text/event-stream");
     if (verb == http::verb::post) req.headers.emplace_back("Content-Type", "application/json");
     if (!session_id_.empty()) req.headers.emplace_back("Mcp-Session-Id", session_id_);
+    // A gateway with API keys (gateway.auth): the key from the environment, never a flag.
+    if (const char* token = std::getenv("TOOLBRIDGE_TOKEN"); token && *token)
+      req.headers.emplace_back("Authorization", std::string("Bearer ") + token);
     req.body = body;
     // The GET stream lives as long as the session, outside the pool; the gateway bounds every
     // call by its own deadline, and streams may be quiet for long: no limit on reading.

@@ -30,6 +30,8 @@ std::string_view to_string(Fault f) {
       return "not_sent";
     case Fault::kCancelled:
       return "cancelled";
+    case Fault::kForbidden:
+      return "forbidden";
     case Fault::kShuttingDown:
       return "shutting_down";
   }
@@ -64,6 +66,8 @@ int error_code(Fault f) {
       return json::kInvalidParams;
     case Fault::kNotFound:
       return -32002;  // MCP: resource not found
+    case Fault::kForbidden:
+      return -32006;  // the gateway's own: not allowed for this API key
     case Fault::kUnavailable:
     case Fault::kShuttingDown:
       return json::kUpstreamUnavailable;

@@ -35,6 +35,7 @@ enum class Fault {
   kCrashed,        // the instance died with the call sent
   kNotSent,        // the instance died before the call reached it
   kCancelled,      // the caller cancelled it: nothing is answered
+  kForbidden,      // the caller's API key may not call this server or tool
   kShuttingDown,   // the gateway is stopping
 };
 inline constexpr std::size_t kFaultCount = static_cast<std::size_t>(Fault::kShuttingDown) + 1;
@@ -107,6 +108,9 @@ class Call {
   // The run the call belongs to, for admission control: _meta["toolbridge/tenant"], else the
   // session's X-Toolbridge-Tenant, else the session id.
   std::string tenant;
+  // The API key the request came with (null: authentication off). Its tenant overrides the
+  // caller's; its allowlist is checked by the authorize stage.
+  const config::ApiKey* principal = nullptr;
   std::chrono::milliseconds requested_timeout{0};  // _meta["toolbridge/timeout_ms"], 0 if none
   // _meta["toolbridge/repair"]: "off" (or "safe") caps repair for this call; empty if not given.
   std::string repair_request;
@@ -117,7 +121,7 @@ class Call {
   // W3C trace context of the caller's own tracing (`traceparent` header or _meta), validated;
   // empty if none. Written to the call trace and sent on in the upstream call's _meta.
   std::string traceparent;
-  std::shared_ptr<Events> events;                  // may be null (no stream to send events to)
+  std::shared_ptr<Events> events;  // may be null (no stream to send events to)
   Clock::time_point started = Clock::now();
 
   // Decided by the stages.

@@ -2,6 +2,7 @@
 // The gateway's configuration: what `toolbridge serve` reads from YAML or `mcpServers` JSON.
 // Every limit has a default here; README's reference table lists them.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -222,6 +223,28 @@ struct Trace {
 // Who may see /dashboard and /v1/trajectories (they show every trajectory's calls).
 enum class ObserveAccess { kLoopback, kAnywhere, kOff };
 
+// One API key of `auth.keys`: only the SHA-256 of the token is kept (the token itself is
+// dropped when the config is read), with the tenant its calls run as and what it may call.
+struct ApiKey {
+  std::string name;                        // for logs and messages (never the token)
+  std::array<unsigned char, 32> sha256{};  // of the token's bytes
+  std::string tenant;                      // overrides X-Toolbridge-Tenant and _meta
+  // "server" (every tool of it) or "server__tool" (the exposed name); empty: everything.
+  std::vector<std::string> allow;
+};
+
+// Authentication of the downstream listener (`auth`). No keys: no authentication.
+struct Auth {
+  std::vector<ApiKey> keys;
+  std::string realm = "toolbridge";
+};
+
+// TLS on the downstream listener (`tls`): PEM files, read at start and again on SIGHUP.
+struct Tls {
+  std::string cert_file;  // empty: plain HTTP
+  std::string key_file;
+};
+
 struct Gateway {
   std::string host = "127.0.0.1";
   unsigned short port = 8848;
@@ -258,7 +281,17 @@ struct Gateway {
   struct Tenant {
     std::size_t limit = 0;  // 0: tenant_limit
     double weight = 1;      // share of the admission queue against other tenants
+    std::size_t rate = 0;   // calls per second across every gateway (0: tenant_rate)
   };
+  // Calls per second one tenant may start across every gateway sharing `shared_limits` (0: no
+  // limit); counted in Redis, enforced by each gateway locally while Redis is unreachable.
+  std::size_t tenant_rate = 0;
+  struct SharedLimits {
+    std::string address;   // Redis HOST:PORT; empty: rates are counted locally
+    Duration timeout{50};  // an answer not within this: the local count decides
+    std::string key_prefix = "toolbridge:";
+  };
+  SharedLimits shared_limits;
   std::map<std::string, Tenant> tenants;
   // POST /v1/batch: calls per batch (more: 413) and result bytes one batch holds for its
   // answer (a result past it is dropped, its entry says so).
@@ -272,6 +305,16 @@ struct Gateway {
   Duration input_required_ttl{2 * 60'000};
   std::size_t max_input_required = 1024;
   Duration list_ttl{60'000};
+  Auth auth;
+  // Listening on a non-loopback address without `auth` refuses to start unless this is set.
+  bool allow_unauthenticated = false;
+  Tls tls;
+  // A second listener for /healthz, /metrics, /dashboard and the admin endpoints without a
+  // token (HOST:PORT, e.g. a loopback or cluster-internal address); empty: none.
+  std::string admin_listen;
+  // This gateway's name among several behind one load balancer: MCP session ids start with it
+  // (`ID.` + random), so a balancer rule or another gateway can tell whose session it is.
+  std::string gateway_id;
 };
 
 struct Config {

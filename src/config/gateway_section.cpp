@@ -10,7 +10,7 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 31> kGatewayKeys{
+constexpr std::array<std::string_view, 38> kGatewayKeys{
     "listen",
     "allowed_origins",
     "max_body_bytes",
@@ -42,8 +42,15 @@ constexpr std::array<std::string_view, 31> kGatewayKeys{
     "input_required_ttl",
     "max_input_required",
     "list_ttl",
+    "auth",
+    "allow_unauthenticated",
+    "tls",
+    "gateway_id",
+    "tenant_rate",
+    "shared_limits",
+    "admin_listen",
 };
-constexpr std::array<std::string_view, 2> kTenantKeys{"limit", "weight"};
+constexpr std::array<std::string_view, 3> kTenantKeys{"limit", "weight", "rate"};
 constexpr std::size_t kMaxLimit = 1'000'000;
 constexpr std::size_t kMaxBatchCalls = 100'000;
 constexpr std::array<std::string_view, 2> kToolNamings{"prefixed", "unprefixed_when_unique"};
@@ -142,6 +149,8 @@ void read_tenants(const NodeReader& r, const Node& node, const std::string& path
       const std::string p = join_path(tp, e.key);
       if (e.key == "limit") {
         tenant.limit = r.zero_or_count(e.value, p, kMaxLimit);
+      } else if (e.key == "rate") {
+        tenant.rate = r.zero_or_count(e.value, p, kMaxLimit);
       } else {
         tenant.weight = weight(r, e.value, p);
       }
@@ -242,6 +251,22 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
       g.max_input_required = r.count(v, p);
     } else if (e.key == "list_ttl") {
       g.list_ttl = r.duration(v, p, /*allow_zero=*/true);
+    } else if (e.key == "auth") {
+      read_auth(r, v, p, g.auth);
+    } else if (e.key == "allow_unauthenticated") {
+      g.allow_unauthenticated = r.boolean(v, p);
+    } else if (e.key == "tls") {
+      read_tls(r, v, p, g.tls);
+    } else if (e.key == "gateway_id") {
+      g.gateway_id = read_gateway_id(r, v, p);
+    } else if (e.key == "tenant_rate") {
+      g.tenant_rate = r.zero_or_count(v, p, kMaxLimit);
+    } else if (e.key == "shared_limits") {
+      read_shared_limits(r, v, p, g.shared_limits);
+    } else if (e.key == "admin_listen") {
+      Gateway admin;
+      read_listen(r, v, p, admin);
+      g.admin_listen = r.text(v, p);
     }
   }
 }

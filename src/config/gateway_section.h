@@ -17,6 +17,13 @@ void read_cache_store(const NodeReader& r, const Node& node, const std::string& 
 // Every server's cache tier is one the gateway section configures.
 void check_cache_tiers(const Config& config);
 
+// The keys of deploy_keys.cpp: `auth`, `tls`, `gateway_id`.
+void read_auth(const NodeReader& r, const Node& node, const std::string& path, Auth& a);
+void read_tls(const NodeReader& r, const Node& node, const std::string& path, Tls& t);
+std::string read_gateway_id(const NodeReader& r, const Node& node, const std::string& path);
+void read_shared_limits(const NodeReader& r, const Node& node, const std::string& path,
+                        Gateway::SharedLimits& s);
+
 void read_gateway(const NodeReader& r, const Node& node, const std::string& path, Gateway& g);
 
 }  // namespace toolbridge::config

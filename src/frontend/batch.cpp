@@ -21,6 +21,7 @@
 #include "frontend/trajectory_key.h"
 #include "json/envelope.h"
 #include "policy/admission_stage.h"
+#include "policy/authorize.h"
 
 namespace toolbridge::frontend {
 
@@ -291,7 +292,15 @@ asio::awaitable<void> Batch::refuse(Exchange& ex, const BatchRefusal& refusal,
 
 asio::awaitable<void> Batch::tools(Exchange& ex) {
   co_await gateway_.until_settled();
-  const std::string body = gateway_.catalog().tools_json();
+  const auto& catalog = gateway_.catalog();
+  const config::ApiKey* key = ex.principal;
+  const std::string body = key && !key->allow.empty()
+                               ? policy::allowed_tools_json(catalog.tools_json(), *key,
+                                                            [&](std::string_view name) {
+                                                              const auto* e = catalog.tool(name);
+                                                              return e ? e->server : std::string();
+                                                            })
+                               : catalog.tools_json();
   const transport::Headers no_headers;
   co_await ex.reply(http::status::ok, "application/json", body, no_headers);
 }
@@ -342,6 +351,8 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
     }
     owner = "tenant " + request.tenant;
   }
+  // An API key's tenant overrides what the header or the body says.
+  if (ex.principal) owner = "tenant " + ex.principal->tenant;
   if (!problem.empty()) {
     const BatchRefusal r = bad(problem);
     co_await refuse(ex, r, no_headers);
@@ -364,9 +375,10 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
   // batches unless a trajectory is named.
   const bool ephemeral = trajectory.empty();
   const std::string key = ephemeral ? fmt::format("batch/{}", ++next_ephemeral_) : trajectory;
-  const std::string tenant = !request.tenant.empty()  ? request.tenant
-                             : !header_tenant.empty() ? header_tenant
-                                                      : owner;
+  const std::string tenant = ex.principal              ? ex.principal->tenant
+                             : !request.tenant.empty() ? request.tenant
+                             : !header_tenant.empty()  ? header_tenant
+                                                       : owner;
   co_await gateway_.until_settled();
 
   // The caller's trace context (W3C traceparent header) goes to every call's trace line and to
@@ -395,6 +407,7 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
     call->trajectory = key;
     call->request_scoped_key = ephemeral;
     call->tenant = tenant;
+    call->principal = ex.principal;
     call->requested_timeout = spec.timeout.count() > 0 ? spec.timeout : request.timeout;
     call->started = arrived;
     if (!traceparent.empty()) {
@@ -424,6 +437,16 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
     const transport::Headers headers{{"Retry-After", std::to_string(retry_after)}};
     const BatchRefusal r{429, "overloaded", run->results.front()->why};
     co_await refuse(ex, r, headers);
+    co_return;
+  }
+  // Every call outside the API key's allowlist: the request as a whole is forbidden.
+  const bool all_forbidden =
+      std::all_of(run->results.begin(), run->results.end(),
+                  [](const auto& r) { return r && r->fault == Fault::kForbidden; });
+  if (all_forbidden) {
+    --*accepted_;  // counted as refused instead
+    const BatchRefusal r{403, "forbidden", run->results.front()->why};
+    co_await refuse(ex, r, no_headers);
     co_return;
   }
 

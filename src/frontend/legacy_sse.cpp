@@ -93,6 +93,7 @@ asio::awaitable<void> LegacySse::open_stream(Exchange& ex, std::string_view path
     co_return;
   }
   session->owner = std::move(owner);
+  session->principal = ex.principal;
   session->trajectory = trajectory;
   // Legacy clients speak the oldest version we know until initialize says otherwise.
   session->version = mcp::Version::k2025_03_26;
@@ -124,6 +125,7 @@ asio::awaitable<void> LegacySse::post_message(Exchange& ex) {
   const std::string_view target(req.target().data(), req.target().size());
   const std::string id = session_param(target);
   auto session = id.empty() ? nullptr : gateway_.find_session(id);
+  if (session && session->principal != ex.principal) session = nullptr;  // another key's
   if (!session || !session->get_stream || session->get_stream->closed) {
     const std::string answer = error_body(
         id.empty() ? "POST /messages needs ?sessionId= from the endpoint event of GET /sse"

@@ -124,6 +124,7 @@ McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, cons
       return out;
     }
     out.session->owner = std::move(owner);
+    out.session->principal = ex.principal;
     out.session->trajectory = trajectory;
     out.headers.emplace_back("Mcp-Session-Id", out.session->id());
     return out;
@@ -137,11 +138,13 @@ McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, cons
     return out;
   }
   out.session = gateway_.find_session(session_id);
+  if (out.session && out.session->principal != ex.principal)
+    out.session = nullptr;  // another key's
   if (!out.session) {
     out.status = http::status::not_found;
-    out.error =
-        json::make_error({}, json::kInvalidRequest,
-                         "Session not found: it expired or was deleted; initialize a new session");
+    const std::string why =
+        unknown_session_message(session_id, gateway_.config().gateway.gateway_id);
+    out.error = json::make_error({}, json::kInvalidRequest, why);
     return out;
   }
   if (std::string mismatch = session_mismatch(out.session->trajectory, trajectory);
@@ -293,6 +296,7 @@ asio::awaitable<void> McpHttp::get(Exchange& ex, std::string_view trajectory) {
   }
   const std::string id(header(req, "Mcp-Session-Id"));
   auto session = gateway_.find_session(id);
+  if (session && session->principal != ex.principal) session = nullptr;  // another key's
   if (!session) {
     const bool missing = id.empty();
     const std::string body = json::make_error(
@@ -338,6 +342,7 @@ asio::awaitable<void> McpHttp::del(Exchange& ex, std::string_view trajectory) {
   }
   const std::string id(header(ex.request(), "Mcp-Session-Id"));
   auto session = gateway_.find_session(id);
+  if (session && session->principal != ex.principal) session = nullptr;  // another key's
   if (!session) {
     const std::string body = json::make_error(
         {}, json::kInvalidRequest,

@@ -46,13 +46,21 @@ transport::HttpServerOptions listener_options(const config::Gateway& g) {
   o.write_timeout = g.write_timeout;
   o.max_connections = connection_cap(g.max_connections);
   o.max_connections_per_client = g.max_connections_per_client;
+  o.tls_cert_file = g.tls.cert_file;
+  o.tls_key_file = g.tls.key_file;
   return o;
+}
+
+asio::awaitable<void> refuse(Exchange& ex, std::string refusal) {
+  const std::string body = json::make_error({}, json::kInvalidRequest, refusal);
+  co_await ex.reply(http::status::forbidden, "application/json", body, {});
 }
 
 }  // namespace
 
 Server::Server(asio::io_context& io, config::Config config)
     : gateway_(io, std::move(config)),
+      auth_(gateway_.config().gateway.auth),
       mcp_(gateway_),
       legacy_(gateway_),
       admin_(gateway_),
@@ -62,7 +70,49 @@ Server::Server(asio::io_context& io, config::Config config)
       http_(io, listener_options(gateway_.config().gateway),
             [this](Exchange& ex) { return router_.route(ex); }) {
   add_routes();
+  add_admin_listener();
   register_metrics();
+}
+
+void Server::add_admin_listener() {
+  const std::string& listen = gateway_.config().gateway.admin_listen;
+  if (listen.empty()) return;
+  transport::HttpServerOptions o = listener_options(gateway_.config().gateway);
+  o.tls_cert_file.clear();
+  o.tls_key_file.clear();
+  o.max_connections = 64;
+  o.max_connections_per_client = 64;
+  const std::size_t colon = listen.rfind(':');
+  o.host = listen.substr(0, colon);
+  if (o.host.size() > 2 && o.host.front() == '[') o.host = o.host.substr(1, o.host.size() - 2);
+  o.port = static_cast<unsigned short>(std::stoi(listen.substr(colon + 1)));
+  // The same handlers as on the main listener, with the DNS-rebinding check but no token.
+  auto open = [this](Handler h) -> Handler {
+    return [this, h = std::move(h)](Exchange& ex, std::string_view path) -> asio::awaitable<void> {
+      const std::string refusal = rebinding_refusal(ex.request(), gateway_.config().gateway);
+      if (!refusal.empty()) return refuse(ex, refusal);
+      return h(ex, path);
+    };
+  };
+  auto& r = admin_router_;
+  r.add(http::verb::get, "/healthz",
+        open([this](Exchange& ex, std::string_view) { return admin_.health(ex); }));
+  r.add(http::verb::get, "/metrics",
+        open([this](Exchange& ex, std::string_view) { return admin_.metrics(ex); }));
+  r.add(std::nullopt, "/sessions/",
+        open([this](Exchange& ex, std::string_view p) { return admin_.release(ex, p); }), true);
+  r.add(http::verb::get, "/v1/trajectories",
+        open([this](Exchange& ex, std::string_view) { return observe_.trajectories(ex); }));
+  r.add(http::verb::get, "/v1/trajectories/",
+        open([this](Exchange& ex, std::string_view p) { return observe_.trajectory(ex, p); }),
+        true);
+  r.add(http::verb::get, "/dashboard",
+        open([this](Exchange& ex, std::string_view) { return observe_.dashboard(ex); }));
+  r.add(http::verb::get, "/dashboard/state",
+        open([this](Exchange& ex, std::string_view) { return observe_.state(ex); }));
+  r.fallback([this](Exchange& ex, std::string_view) { return admin_.not_found(ex); });
+  admin_http_ = std::make_unique<transport::HttpServer>(
+      gateway_.io(), std::move(o), [this](Exchange& ex) { return admin_router_.route(ex); });
 }
 
 void Server::register_metrics() {
@@ -76,7 +126,8 @@ void Server::register_metrics() {
             const auto& c = http_.counters();
             for (const auto& [reason, n] :
                  {std::pair{"refused", c.refused}, std::pair{"evicted", c.evicted},
-                  std::pair{"idle", c.idle_closed}, std::pair{"write_timeout", c.write_timeouts}}) {
+                  std::pair{"idle", c.idle_closed}, std::pair{"write_timeout", c.write_timeouts},
+                  std::pair{"tls_handshake", c.tls_failures}}) {
               out.emplace_back(telemetry::labels({{"reason", reason}}), static_cast<double>(n));
             }
           });
@@ -125,11 +176,10 @@ void Server::add_routes() {
   router_.add(http::verb::get, "/v1/trajectories", guarded([this](Exchange& ex, std::string_view) {
                 return observe_.trajectories(ex);
               }));
-  router_.add(http::verb::get, "/v1/trajectories/",
-              guarded([this](Exchange& ex, std::string_view p) {
-                return observe_.trajectory(ex, p);
-              }),
-              true);
+  router_.add(
+      http::verb::get, "/v1/trajectories/",
+      guarded([this](Exchange& ex, std::string_view p) { return observe_.trajectory(ex, p); }),
+      true);
   router_.add(http::verb::get, "/dashboard",
               guarded([this](Exchange& ex, std::string_view) { return observe_.dashboard(ex); }));
   router_.add(http::verb::get, "/dashboard/state",
@@ -159,27 +209,32 @@ asio::awaitable<void> Server::for_trajectory(Exchange& ex, std::string_view path
   }
 }
 
-namespace {
-
-asio::awaitable<void> refuse(Exchange& ex, std::string refusal) {
-  const std::string body = json::make_error({}, json::kInvalidRequest, refusal);
-  co_await ex.reply(http::status::forbidden, "application/json", body, {});
-}
-
-}  // namespace
-
 Handler Server::guarded(Handler handler) {
   // Not a coroutine when the request may go on: the handler's awaitable is returned as is.
   return [this, handler = std::move(handler)](Exchange& ex,
                                               std::string_view path) -> asio::awaitable<void> {
     std::string refusal = rebinding_refusal(ex.request(), gateway_.config().gateway);
-    if (refusal.empty()) return handler(ex, path);
-    return refuse(ex, std::move(refusal));
+    if (!refusal.empty()) return refuse(ex, std::move(refusal));
+    if (auth_.enabled() && !Auth::open_path(path)) {
+      ex.principal = auth_.verify(ex, refusal);
+      if (!ex.principal) return auth_.challenge(ex, std::move(refusal));
+    }
+    return handler(ex, path);
   };
 }
 
+std::string Server::reload_tls() {
+  if (!http_.tls()) return "TLS is not configured (gateway.tls)";
+  return http_.reload_tls();
+}
+
 std::string Server::start() {
+  if (std::string err = unauthenticated_refusal(gateway_.config().gateway); !err.empty())
+    return err;
   if (std::string err = http_.listen(); !err.empty()) return err;
+  if (admin_http_) {
+    if (std::string err = admin_http_->listen(); !err.empty()) return "admin_listen: " + err;
+  }
   if (std::string err = gateway_.start(); !err.empty()) return err;
   openai_.start();
   return {};
@@ -193,6 +248,7 @@ asio::awaitable<void> Server::shutdown() {
   co_await gateway_.drain();
   if (openai_.enabled()) co_await openai_.drain(gateway_.config().gateway.shutdown_grace);
   http_.stop();
+  if (admin_http_) admin_http_->stop();
   openai_.stop();
   co_await gateway_.stop_servers();
 }

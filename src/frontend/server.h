@@ -4,13 +4,15 @@
 // and /healthz, /metrics, /sessions to the admin endpoints — all in front of one gateway core.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
+#include <memory>
 #include <string>
 
 #include "frontend/admin.h"
+#include "frontend/auth.h"
 #include "frontend/batch.h"
-#include "frontend/observe.h"
 #include "frontend/legacy_sse.h"
 #include "frontend/mcp_http.h"
+#include "frontend/observe.h"
 #include "frontend/openai.h"
 #include "frontend/router.h"
 #include "gateway/gateway.h"
@@ -27,18 +29,29 @@ class Server {
   // Stops accepting, lets calls in flight finish (shutdown_grace), ends sessions, stops servers.
   boost::asio::awaitable<void> shutdown();
 
+  // SIGHUP: reads gateway.tls's certificate and key again; an error keeps the old ones.
+  std::string reload_tls();
+  bool tls() const { return http_.tls(); }
+
   unsigned short port() const { return http_.port(); }
+  // The admin listener's port (gateway.admin_listen), 0 if there is none.
+  unsigned short admin_port() const { return admin_http_ ? admin_http_->port() : 0; }
   gateway::Gateway& gateway() { return gateway_; }
 
  private:
   void add_routes();
+  // gateway.admin_listen: /healthz, /metrics, /sessions/, /dashboard and /v1/trajectories on a
+  // listener of their own, without a token.
+  void add_admin_listener();
   void register_metrics();
   // /t/NAME/mcp and /t/NAME/sse: the MCP endpoints on behalf of trajectory NAME.
   boost::asio::awaitable<void> for_trajectory(transport::Exchange& ex, std::string_view path);
-  // `handler` behind the DNS-rebinding checks (Origin, Host).
+  // `handler` behind the DNS-rebinding checks (Origin, Host) and, when keys are configured,
+  // authentication (every path but /healthz).
   Handler guarded(Handler handler);
 
   gateway::Gateway gateway_;
+  Auth auth_;
   McpHttp mcp_;
   LegacySse legacy_;
   Admin admin_;
@@ -47,6 +60,8 @@ class Server {
   OpenAi openai_;
   Router router_;
   transport::HttpServer http_;
+  Router admin_router_;
+  std::unique_ptr<transport::HttpServer> admin_http_;
 };
 
 }  // namespace toolbridge::frontend

@@ -38,6 +38,7 @@ Gateway::Gateway(asio::io_context& io, config::Config config)
       gate_(io, config_.gateway.start_concurrency),
       sweep_(io),
       settled_(io) {
+  sessions_.set_owner(config_.gateway.gateway_id);
   session_dir_root_ = config_.gateway.session_dir_root;
   if (session_dir_root_.empty()) {
     const char* tmp = std::getenv("TMPDIR");

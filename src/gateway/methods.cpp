@@ -13,6 +13,7 @@
 #include "json/parse.h"
 #include "json/utf8.h"
 #include "mcp/protocol.h"
+#include "policy/authorize.h"
 
 namespace toolbridge::gateway {
 
@@ -297,6 +298,18 @@ void Methods::ping(const Incoming& in) {
 }
 
 void Methods::tools_list(const Incoming& in) {
+  const config::ApiKey* key = in.session->principal;
+  if (key && !key->allow.empty()) {
+    // Only what the session's API key may call (a filtered copy: the shared list stays whole).
+    return answer_when_settled(in, [this, id = in.id, key] {
+      const auto& catalog = gateway_.catalog();
+      return json::make_result(
+          id, policy::allowed_tools_json(catalog.tools_json(), *key, [&](std::string_view name) {
+            const auto* e = catalog.tool(name);
+            return e ? e->server : std::string();
+          }));
+    });
+  }
   answer_when_settled(
       in, [this, id = in.id] { return json::make_result(id, gateway_.catalog().tools_json()); });
 }
@@ -385,7 +398,10 @@ std::shared_ptr<Call> Methods::make_call(const Incoming& in, std::string& error)
     error = std::move(refusal);
     return nullptr;
   }
-  // The run it belongs to: _meta, else the session's tenant header, else the session itself.
+  // The run it belongs to: the API key's tenant (nothing the caller says overrides it), else
+  // _meta, else the session's tenant header, else the session itself.
+  call->principal = in.session->principal;
+  if (call->principal) call->tenant = call->principal->tenant;
   if (call->tenant.empty()) {
     const std::string& owner = in.session->owner;
     call->tenant =

@@ -101,6 +101,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // Who may use and release the trajectories this session names: its tenant if the client gave
   // one (X-Toolbridge-Tenant), else its address. Set by the front end that opened it.
   std::string owner;
+  // The API key that opened it (null: authentication off); only requests with the same key
+  // may use it, and its allowlist filters the lists and calls.
+  const config::ApiKey* principal = nullptr;
   // The trajectory the client named by URL (/t/NAME/mcp) or X-Toolbridge-Trajectory when it
   // opened the session: every call of the session belongs to it. Empty: each call's
   // _meta["toolbridge/session"], else the session itself.

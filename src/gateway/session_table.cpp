@@ -5,7 +5,7 @@
 namespace toolbridge::gateway {
 
 std::shared_ptr<Session> SessionTable::add(boost::asio::io_context& io, const std::string& client) {
-  auto s = std::make_shared<Session>(io, transport::random_session_id(), client);
+  auto s = std::make_shared<Session>(io, prefix_ + transport::random_session_id(), client);
   sessions_.emplace(s->id(), s);
   ++per_client_[client];
   return s;

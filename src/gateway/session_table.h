@@ -22,6 +22,11 @@ class SessionTable {
   using Map = std::unordered_map<std::string, std::shared_ptr<Session>, Hash, std::equal_to<>>;
 
   std::shared_ptr<Session> add(boost::asio::io_context& io, const std::string& client);
+  // Session ids start with `gateway_id` + '.' (gateway.gateway_id): a load balancer rule, or
+  // another gateway, can tell which gateway holds a session from its Mcp-Session-Id alone.
+  void set_owner(std::string gateway_id) {
+    prefix_ = gateway_id.empty() ? std::string() : gateway_id + ".";
+  }
   std::shared_ptr<Session> find(std::string_view id) const;
   // Forgets `session` if it is the one registered under its id.
   void erase(const std::shared_ptr<Session>& session);
@@ -38,6 +43,7 @@ class SessionTable {
   Map::iterator end() { return sessions_.end(); }
 
  private:
+  std::string prefix_;
   void uncount(const Session& s);
 
   Map sessions_;

@@ -10,6 +10,7 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -41,13 +42,28 @@ struct HttpServer::Connection {
   Phase phase = Phase::kWaiting;
   SweepClock::time_point since;
   std::function<void()> on_peer_closed;
-  std::string head;     // response status line and headers, reused from request to request
-  bool counted = true;  // still counted in live_ and per_client_
+  std::string head;             // response status line and headers, reused from request to request
+  bool counted = true;          // still counted in live_ and per_client_
+  Exchange::Verified verified;  // the credential this connection last authenticated with
+  // TLS over `socket` (null: plain HTTP); its context is the one current when it was accepted.
+  std::shared_ptr<asio::ssl::context> tls_context;
+  std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;
 };
 
 namespace {
 
 using Connection = HttpServer::Connection;
+
+// One write or read on the connection, through TLS when it has it.
+template <typename Buffers>
+asio::awaitable<void> write_to(Connection& conn, const Buffers& buffers,
+                               boost::system::error_code& ec) {
+  if (conn.tls) {
+    co_await asio::async_write(*conn.tls, buffers, asio::redirect_error(asio::use_awaitable, ec));
+  } else {
+    co_await asio::async_write(conn.socket, buffers, asio::redirect_error(asio::use_awaitable, ec));
+  }
+}
 
 bool header_safe(std::string_view text) {
   return text.find_first_of("\r\n") == text.npos;
@@ -166,6 +182,8 @@ class BeastExchange final : public Exchange {
     conn_.on_peer_closed = std::move(callback);
   }
 
+  Verified* verified() override { return &conn_.verified; }
+
   bool replied() const { return replied_; }
   bool streaming() const { return streaming_; }
 
@@ -177,8 +195,7 @@ class BeastExchange final : public Exchange {
     conn_.phase = Connection::Phase::kWriting;
     conn_.since = now_;
     boost::system::error_code ec;
-    co_await asio::async_write(conn_.socket, buffers,
-                               asio::redirect_error(asio::use_awaitable, ec));
+    co_await write_to(conn_, buffers, ec);
     conn_.phase = Connection::Phase::kHandling;
     conn_.since = now_;
     if (ec) broken_ = true;
@@ -229,6 +246,9 @@ void reserve_reactor_states(asio::io_context& io, std::size_t count) {
 }  // namespace
 
 std::string HttpServer::listen() {
+  if (!options_.tls_cert_file.empty()) {
+    if (std::string err = reload_tls(); !err.empty()) return err;
+  }
   boost::system::error_code ec;
   reserve_reactor_states(io_, options_.max_connections);
   std::string host = options_.host;
@@ -329,6 +349,14 @@ asio::awaitable<void> HttpServer::accept_loop() {
 asio::awaitable<void> HttpServer::serve(std::unique_ptr<Connection> owned) {
   Connection& conn = *owned;
   beast::flat_buffer buffer;
+  // The handshake counts as waiting for a request: idle_timeout bounds it.
+  if (tls_) {
+    const bool secured = co_await handshake(conn);
+    if (!secured) {
+      finish(conn);
+      co_return;
+    }
+  }
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(options_.max_body_bytes);
@@ -336,8 +364,13 @@ asio::awaitable<void> HttpServer::serve(std::unique_ptr<Connection> owned) {
     conn.phase = Connection::Phase::kWaiting;
     conn.since = now_;
     boost::system::error_code ec;
-    co_await http::async_read(conn.socket, buffer, parser,
-                              asio::redirect_error(asio::use_awaitable, ec));
+    if (conn.tls) {
+      co_await http::async_read(*conn.tls, buffer, parser,
+                                asio::redirect_error(asio::use_awaitable, ec));
+    } else {
+      co_await http::async_read(conn.socket, buffer, parser,
+                                asio::redirect_error(asio::use_awaitable, ec));
+    }
     if (ec == http::error::body_limit || ec == http::error::header_limit) {
       const bool body = ec == http::error::body_limit;
       const std::string text = body ? "{\"error\":\"request body exceeds max_body_bytes (" +
@@ -350,8 +383,8 @@ asio::awaitable<void> HttpServer::serve(std::unique_ptr<Connection> owned) {
           "Content-Length: " +
           std::to_string(text.size()) + "\r\n\r\n" + text;
       conn.phase = Connection::Phase::kWriting;
-      co_await asio::async_write(conn.socket, asio::buffer(head),
-                                 asio::redirect_error(asio::use_awaitable, ec));
+      const asio::const_buffer buffer_of_head = asio::buffer(head);
+      co_await write_to(conn, buffer_of_head, ec);
       break;
     }
     if (ec) break;  // closed, timed out, evicted, or not HTTP: nothing to answer
@@ -369,6 +402,10 @@ asio::awaitable<void> HttpServer::serve(std::unique_ptr<Connection> owned) {
     }
     if (exchange.broken() || !req.keep_alive() || stopping_) break;
   }
+  finish(conn);
+}
+
+void HttpServer::finish(Connection& conn) {
   open_.erase(&conn);
   if (conn.counted) {
     --live_;
@@ -376,6 +413,41 @@ asio::awaitable<void> HttpServer::serve(std::unique_ptr<Connection> owned) {
   }
   boost::system::error_code ec;
   conn.socket.shutdown(tcp::socket::shutdown_send, ec);
+}
+
+asio::awaitable<bool> HttpServer::handshake(Connection& conn) {
+  conn.tls_context = tls_;
+  conn.tls = std::make_unique<asio::ssl::stream<tcp::socket&>>(conn.socket, *conn.tls_context);
+  conn.phase = Connection::Phase::kWaiting;
+  conn.since = now_;
+  boost::system::error_code ec;
+  co_await conn.tls->async_handshake(asio::ssl::stream_base::server,
+                                     asio::redirect_error(asio::use_awaitable, ec));
+  if (ec) {
+    ++counters_.tls_failures;
+    spdlog::debug("TLS handshake with {} failed: {}", conn.client, ec.message());
+  }
+  co_return !ec;
+}
+
+std::string HttpServer::reload_tls() {
+  const std::string& cert = options_.tls_cert_file;
+  const std::string& key = options_.tls_key_file;
+  if (cert.empty() || key.empty()) return "no TLS certificate is configured";
+  auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
+  boost::system::error_code ec;
+  ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                       asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                       asio::ssl::context::no_tlsv1_1,
+                   ec);
+  ctx->use_certificate_chain_file(cert, ec);
+  if (ec) return "cannot use the TLS certificate '" + cert + "': " + ec.message();
+  ctx->use_private_key_file(key, asio::ssl::context::pem, ec);
+  if (ec) return "cannot use the TLS key '" + key + "': " + ec.message();
+  if (SSL_CTX_check_private_key(ctx->native_handle()) != 1)
+    return "the TLS key '" + key + "' does not belong to the certificate '" + cert + "'";
+  tls_ = std::move(ctx);
+  return {};
 }
 
 void HttpServer::schedule_sweep() {

@@ -18,6 +18,13 @@
 #include <utility>
 #include <vector>
 
+namespace toolbridge::config {
+struct ApiKey;
+}
+namespace boost::asio::ssl {
+class context;
+}
+
 namespace toolbridge::transport {
 
 namespace http = boost::beast::http;
@@ -46,6 +53,17 @@ class Exchange {
   // `callback` runs (once, later, never inside this call) if the peer closes the connection
   // while the handler is still working on its answer: its calls can be cancelled upstream.
   virtual void on_peer_closed(std::function<void()> callback) = 0;
+
+  // The API key the request was verified with (frontend/auth.h), null when authentication is
+  // off. Set before the front end sees the request.
+  const config::ApiKey* principal = nullptr;
+  // The connection's last verified credential (the Authorization value and its key), so a
+  // keep-alive connection pays one comparison instead of a hash per request. Null: not kept.
+  struct Verified {
+    std::string credential;
+    const config::ApiKey* key = nullptr;
+  };
+  virtual Verified* verified() { return nullptr; }
 };
 
 using Handler = std::function<boost::asio::awaitable<void>(Exchange&)>;
@@ -61,6 +79,9 @@ struct HttpServerOptions {
   std::chrono::milliseconds write_timeout{30'000};
   std::size_t max_connections = 4096;
   std::size_t max_connections_per_client = 1024;
+  // TLS (PEM files): both set, every connection is TLS; both empty, plain HTTP.
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 class HttpServer {
@@ -69,6 +90,10 @@ class HttpServer {
   ~HttpServer();
   // Binds and starts accepting. Returns an error message, empty on success.
   std::string listen();
+  // Reads the certificate and key again (SIGHUP): new connections use them, open ones keep
+  // theirs. On an error the old ones stay and the message is returned.
+  std::string reload_tls();
+  bool tls() const { return tls_ != nullptr; }
   unsigned short port() const { return port_; }
   const std::string& host() const { return options_.host; }
   const HttpServerOptions& options() const { return options_; }
@@ -83,6 +108,7 @@ class HttpServer {
     std::uint64_t evicted = 0;
     std::uint64_t idle_closed = 0;
     std::uint64_t write_timeouts = 0;
+    std::uint64_t tls_failures = 0;  // TLS handshakes that failed (no common CA, not TLS, ...)
   };
   const Counters& counters() const { return counters_; }
 
@@ -91,6 +117,9 @@ class HttpServer {
  private:
   boost::asio::awaitable<void> accept_loop();
   boost::asio::awaitable<void> serve(std::unique_ptr<Connection> conn);
+  boost::asio::awaitable<bool> handshake(Connection& conn);
+  // The connection is done: uncounted and its sending side shut.
+  void finish(Connection& conn);
   // Makes room for a connection from `client`; false if every connection is busy.
   bool admit(const std::string& client);
   // Closes the longest-waiting keep-alive connection (of `client` if given); false if none.
@@ -101,6 +130,7 @@ class HttpServer {
 
   boost::asio::io_context& io_;
   HttpServerOptions options_;
+  std::shared_ptr<boost::asio::ssl::context> tls_;
   Handler handler_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::steady_timer sweep_timer_;
@@ -108,7 +138,7 @@ class HttpServer {
   std::unordered_set<Connection*> open_;
   std::unordered_map<std::string, std::size_t> per_client_;
   Counters counters_;
-  std::size_t live_ = 0;  // connections counted against the caps (evicted ones are not)
+  std::size_t live_ = 0;       // connections counted against the caps (evicted ones are not)
   std::size_t peak_open_ = 0;  // most connections open at once since memory was last given back
   // Time as of the last sweep: connections stamp their phase changes with it, so a request
   // costs no clock read and no timer operation.

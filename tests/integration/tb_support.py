@@ -22,7 +22,7 @@ BUILD_DIR = Path(os.environ.get("TOOLBRIDGE_BUILD_DIR", REPO / "build")).resolve
 NODE_MODULES = REPO / "node_modules"
 VENV_BIN = REPO / ".venv" / "bin"
 
-LISTEN_RE = re.compile(r"^listening on (http://127\.0\.0\.1:(\d+))$")
+LISTEN_RE = re.compile(r"^listening on (https?://127\.0\.0\.1:(\d+))$")
 ACCEPT_BOTH = "application/json, text/event-stream"
 PROTOCOL_VERSIONS = ("2025-03-26", "2025-06-18", "2025-11-25")
 
@@ -267,6 +267,8 @@ class Gateway:
         self.extra_stdout: list[str] = []
         self._stdout_lines: queue.Queue[str | None] = queue.Queue()
         self.returncode: int | None = None
+        self.verify: Any = True  # httpx's `verify` for /healthz and /metrics (a CA file with TLS)
+        self.headers: dict[str, str] = {}  # sent to /healthz and /metrics (an API key)
 
     # -- lifecycle --
     def start(self, listen_timeout: float = 30.0) -> "Gateway":
@@ -327,14 +329,14 @@ class Gateway:
         return "\n".join(lines[-n:])
 
     def health(self) -> dict:
-        resp = httpx.get(self.base_url + "/healthz", timeout=10)
+        resp = httpx.get(self.base_url + "/healthz", timeout=10, verify=self.verify, headers=self.headers)
         try:
             return resp.json()
         except ValueError as exc:
             raise AssertionError(f"/healthz is not JSON (HTTP {resp.status_code}): {resp.text[:500]!r}") from exc
 
     def metrics(self) -> str:
-        resp = httpx.get(self.base_url + "/metrics", timeout=10)
+        resp = httpx.get(self.base_url + "/metrics", timeout=10, verify=self.verify, headers=self.headers)
         assert resp.status_code == 200, f"/metrics answered HTTP {resp.status_code}"
         return resp.text
 

@@ -65,8 +65,9 @@ TEST(Pipeline, IsBuiltInTheOrderOfTheDataFlow) {
   telemetry::CallLog log;
   const Pipeline p(PipelineParts{io, cfg, catalog, upstreams, metrics, stopping, log});
   EXPECT_EQ(p.stage_names(),
-            (std::vector<std::string_view>{"resolve", "measure", "repair", "cache", "admission", "retry",
-                                           "breaker", "deadline", "dispatch"}));
+            (std::vector<std::string_view>{"resolve", "authorize", "measure", "owner", "repair",
+                                           "cache", "shared_rate", "admission", "retry", "breaker",
+                                           "deadline", "dispatch"}));
 }
 
 }  // namespace

@@ -1,0 +1,43 @@
+#pragma once
+// Authentication of the downstream listener: bearer tokens (API keys) checked once, in front of
+// the router, for every front end. A token is known only by its SHA-256; the request's token is
+// hashed, found by the first 8 bytes of its hash and compared in constant time. Each key names
+// the tenant its calls run as and, optionally, the servers and tools it may call.
+#include <boost/asio/awaitable.hpp>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "config/config.h"
+#include "transport/http_server.h"
+
+namespace toolbridge::frontend {
+
+class Auth {
+ public:
+  explicit Auth(const config::Auth& auth);
+
+  // No keys configured: every request goes on, and nothing here runs.
+  bool enabled() const { return !keys_.empty(); }
+  // The key the request carries (`Authorization: Bearer TOKEN`), or null with `problem` set.
+  // Uses and refreshes the connection's memo of its last verified credential.
+  const config::ApiKey* verify(transport::Exchange& ex, std::string& problem) const;
+  // The key of `token`, or null.
+  const config::ApiKey* find(std::string_view token) const;
+  // 401 with WWW-Authenticate (RFC 6750).
+  boost::asio::awaitable<void> challenge(transport::Exchange& ex, std::string problem) const;
+
+  // Paths served without a token: the liveness probe.
+  static bool open_path(std::string_view path) { return path == "/healthz"; }
+
+ private:
+  std::unordered_multimap<std::uint64_t, const config::ApiKey*> keys_;
+  std::string realm_;
+};
+
+// Why the gateway must not start as configured (a non-loopback listener without keys and
+// without `allow_unauthenticated: true`); empty if it may.
+std::string unauthenticated_refusal(const config::Gateway& g);
+
+}  // namespace toolbridge::frontend

@@ -1,0 +1,89 @@
+#include "policy/trajectory_owner.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "cache/redis_client.h"
+#include "transport/session_id.h"
+#include "upstream/upstream.h"
+
+namespace toolbridge::policy {
+
+TrajectoryOwnerStage::TrajectoryOwnerStage(boost::asio::io_context& io, const config::Gateway& g,
+                                           const base::Clock& clock)
+    : config_(g), clock_(clock) {
+  const std::string& address = g.shared_limits.address;
+  if (g.gateway_id.empty() || address.empty()) return;
+  claim_ = g.gateway_id + "#" + transport::random_session_id().substr(0, 12);
+  const std::size_t colon = address.rfind(':');
+  const auto port = static_cast<unsigned short>(std::stoi(address.substr(colon + 1)));
+  redis_ = std::make_unique<cache::RedisClient>(io, address.substr(0, colon), port,
+                                                g.shared_limits.timeout);
+}
+
+TrajectoryOwnerStage::~TrajectoryOwnerStage() = default;
+
+bool TrajectoryOwnerStage::applies(const gateway::Call& call) const {
+  if (!redis_ || !call.route.upstream) return false;
+  if (call.route.upstream->config().policy != config::Policy::kPerSession) return false;
+  const auto it = claimed_.find(call.trajectory);
+  return it == claimed_.end() || clock_.now() - it->second > config_.session_idle_ttl / 2;
+}
+
+std::string TrajectoryOwnerStage::lost_message(const std::string& name, const std::string& previous,
+                                               const std::string& server, const std::string& self) {
+  return fmt::format(
+      "trajectory '{}' was held by gateway '{}', which is gone (the load balancer sent this call "
+      "to gateway '{}'): its per_session instance of server '{}' and that instance's state are "
+      "lost. The trajectory's next call starts a fresh instance on gateway '{}'",
+      name, previous, self, server, self);
+}
+
+std::string TrajectoryOwnerStage::restarted_message(const std::string& name,
+                                                    const std::string& server,
+                                                    const std::string& self) {
+  return fmt::format(
+      "trajectory '{}' was held by this gateway ('{}') before it restarted: its per_session "
+      "instance of server '{}' and that instance's state are lost. The trajectory's next call "
+      "starts a fresh instance",
+      name, self, server);
+}
+
+boost::asio::awaitable<gateway::Result> TrajectoryOwnerStage::handle(gateway::Call& call,
+                                                                     gateway::Next next) {
+  const auto now = clock_.now();
+  const auto ttl = std::chrono::duration_cast<std::chrono::milliseconds>(config_.session_idle_ttl);
+  const std::string& self = config_.gateway_id;
+  std::vector<std::string> argv{"SET",
+                                config_.shared_limits.key_prefix + "owner:" + call.trajectory,
+                                claim_,
+                                "PX",
+                                std::to_string(ttl.count()),
+                                "GET"};
+  std::optional<cache::RedisReply> reply = co_await redis_->command(std::move(argv));
+  if (!reply) {  // Redis down or slow: nothing to tell
+    gateway::Result result = co_await next(call);
+    co_return result;
+  }
+  if (now - last_prune_ > config_.session_idle_ttl) {
+    last_prune_ = now;
+    std::erase_if(claimed_,
+                  [&](const auto& e) { return now - e.second > config_.session_idle_ttl; });
+  }
+  claimed_[call.trajectory] = now;
+  // The value is "GATEWAY#INCARNATION": another gateway, or this one before a restart.
+  const bool held = reply->type == cache::RedisReply::Type::kString && reply->text != claim_;
+  if (!held) {
+    gateway::Result result = co_await next(call);
+    co_return result;
+  }
+  const std::string previous = reply->text.substr(0, reply->text.find('#'));
+  spdlog::warn("trajectory '{}' was held by gateway '{}'{}: its per_session state is lost",
+               call.trajectory, previous, previous == self ? " before it restarted" : " (gone)");
+  std::string why = previous == self
+                        ? restarted_message(call.trajectory, call.route.server, self)
+                        : lost_message(call.trajectory, previous, call.route.server, self);
+  co_return gateway::Result::failure(gateway::Fault::kUnavailable, std::move(why));
+}
+
+}  // namespace toolbridge::policy

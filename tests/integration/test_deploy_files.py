@@ -1,0 +1,76 @@
+"""The deployment files are real: deploy/kubernetes/toolbridge.yaml's gateway config passes
+`toolbridge check-config` (with the pod name and the Secret file it expects), its probes use the
+open /healthz and its grace period covers shutdown_grace; deploy/nginx/toolbridge.conf passes
+`nginx -t` and deploy/haproxy/haproxy.cfg `haproxy -c` (addresses replaced by loopback ones).
+The configs' behaviour is tested in test_multi_gateway.py."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+from tb_support import toolbridge_bin
+
+ROOT = Path(__file__).resolve().parents[2]
+MANIFEST = ROOT / "deploy/kubernetes/toolbridge.yaml"
+
+
+def configmap_config() -> str:
+    text = MANIFEST.read_text()
+    block = text.split("toolbridge.yaml: |\n", 1)[1].split("\n---", 1)[0]
+    return textwrap.dedent(block)
+
+
+def test_the_kubernetes_config_passes_check_config(tmp_path):
+    key = tmp_path / "eval"
+    key.write_text("0123456789abcdef0123456789abcdef\n")
+    config = tmp_path / "toolbridge.yaml"
+    config.write_text(configmap_config().replace("/var/run/toolbridge/keys/eval", str(key)))
+    env = {**os.environ, "POD_NAME": "toolbridge-0",
+           "PATH": f"{toolbridge_bin().parent}:{os.environ['PATH']}"}
+    r = subprocess.run([str(toolbridge_bin()), "check-config", str(config)], env=env,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # Without the pod name the gateway id cannot be made: a precise error, not a silent default.
+    env.pop("POD_NAME")
+    r = subprocess.run([str(toolbridge_bin()), "check-config", str(config)], env=env,
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and "gateway.gateway_id" in r.stderr and "POD_NAME" in r.stderr, r.stderr
+
+
+def test_the_kubernetes_probes_and_grace_period_fit_the_config():
+    text = MANIFEST.read_text()
+    assert text.count("httpGet: {path: /healthz, port: 8848}") == 2  # readiness and liveness
+    grace = int(re.search(r"terminationGracePeriodSeconds: (\d+)", text).group(1))
+    shutdown = int(re.search(r"shutdown_grace: (\d+)s", configmap_config()).group(1))
+    assert grace > shutdown, (grace, shutdown)
+    assert "name: POD_NAME" in text and "${env:POD_NAME}" in configmap_config()
+
+
+def loopback(text: str) -> str:
+    return re.sub(r"10\.0\.0\.1([123]):8848", r"127.0.0.1:1880\1", text)
+
+
+def test_the_nginx_config_is_valid(tmp_path):
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    (tmp_path / "toolbridge.conf").write_text(
+        loopback((ROOT / "deploy/nginx/toolbridge.conf").read_text()).replace("listen 80;", "listen 127.0.0.1:18800;"))
+    (tmp_path / "nginx.conf").write_text(
+        f"pid {tmp_path}/nginx.pid;\nerror_log {tmp_path}/error.log;\nevents {{}}\n"
+        f"http {{ access_log off; include {tmp_path}/toolbridge.conf; }}\n")
+    r = subprocess.run([nginx, "-t", "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert "syntax is ok" in r.stderr
+
+
+def test_the_haproxy_config_is_valid(tmp_path):
+    haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+    cfg = tmp_path / "haproxy.cfg"
+    cfg.write_text(loopback((ROOT / "deploy/haproxy/haproxy.cfg").read_text()).replace("bind :80", "bind 127.0.0.1:18801"))
+    r = subprocess.run([haproxy, "-c", "-f", str(cfg)], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stdout + r.stderr
