@@ -26,28 +26,23 @@ Read cut_off(std::string_view text, std::size_t pos, std::string why) {
   return r;
 }
 
-// The parameters of a function body; false (with why) when the last one is cut off.
-bool read_parameters(std::string_view body, bool closed, RawCall& call, std::string& why) {
-  std::size_t p = body.find(kParameter);
-  while (p != npos) {
-    const std::size_t gt = body.find('>', p + kParameter.size());
-    if (gt == npos) {
-      why = "cut off inside a <parameter=...> tag";
-      return false;
-    }
-    std::string name = trim(body.substr(p + kParameter.size(), gt - p - kParameter.size()));
-    const std::size_t end = body.find(kParameterEnd, gt + 1);
-    const std::size_t next = body.find(kParameter, gt + 1);
-    if (end == npos && next == npos && !closed) {
-      why = "cut off inside parameter '" + name + "'";
-      return false;
-    }
-    const std::size_t stop = first_of(first_of(end, next), body.size());
-    call.parameters.emplace_back(std::move(name),
-                                 trim_one_newline(body.substr(gt + 1, stop - gt - 1)));
-    p = stop == end ? body.find(kParameter, end + kParameterEnd.size()) : next;
+// Where one parameter's value ends, from `v` (after its tag): its "</parameter>" if that comes
+// before the next tag, else the next "<parameter=" or "</function>" (closer missing), else
+// "</tool_call>" once no more text can come. npos: not decided yet (or cut off, when final).
+// `next`: where reading goes on.
+std::size_t value_end(std::string_view text, std::size_t v, bool final, std::size_t& next) {
+  const std::size_t e = text.find(kParameterEnd, v);
+  const std::size_t stop = first_of(text.find(kParameter, v), text.find(kFunctionEnd, v));
+  if (e != npos && e < stop) {
+    next = e + kParameterEnd.size();
+    return e;
   }
-  return true;
+  next = stop;
+  if (stop != npos) return stop;
+  // Only "</tool_call>" left: a "</parameter>" may still come after it.
+  const std::size_t tc = final ? text.find(kClose, v) : npos;
+  next = tc;
+  return tc;
 }
 
 class Qwen3Coder final : public Format {
@@ -73,38 +68,51 @@ class Qwen3Coder final : public Format {
       if (!final) return {Read::Status::kNeedMore};
       return cut_off(text, pos, "cut off inside the <function=...> tag");
     }
-    const std::size_t fe = text.find(kFunctionEnd, gt);
-    const std::size_t tc = text.find(kClose, gt);
-    const std::size_t nx = first_of(text.find(kOpen, gt), text.find(kFunction, gt));
-    const std::size_t body_end = first_of(first_of(fe, tc), nx);
-    std::size_t end = body_end;
-    bool closed = true;
-    if (body_end == npos) {
-      if (!final) return {Read::Status::kNeedMore};
-      end = text.size();
-      closed = false;
-    } else if (body_end == fe) {
-      const std::size_t after = skip_ws(text, fe + kFunctionEnd.size());
-      if (!final && (after == text.size() || cut_marker(text, after, kClose))) {
+    RawCall call;
+    call.name = trim(text.substr(f + kFunction.size(), gt - f - kFunction.size()));
+    std::size_t p = gt + 1;
+    std::size_t end = npos;
+    while (end == npos) {
+      const std::size_t q = skip_ws(text, p);
+      if (starts_at(text, q, kParameter)) {
+        const std::size_t tag_end = text.find('>', q + kParameter.size());
+        if (tag_end == npos) {
+          if (!final) return {Read::Status::kNeedMore};
+          return cut_off(text, pos, "cut off inside a <parameter=...> tag");
+        }
+        std::string name =
+            trim(text.substr(q + kParameter.size(), tag_end - q - kParameter.size()));
+        std::size_t next = npos;
+        const std::size_t stop = value_end(text, tag_end + 1, final, next);
+        if (stop == npos) {
+          if (!final) return {Read::Status::kNeedMore};
+          return cut_off(text, pos, "cut off inside parameter '" + name + "'");
+        }
+        call.parameters.emplace_back(
+            std::move(name), trim_one_newline(text.substr(tag_end + 1, stop - tag_end - 1)));
+        p = next;
+      } else if (starts_at(text, q, kFunctionEnd)) {
+        const std::size_t after = skip_ws(text, q + kFunctionEnd.size());
+        if (!final && (after == text.size() || cut_marker(text, after, kClose))) {
+          return {Read::Status::kNeedMore};
+        }
+        end = starts_at(text, after, kClose) ? after + kClose.size() : q + kFunctionEnd.size();
+      } else if (starts_at(text, q, kClose)) {
+        end = q + kClose.size();
+      } else if (!final && (q == text.size() || cut_marker(text, q, kParameter) ||
+                            cut_marker(text, q, kFunctionEnd) || cut_marker(text, q, kClose))) {
         return {Read::Status::kNeedMore};
+      } else {
+        end = q == text.size() ? q : p;  // closing tags missing: the call ends here
       }
-      end = starts_at(text, after, kClose) ? after + kClose.size() : fe + kFunctionEnd.size();
-    } else if (body_end == tc) {
-      end = tc + kClose.size();
     }
     Read r;
     r.end = end;
-    RawCall call;
     call.text = std::string(text.substr(pos, end - pos));
-    call.name = trim(text.substr(f + kFunction.size(), gt - f - kFunction.size()));
-    const std::size_t body_stop = body_end == npos ? text.size() : body_end;
-    std::string why;
-    if (call.name.empty()) why = "the <function=...> tag names no function";
-    if (why.empty() &&
-        read_parameters(text.substr(gt + 1, body_stop - gt - 1), closed, call, why)) {
-      r.calls.push_back(std::move(call));
+    if (call.name.empty()) {
+      r.unparsed.push_back({call.text, "the <function=...> tag names no function"});
     } else {
-      r.unparsed.push_back({call.text, std::move(why)});
+      r.calls.push_back(std::move(call));
     }
     return r;
   }

@@ -39,6 +39,17 @@ TEST(Qwen3Coder, MissingClosingTagsAreTolerated) {
   EXPECT_EQ(summary(open_end), (V{"a|||x=1"}));
 }
 
+TEST(Qwen3Coder, AValueHoldingTagsEndsAtItsOwnClosingTag) {
+  const auto x = split_everywhere(
+      "qwen3_coder",
+      "<tool_call><function=a><parameter=x>\n</tool_call> and <tool_call>\n</parameter>"
+      "</function></tool_call>");
+  EXPECT_EQ(summary(x), (V{"a|||x=</tool_call> and <tool_call>"}));
+  const auto late = split_everywhere(
+      "qwen3_coder", "<tool_call><function=a><parameter=x>1</tool_call>2</parameter>");
+  EXPECT_EQ(summary(late), (V{"a|||x=1</tool_call>2"}));
+}
+
 TEST(Qwen3Coder, CutOffInsideAValueIsUnparsed) {
   const auto x = split_everywhere("qwen3_coder", "<tool_call><function=a><parameter=code>\nprint(");
   EXPECT_EQ(summary(x), (V{"!cut off inside parameter 'code'"}));
