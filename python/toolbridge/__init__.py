@@ -35,11 +35,12 @@ from .client import AsyncClient, AsyncTrajectory, CallResult, Client, Timing, To
 from .errors import (CallCancelled, CallFailed, CallTimeout, ConnectionFailed, InvalidCall, Overloaded,
                      RequestRejected, ServerError, ServerUnavailable, ToolbridgeError, ToolError,
                      TrajectoryRefused)
+from .parse import ParsedCall, ParseResult, ParseStream, Unparsed
 
 __all__ = ["AsyncClient", "AsyncTrajectory", "CallCancelled", "CallFailed", "CallResult", "CallTimeout",
            "Client", "ConnectionFailed", "Gateway", "GatewayError", "InvalidCall", "Overloaded",
-           "RequestRejected", "ServerError", "ServerUnavailable", "Timing", "ToolCall", "ToolError",
-           "ToolbridgeError", "Trajectory", "TrajectoryRefused", "find_binary", "release", "trajectory"]
+           "ParseResult", "ParseStream", "ParsedCall", "RequestRejected", "ServerError", "ServerUnavailable", "Timing", "ToolCall", "ToolError",
+           "ToolbridgeError", "Trajectory", "TrajectoryRefused", "Unparsed", "find_binary", "release", "trajectory"]
 __version__ = "0.1.0"
 
 

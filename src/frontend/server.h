@@ -12,6 +12,7 @@
 #include "frontend/legacy_sse.h"
 #include "frontend/mcp_http.h"
 #include "frontend/openai.h"
+#include "frontend/parse.h"
 #include "frontend/router.h"
 #include "gateway/gateway.h"
 #include "transport/http_server.h"
@@ -43,6 +44,7 @@ class Server {
   LegacySse legacy_;
   Admin admin_;
   Batch batch_;
+  Parse parse_;
   Observe observe_;
   OpenAi openai_;
   Router router_;
