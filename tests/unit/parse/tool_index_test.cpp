@@ -68,8 +68,8 @@ TEST(ToolIndex, Qwen3ValuesAreConvertedByTheSchemaTypes) {
   const ParsedCall c = f.resolve(r);
   EXPECT_TRUE(c.resolved);
   EXPECT_EQ(bj::parse(c.arguments),
-            bj::parse(R"({"code":"print(1)","timeout":30,"ratio":0.5,"verbose":true,)"
-                      R"("env":{"A":"1"},"files":["a"],"unknown":"7"})"));
+            bj::parse(R"js({"code":"print(1)","timeout":30,"ratio":0.5,"verbose":true,)js"
+                      R"js("env":{"A":"1"},"files":["a"],"unknown":"7"})js"));
   EXPECT_TRUE(c.repairs.empty());
 }
 
