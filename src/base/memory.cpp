@@ -18,9 +18,9 @@ namespace toolbridge::base {
 #endif
 
 namespace {
-constexpr const char* kTunables = "glibc.malloc.tcache_count=256";
+[[maybe_unused]] constexpr const char* kTunables = "glibc.malloc.tcache_count=256";
 // Set beside GLIBC_TUNABLES for the re-executed process: it removes both.
-constexpr const char* kMarker = "TOOLBRIDGE_ALLOCATOR_TUNED";
+[[maybe_unused]] constexpr const char* kMarker = "TOOLBRIDGE_ALLOCATOR_TUNED";
 }  // namespace
 
 void map_large_blocks_apart() {

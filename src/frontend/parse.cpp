@@ -21,6 +21,8 @@ using transport::Exchange;
 namespace {
 
 constexpr std::string_view kStreamPrefix = "/v1/parse/streams/";
+// Named, not a temporary inside a co_await expression (GCC 12 miscompiles those).
+const transport::Headers kNoHeaders;
 
 double ms_since(Call::Clock::time_point from) {
   return std::chrono::duration<double, std::milli>(Call::Clock::now() - from).count();
@@ -136,7 +138,7 @@ asio::awaitable<void> Parse::finish(Exchange& ex, Turn& turn) {
   }
   ++*parsed_;
   std::string body = turn.final_json(ms_since(turn.scope().arrived));
-  co_await ex.reply(http::status::ok, "application/json", std::move(body), {});
+  co_await ex.reply(http::status::ok, "application/json", std::move(body), kNoHeaders);
 }
 
 void Parse::drop(const std::string& id, const std::string& why) {
@@ -206,7 +208,7 @@ asio::awaitable<void> Parse::open(Exchange& ex) {
   streams_.emplace(id, std::move(s));
   ++*parsed_;
   std::string body = R"({"stream":)" + json::quote(id) + "," + progress.substr(1);
-  co_await ex.reply(http::status::created, "application/json", std::move(body), {});
+  co_await ex.reply(http::status::created, "application/json", std::move(body), kNoHeaders);
 }
 
 asio::awaitable<void> Parse::stream(Exchange& ex, std::string_view path) {
@@ -233,7 +235,7 @@ asio::awaitable<void> Parse::stream(Exchange& ex, std::string_view path) {
     drop(id, "the parse stream was dropped by its client");
     ++*parsed_;
     const std::string body = R"({"dropped":)" + json::quote(id) + "}";
-    co_await ex.reply(http::status::ok, "application/json", body, {});
+    co_await ex.reply(http::status::ok, "application/json", body, kNoHeaders);
     co_return;
   }
   co_await append(ex, id);
@@ -270,7 +272,7 @@ asio::awaitable<void> Parse::append(Exchange& ex, const std::string& id) {
   if (!done) {
     ++*parsed_;
     std::string progress = turn.progress_json(calls_before, unparsed_before);
-    co_await ex.reply(http::status::ok, "application/json", std::move(progress), {});
+    co_await ex.reply(http::status::ok, "application/json", std::move(progress), kNoHeaders);
     co_return;
   }
   s->finishing = true;

@@ -1,6 +1,7 @@
 #include "parse/extractor.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "parse/scan.h"
 
@@ -65,12 +66,23 @@ bool Extractor::step(bool final) {
     return true;
   }
   if (pos_ >= text.size()) return false;
-  const std::size_t call = format_.find_start(text, pos_, fresh_);
-  const std::size_t think = text.find(kThink, pos_);
+  std::size_t call =
+      next(next_call_, [&](std::size_t from) { return format_.find_start(text, from, false); });
+  if (fresh_) {
+    // A start that only counts at the beginning of the output (llama3_json's bare object).
+    const std::size_t q = skip_ws(text, pos_);
+    if (q < call && q < text.size() && text[q] == '{' && format_.find_start(text, q, true) == q) {
+      call = q;
+    }
+  }
+  const std::size_t think =
+      next(next_think_, [&](std::size_t from) { return text.find(kThink, from); });
   // A "</think>" before any call or reasoning: the chat template opened the reasoning.
   const bool implicit = out_.calls.empty() && out_.unparsed.empty() && !out_.has_reasoning;
-  const std::size_t think_end = implicit ? text.find(kThinkEnd, pos_) : npos;
-  const std::size_t tick = text.find('`', pos_);
+  const std::size_t think_end =
+      implicit ? next(next_think_end_, [&](std::size_t from) { return text.find(kThinkEnd, from); })
+               : npos;
+  const std::size_t tick = next(next_tick_, [&](std::size_t from) { return text.find('`', from); });
   const std::size_t m = std::min({call, think, think_end, tick});
   if (m == npos) {
     if (final) {
@@ -95,6 +107,14 @@ bool Extractor::step(bool final) {
   if (m == think) return think_at(m, final);
   if (m == tick && m != call) return code_at(m, final);
   return call_at(m, final);
+}
+
+std::size_t Extractor::next(Next& cache, const std::function<std::size_t(std::size_t)>& search) {
+  if (cache.at != npos && cache.at >= pos_) return cache.at;
+  cache.at = search(std::max(pos_, cache.searched_to));
+  // Not found: a marker may still end in the last bytes, so those are searched again.
+  cache.searched_to = cache.at != npos ? cache.at : buf_.size() > kHold ? buf_.size() - kHold : 0;
+  return cache.at;
 }
 
 bool Extractor::think_at(std::size_t m, bool final) {

@@ -4,6 +4,7 @@
 // same result however it is split into chunks; a call is settled (and reported) as soon as the
 // text that ends it has arrived.
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,15 @@ class Extractor {
   std::size_t bytes() const { return buf_.size(); }
 
  private:
+  // The next position of a marker at or after pos_, searched once: text only grows, so a
+  // position found stays right until pos_ passes it, and text searched without a find is not
+  // searched again (but for its last bytes). Keeps a long output in small chunks linear.
+  struct Next {
+    std::size_t at = std::string_view::npos;
+    std::size_t searched_to = 0;
+  };
+  std::size_t next(Next& cache, const std::function<std::size_t(std::size_t)>& search);
+
   void advance(bool final);
   // One step at pos_; false when it must wait for more text.
   bool step(bool final);
@@ -47,6 +57,7 @@ class Extractor {
   std::string buf_;
   std::size_t pos_ = 0;
   std::size_t closer_from_ = 0;  // where the search for a pending closer resumes
+  Next next_call_, next_think_, next_think_end_, next_tick_;
   const Format* block_ = nullptr;
   bool fresh_ = true;  // the content so far is whitespace only
   bool finished_ = false;
