@@ -127,6 +127,8 @@ int main(int argc, char** argv) {
                 "100 identical calls; a memory hit's gateway CPU vs a proxied call", run_cache},
       {"llm-routing", "64 trajectories x 30 turns on 4 simulated inference workers: toolbridge's policies vs sglang-router",
        run_llm_routing},
+      {"parse", "the parse corpus through POST /v1/parse vs the Python regex reference: accuracy, time per turn",
+       run_parse},
   };
   std::vector<CLI::App*> commands;
   for (const auto& s : scenarios) commands.push_back(app.add_subcommand(s.name, s.help));

@@ -52,5 +52,6 @@ ScenarioResult run_contention(const Options& options);
 ScenarioResult run_repair(const Options& options);
 ScenarioResult run_cache(const Options& options);
 ScenarioResult run_llm_routing(const Options& options);
+ScenarioResult run_parse(const Options& options);
 
 }  // namespace toolbridge::bench

@@ -35,11 +35,13 @@ from .client import AsyncClient, AsyncTrajectory, CallResult, Client, Timing, To
 from .errors import (CallCancelled, CallFailed, CallTimeout, ConnectionFailed, InvalidCall, Overloaded,
                      RequestRejected, ServerError, ServerUnavailable, ToolbridgeError, ToolError,
                      TrajectoryRefused, Unauthorized, CallForbidden, Forbidden)
+from .parse import ParsedCall, ParseResult, ParseStream, Unparsed
 
-__all__ = ["AsyncClient", "AsyncTrajectory", "CallCancelled", "CallFailed", "CallResult", "CallTimeout",
-           "Client", "ConnectionFailed", "Gateway", "GatewayError", "InvalidCall", "Overloaded",
-           "RequestRejected", "ServerError", "ServerUnavailable", "Timing", "ToolCall", "ToolError",
-           "ToolbridgeError", "Trajectory", "TrajectoryRefused", "Unauthorized", "CallForbidden", "Forbidden", "find_binary", "release", "trajectory"]
+__all__ = ["AsyncClient", "AsyncTrajectory", "CallCancelled", "CallFailed", "CallForbidden", "CallResult",
+           "CallTimeout", "Client", "ConnectionFailed", "Forbidden", "Gateway", "GatewayError", "InvalidCall",
+           "Overloaded", "ParseResult", "ParseStream", "ParsedCall", "RequestRejected", "ServerError",
+           "ServerUnavailable", "Timing", "ToolCall", "ToolError", "ToolbridgeError", "Trajectory",
+           "TrajectoryRefused", "Unauthorized", "Unparsed", "find_binary", "release", "trajectory"]
 __version__ = "0.1.0"
 
 

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Literal, Mapping, Sequence, Union
 
 from ._transport import AsyncTransport, Response, SyncTransport, split_url, tls_context
 from .errors import ConnectionFailed, ToolbridgeError, call_failed, rejected
+from .parse import ParseResult, ParseStream, parse_body, parse_result
 
 __all__ = ["AsyncClient", "AsyncTrajectory", "CallResult", "Client", "Timing", "ToolCall", "Trajectory"]
 
@@ -244,6 +245,28 @@ class Client:
         path = f"{self._prefix}/sessions/{urllib.parse.quote(name, safe='')}"
         return _released(self._transport.request("DELETE", path, None, self._headers()))
 
+    def parse(self, text: str, format: str = "auto", *, execute: bool = False, render: bool = False,
+              trajectory: str | None = None, timeout_ms: float | None = None,
+              sequential: bool = False) -> ParseResult:
+        """The tool calls in a model's output (POST /v1/parse): content, reasoning, calls as
+        resolved in the catalog, and what could not be parsed, with why."""
+        body = parse_body(text, format, execute, render, trajectory, self.tenant, timeout_ms, sequential)
+        return parse_result(self._request("POST", "/v1/parse", body))
+
+    def parse_and_execute(self, text: str, format: str = "auto", **kw: Any) -> ParseResult:
+        """parse() that also runs the calls as one batch: each call's ``result``, the
+        ``messages`` to append (role "tool"), and with render=True the format's own rendering."""
+        return self.parse(text, format, execute=True, **kw)
+
+    def parse_stream(self, format: str = "auto", *, execute: bool = False, render: bool = False,
+                     trajectory: str | None = None, timeout_ms: float | None = None) -> ParseStream:
+        """A stream for output still being generated: feed(chunk) reports (and with execute
+        starts) each call as soon as it is complete; finish() answers as parse() does."""
+        return ParseStream(self, format, execute, render, trajectory, timeout_ms)
+
+    def _request(self, method: str, path: str, body: bytes | None) -> Response:
+        return self._transport.request(method, self._prefix + path, body, self._headers())
+
     def close(self) -> None:
         self._transport.close()
 
@@ -325,6 +348,16 @@ class AsyncClient:
         path = f"{self._prefix}/sessions/{urllib.parse.quote(name, safe='')}"
         headers = {"X-Toolbridge-Tenant": self.tenant} if self.tenant else None
         return _released(await self._transport.request("DELETE", path, None, headers))
+
+    async def parse(self, text: str, format: str = "auto", *, execute: bool = False,
+                    render: bool = False, trajectory: str | None = None,
+                    timeout_ms: float | None = None, sequential: bool = False) -> ParseResult:
+        body = parse_body(text, format, execute, render, trajectory, self.tenant, timeout_ms, sequential)
+        headers = {**_JSON, "X-Toolbridge-Tenant": self.tenant} if self.tenant else _JSON
+        return parse_result(await self._transport.request("POST", self._prefix + "/v1/parse", body, headers))
+
+    async def parse_and_execute(self, text: str, format: str = "auto", **kw: Any) -> ParseResult:
+        return await self.parse(text, format, execute=True, **kw)
 
     async def close(self) -> None:
         await self._transport.close()

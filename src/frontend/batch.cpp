@@ -16,6 +16,7 @@
 #include "call/trace_context.h"
 #include "call/trajectory_name.h"
 #include "frontend/batch_codec.h"
+#include "frontend/call_run.h"
 #include "frontend/client_identity.h"
 #include "frontend/router.h"
 #include "frontend/trajectory_key.h"
@@ -153,122 +154,6 @@ BatchRefusal read_batch_request(const bj::value& body, BatchRequest& out, std::s
   return {};
 }
 
-namespace {
-
-// One batch in flight: its calls, their results, and who waits for them. Shared by the
-// handler, each call's completion and the peer-closed callback.
-class Run : public std::enable_shared_from_this<Run> {
- public:
-  Run(asio::io_context& io, const gateway::Pipeline& pipeline, bool fail_fast, bool sequential,
-      std::size_t max_result_bytes)
-      : io_(io),
-        pipeline_(pipeline),
-        fail_fast_(fail_fast),
-        sequential_(sequential),
-        wake_(io),
-        max_result_bytes_(max_result_bytes) {}
-
-  std::vector<std::shared_ptr<Call>> calls;  // null for an entry that cannot run
-  std::vector<std::optional<Result>> results;
-  std::vector<Call::Clock::time_point> done_at;
-
-  void start() {
-    pending_ = calls.size();
-    if (sequential_) return next();
-    for (std::size_t i = 0; i < calls.size(); ++i) launch(i);
-  }
-
-  asio::awaitable<void> wait() {
-    while (pending_ > 0) {
-      wake_.expires_at(asio::steady_timer::time_point::max());
-      boost::system::error_code ec;
-      co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    }
-  }
-
-  // The client hung up: nothing more is owed to it, so its calls stop taking slots.
-  void abandon(const std::string& reason) {
-    abandoned_ = true;
-    cancel_all(reason);
-  }
-
- private:
-  void launch(std::size_t i) {
-    if (results[i]) return finish(i, std::move(*results[i]));  // an entry that cannot run
-    if (abandoned_) return finish(i, Result::failure(Fault::kCancelled, "the client disconnected"));
-    if (stopped_by) {
-      return finish(i, Result::failure(Fault::kCancelled, skipped_why()));
-    }
-    const std::shared_ptr<Call> call = calls[i];
-    asio::co_spawn(io_, pipeline_.run(*call),
-                   [self = shared_from_this(), i](std::exception_ptr failure, Result result) {
-                     if (failure) {
-                       spdlog::error("batch call {} ({}): the pipeline failed", i,
-                                     self->calls[i]->route.display_name);
-                       result = Result::failure(Fault::kUnavailable,
-                                                "internal error while running the call");
-                     }
-                     self->finish(i, std::move(result));
-                   });
-  }
-
-  void next() {
-    if (next_ < calls.size()) launch(next_++);
-  }
-
-  void finish(std::size_t i, Result result) {
-    if (held_bytes_ + result.response.size() > max_result_bytes_) {
-      result = Result::failure(
-          Fault::kOverloaded,
-          fmt::format("the result ({} bytes) was dropped: with it the batch's answer would pass "
-                      "{} bytes (gateway.batch_max_result_bytes); ask for large results in "
-                      "batches of their own",
-                      result.response.size(), max_result_bytes_));
-    }
-    held_bytes_ += result.response.size();
-    const bool failed = result.fault != Fault::kNone;
-    done_at[i] = Call::Clock::now();
-    results[i] = std::move(result);
-    if (failed && fail_fast_ && !stopped_by) {
-      stopped_by = i;
-      cancel_all(skipped_why());
-    }
-    --pending_;
-    if (pending_ == 0) wake_.cancel();
-    if (sequential_) next();
-  }
-
-  std::string skipped_why() const {
-    return fmt::format("not completed: call {} failed and the batch is fail_fast", *stopped_by);
-  }
-
-  void cancel_all(const std::string& reason) {
-    for (std::size_t i = 0; i < calls.size(); ++i) {
-      if (!results[i] && calls[i]) calls[i]->cancel(reason);
-    }
-  }
-
-  asio::io_context& io_;
-  const gateway::Pipeline& pipeline_;
-  const bool fail_fast_;
-  const bool sequential_;
-  asio::steady_timer wake_;
-  std::size_t pending_ = 0;
-  std::size_t next_ = 0;
-  std::size_t held_bytes_ = 0;  // of the results kept for the answer
-  std::size_t max_result_bytes_ = 0;
-  bool abandoned_ = false;
-
- public:
-  std::optional<std::size_t> stopped_by;  // the call whose failure stopped a fail_fast batch
-};
-
-double ms_between(Call::Clock::time_point from, Call::Clock::time_point to) {
-  return std::chrono::duration<double, std::milli>(to - from).count();
-}
-
-}  // namespace
-
 Batch::Batch(gateway::Gateway& gateway) : gateway_(gateway) {
   auto& m = gateway_.metrics();
   m.describe("toolbridge_batches_total", "counter",
@@ -330,65 +215,19 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
       co_return;
     }
   }
-  // The trajectory and tenant may come as headers (as for /mcp) or in the body; both may be
-  // given only if they agree.
-  std::string problem;
-  std::string trajectory = named_trajectory(req, {}, problem);
-  if (problem.empty() && !request.trajectory.empty()) {
-    if (!trajectory.empty() && trajectory != request.trajectory) {
-      problem = fmt::format("{} names trajectory '{}' but the body names '{}'; name one",
-                            kTrajectoryHeader, trajectory, request.trajectory);
-    }
-    trajectory = request.trajectory;
-  }
-  const std::string header_tenant(header(req, kTenantHeader));
-  std::string owner;
-  if (problem.empty()) owner = owner_of(ex, problem);
-  if (problem.empty() && !request.tenant.empty()) {
-    if (!header_tenant.empty() && header_tenant != request.tenant) {
-      problem = fmt::format("{} names tenant '{}' but the body names '{}'; name one", kTenantHeader,
-                            header_tenant, request.tenant);
-    }
-    owner = "tenant " + request.tenant;
-  }
-  // An API key's tenant overrides what the header or the body says.
-  if (ex.principal) owner = "tenant " + ex.principal->tenant;
-  if (!problem.empty()) {
-    const BatchRefusal r = bad(problem);
+  CallScope scope;
+  scope.arrived = arrived;
+  if (BatchRefusal r = call_scope(ex, gateway_, request.trajectory, request.tenant, "batch",
+                                  next_ephemeral_, scope);
+      !r.empty()) {
     co_await refuse(ex, r, no_headers);
     co_return;
   }
-  if (gateway_.stopping()) {
-    const BatchRefusal r{503, "shutting_down", "the gateway is shutting down"};
-    co_await refuse(ex, r, no_headers);
-    co_return;
-  }
-  if (!trajectory.empty()) {
-    if (std::string refused = gateway_.claim_trajectory(trajectory, owner); !refused.empty()) {
-      const BatchRefusal r{403, "trajectory_refused", std::move(refused)};
-      co_await refuse(ex, r, no_headers);
-      co_return;
-    }
-  }
-  // Without a trajectory, the batch's calls share a key of their own ('/' is never in a
-  // trajectory name), released when the batch ends: per_session servers keep no state across
-  // batches unless a trajectory is named.
-  const bool ephemeral = trajectory.empty();
-  const std::string key = ephemeral ? fmt::format("batch/{}", ++next_ephemeral_) : trajectory;
-  const std::string tenant = ex.principal              ? ex.principal->tenant
-                             : !request.tenant.empty() ? request.tenant
-                             : !header_tenant.empty()  ? header_tenant
-                                                       : owner;
   co_await gateway_.until_settled();
 
-  // The caller's trace context (W3C traceparent header) goes to every call's trace line and to
-  // its server in _meta; a malformed one is ignored.
-  std::string traceparent(header(ex.request(), gateway::kTraceparent));
-  if (!gateway::valid_traceparent(traceparent)) traceparent.clear();
-
   const std::size_t n = request.calls.size();
-  auto run = std::make_shared<Run>(gateway_.io(), gateway_.pipeline(), request.fail_fast,
-                                   request.sequential, limits.batch_max_result_bytes);
+  auto run = std::make_shared<CallRun>(gateway_.io(), gateway_.pipeline(), request.fail_fast,
+                                       request.sequential, limits.batch_max_result_bytes);
   run->calls.resize(n);
   run->results.resize(n);
   run->done_at.resize(n, arrived);
@@ -398,36 +237,19 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
       run->results[i] = Result::failure(Fault::kInvalidParams, std::move(spec.error));
       continue;
     }
-    auto call = std::make_shared<Call>();
-    call->method = "tools/call";
-    call->id = std::to_string(i);
-    call->params =
-        R"({"name":)" + json::quote(spec.tool) + R"(,"arguments":)" + spec.arguments + "}";
-    call->members = json::object_members(call->params).value_or(std::vector<json::Member>{});
-    call->trajectory = key;
-    call->request_scoped_key = ephemeral;
-    call->tenant = tenant;
-    call->principal = ex.principal;
-    call->requested_timeout = spec.timeout.count() > 0 ? spec.timeout : request.timeout;
-    call->started = arrived;
-    if (!traceparent.empty()) {
-      call->traceparent = traceparent;
-      call->meta = R"({"traceparent":)" + json::quote(traceparent) + "}";
-    }
-    run->calls[i] = std::move(call);
+    const auto timeout = spec.timeout.count() > 0 ? spec.timeout : request.timeout;
+    run->calls[i] = make_tool_call(i, spec.tool, spec.arguments, scope, timeout);
   }
-  ex.on_peer_closed([weak = std::weak_ptr<Run>(run)] {
+  ex.on_peer_closed([weak = std::weak_ptr<CallRun>(run)] {
     if (auto r = weak.lock()) r->abandon("the client disconnected");
   });
   ++*accepted_;
   run->start();
   co_await run->wait();
-  if (ephemeral) gateway_.release_session(key);
+  if (scope.ephemeral) gateway_.release_session(scope.key);
 
   // Every call shed by admission control: the batch as a whole is refused, with when to retry.
-  const bool all_shed = std::all_of(run->results.begin(), run->results.end(),
-                                    [](const auto& r) { return r && r->fault == Fault::kShed; });
-  if (all_shed) {
+  if (run->all_shed()) {
     std::size_t retry_after = 1;
     const auto& admission = gateway_.pipeline().admission().admission();
     for (const auto& call : run->calls) {
@@ -450,21 +272,11 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
     co_return;
   }
 
-  std::vector<BatchEntry> entries(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    BatchEntry& e = entries[i];
-    e.tool = request.calls[i].tool;
-    e.result = std::move(*run->results[i]);
-    const Call* call = run->calls[i].get();
-    if (call) {
-      const bool was_sent = call->sent != Call::Clock::time_point{};
-      const auto sent = was_sent ? call->sent : run->done_at[i];
-      e.queue_ms = ms_between(arrived, sent);
-      e.execution_ms = ms_between(sent, run->done_at[i]);
-      e.total_ms = ms_between(arrived, run->done_at[i]);
-    }
-  }
-  const double total_ms = ms_between(arrived, Call::Clock::now());
+  std::vector<BatchEntry> entries;
+  entries.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) entries.push_back(run->entry(i, request.calls[i].tool, arrived));
+  const double total_ms =
+      std::chrono::duration<double, std::milli>(Call::Clock::now() - arrived).count();
   std::string body = encode_response(encoding, entries, total_ms);
   const std::string_view type = content_type(encoding);
   co_await ex.reply(http::status::ok, type, std::move(body), no_headers);

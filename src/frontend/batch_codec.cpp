@@ -129,7 +129,15 @@ namespace {
 void append_entry(std::string& out, const BatchEntry& e) {
   out += R"({"tool":)";
   out += json::quote(e.tool);
-  out += R"(,"outcome":")";
+  out += ',';
+  append_outcome(out, e);
+  out += '}';
+}
+
+}  // namespace
+
+void append_outcome(std::string& out, const BatchEntry& e) {
+  out += R"("outcome":")";
   out += outcome_name(e.result.fault);
   out += '"';
   const std::string& response = e.result.response;
@@ -155,11 +163,9 @@ void append_entry(std::string& out, const BatchEntry& e) {
     out += json::quote(e.result.why);
     out += '}';
   }
-  out += fmt::format(R"(,"timing":{{"queue_ms":{:.3f},"execution_ms":{:.3f},"total_ms":{:.3f}}}}})",
+  out += fmt::format(R"(,"timing":{{"queue_ms":{:.3f},"execution_ms":{:.3f},"total_ms":{:.3f}}})",
                      e.queue_ms, e.execution_ms, e.total_ms);
 }
-
-}  // namespace
 
 namespace {
 

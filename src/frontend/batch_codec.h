@@ -36,6 +36,9 @@ struct BatchEntry {
 // "ok" for a result, else the fault's name (tool_error, timeout, shed, ...).
 std::string_view outcome_name(gateway::Fault f);
 
+// `"outcome":…,"result"|"error":…,"timing":{…}` of one entry (JSON, no braces around it).
+void append_outcome(std::string& out, const BatchEntry& e);
+
 std::string encode_response(Encoding e, const std::vector<BatchEntry>& entries, double total_ms);
 
 }  // namespace toolbridge::frontend

@@ -65,6 +65,7 @@ Server::Server(asio::io_context& io, config::Config config)
       legacy_(gateway_),
       admin_(gateway_),
       batch_(gateway_),
+      parse_(gateway_),
       observe_(gateway_),
       openai_(gateway_),
       http_(io, listener_options(gateway_.config().gateway),
@@ -150,6 +151,13 @@ void Server::add_routes() {
   }
   router_.add(http::verb::post, "/v1/batch",
               guarded([this](Exchange& ex, std::string_view) { return batch_.post(ex); }));
+  router_.add(http::verb::post, "/v1/parse",
+              guarded([this](Exchange& ex, std::string_view) { return parse_.post(ex); }));
+  router_.add(http::verb::post, "/v1/parse/streams",
+              guarded([this](Exchange& ex, std::string_view) { return parse_.open(ex); }));
+  router_.add(std::nullopt, "/v1/parse/streams/",
+              guarded([this](Exchange& ex, std::string_view p) { return parse_.stream(ex, p); }),
+              true);
   router_.add(http::verb::get, "/v1/tools",
               guarded([this](Exchange& ex, std::string_view) { return batch_.tools(ex); }));
   router_.add(std::nullopt, std::string(kTrajectoryPrefix),

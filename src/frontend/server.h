@@ -14,6 +14,7 @@
 #include "frontend/mcp_http.h"
 #include "frontend/observe.h"
 #include "frontend/openai.h"
+#include "frontend/parse.h"
 #include "frontend/router.h"
 #include "gateway/gateway.h"
 #include "transport/http_server.h"
@@ -56,6 +57,7 @@ class Server {
   LegacySse legacy_;
   Admin admin_;
   Batch batch_;
+  Parse parse_;
   Observe observe_;
   OpenAi openai_;
   Router router_;

@@ -9,7 +9,12 @@
 ``tools()`` is the catalog as ``[{"type": "function", "function": {name, description,
 parameters}}]`` with names the API accepts and flattened schemas; ``execute`` takes an
 assistant message (the SDK's object or a dict) and returns its ``role: "tool"`` messages in
-the order of its ``tool_calls``."""
+the order of its ``tool_calls``.
+
+Raw completion text (a model served without a tool-call parser, /v1/completions, a local
+engine): ``execute_text(text, format)`` parses it in the gateway (POST /v1/parse, formats
+hermes, qwen3_coder, llama3_json, mistral, deepseek_v3, use_mcp_tool or auto), runs the calls in
+the same request and returns ``[assistant message with tool_calls, *tool messages]``."""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ import json
 from typing import Any, Iterable
 
 from ..client import AsyncClient, CallResult, Client
+from ..parse import ParseResult
 from ._schema import api_names, flatten_schema
 
 __all__ = ["AsyncOpenAITools", "OpenAITools", "tool_messages"]
@@ -74,6 +80,20 @@ class _Catalog:
         return out
 
 
+    def conversation(self, parsed: ParseResult) -> list[dict[str, Any]]:
+        """The assistant message of a parsed completion (content, tool_calls with API names)
+        and its tool messages, ready to append."""
+        calls = [{"id": c.id, "type": "function",
+                  "function": {"name": self.api_of.get(c.name, c.name),
+                               "arguments": json.dumps(c.arguments)}} for c in parsed.calls]
+        assistant: dict[str, Any] = {"role": "assistant", "content": parsed.content or None}
+        if calls:
+            assistant["tool_calls"] = calls
+        tools = [{"role": "tool", "tool_call_id": c.id, "content": _content(c.result)}
+                 for c in parsed.calls if c.result is not None]
+        return [assistant, *tools]
+
+
 def _content(r: CallResult) -> str:
     if r.result is not None:
         return r.text
@@ -106,6 +126,12 @@ class OpenAITools:
         return self._catalog.messages(ids, plan, results)
 
 
+    def execute_text(self, text: str, format: str = "auto") -> list[dict[str, Any]]:
+        """Raw completion text: its calls parsed and run by the gateway in one request."""
+        parsed = self.client.parse_and_execute(text, format, trajectory=self._catalog.trajectory)
+        return self._catalog.conversation(parsed)
+
+
 class AsyncOpenAITools:
     """The same for ``toolbridge.AsyncClient``: ``await AsyncOpenAITools.create(client)``."""
 
@@ -127,3 +153,7 @@ class AsyncOpenAITools:
         results = await self.client.batch(calls, trajectory=self._catalog.trajectory,
                                           sequential=sequential) if calls else []
         return self._catalog.messages(ids, plan, results)
+
+    async def execute_text(self, text: str, format: str = "auto") -> list[dict[str, Any]]:
+        parsed = await self.client.parse_and_execute(text, format, trajectory=self._catalog.trajectory)
+        return self._catalog.conversation(parsed)

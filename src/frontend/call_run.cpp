@@ -1,0 +1,216 @@
+#include "frontend/call_run.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "call/trace_context.h"
+#include "frontend/client_identity.h"
+#include "frontend/router.h"
+#include "frontend/trajectory_key.h"
+#include "json/envelope.h"
+
+namespace toolbridge::frontend {
+
+namespace asio = boost::asio;
+using gateway::Call;
+using gateway::Fault;
+using gateway::Result;
+using transport::Exchange;
+
+BatchRefusal call_scope(Exchange& ex, gateway::Gateway& gateway, const std::string& body_trajectory,
+                        const std::string& body_tenant, std::string_view prefix,
+                        std::uint64_t& next_ephemeral, CallScope& out) {
+  const auto& req = ex.request();
+  // The trajectory and tenant may come as headers (as for /mcp) or in the body; both may be
+  // given only if they agree.
+  std::string problem;
+  std::string trajectory = named_trajectory(req, {}, problem);
+  if (problem.empty() && !body_trajectory.empty()) {
+    if (!trajectory.empty() && trajectory != body_trajectory) {
+      problem = fmt::format("{} names trajectory '{}' but the body names '{}'; name one",
+                            kTrajectoryHeader, trajectory, body_trajectory);
+    }
+    trajectory = body_trajectory;
+  }
+  const std::string header_tenant(header(req, kTenantHeader));
+  std::string owner;
+  if (problem.empty()) owner = owner_of(ex, problem);
+  if (problem.empty() && !body_tenant.empty()) {
+    if (!header_tenant.empty() && header_tenant != body_tenant) {
+      problem = fmt::format("{} names tenant '{}' but the body names '{}'; name one", kTenantHeader,
+                            header_tenant, body_tenant);
+    }
+    owner = "tenant " + body_tenant;
+  }
+  // An API key's tenant overrides what the header or the body says.
+  if (ex.principal) owner = "tenant " + ex.principal->tenant;
+  if (!problem.empty()) return BatchRefusal{400, "invalid_request", std::move(problem)};
+  if (gateway.stopping()) return BatchRefusal{503, "shutting_down", "the gateway is shutting down"};
+  if (!trajectory.empty()) {
+    if (std::string refused = gateway.claim_trajectory(trajectory, owner); !refused.empty()) {
+      return BatchRefusal{403, "trajectory_refused", std::move(refused)};
+    }
+  }
+  // Without a trajectory, the request's calls share a key of their own ('/' is never in a
+  // trajectory name), released when it ends: per_session servers keep no state across requests
+  // unless a trajectory is named.
+  out.ephemeral = trajectory.empty();
+  out.key = out.ephemeral ? fmt::format("{}/{}", prefix, ++next_ephemeral) : trajectory;
+  out.tenant = ex.principal              ? ex.principal->tenant
+               : !body_tenant.empty()   ? body_tenant
+               : !header_tenant.empty() ? header_tenant
+                                        : owner;
+  out.principal = ex.principal;
+  // The caller's trace context (W3C traceparent header) goes to every call's trace line and to
+  // its server in _meta; a malformed one is ignored.
+  out.traceparent = std::string(header(req, gateway::kTraceparent));
+  if (!gateway::valid_traceparent(out.traceparent)) out.traceparent.clear();
+  return {};
+}
+
+std::shared_ptr<Call> make_tool_call(std::size_t index, std::string_view tool,
+                                     std::string_view arguments, const CallScope& scope,
+                                     std::chrono::milliseconds timeout) {
+  auto call = std::make_shared<Call>();
+  call->method = "tools/call";
+  call->id = std::to_string(index);
+  call->params =
+      R"({"name":)" + json::quote(tool) + R"(,"arguments":)" + std::string(arguments) + "}";
+  call->members = json::object_members(call->params).value_or(std::vector<json::Member>{});
+  call->trajectory = scope.key;
+  call->request_scoped_key = scope.ephemeral;
+  call->tenant = scope.tenant;
+  call->principal = scope.principal;
+  call->requested_timeout = timeout;
+  call->started = scope.arrived;
+  if (!scope.traceparent.empty()) {
+    call->traceparent = scope.traceparent;
+    call->meta = R"({"traceparent":)" + json::quote(scope.traceparent) + "}";
+  }
+  return call;
+}
+
+CallRun::CallRun(asio::io_context& io, const gateway::Pipeline& pipeline, bool fail_fast,
+                 bool sequential, std::size_t max_result_bytes)
+    : io_(io),
+      pipeline_(pipeline),
+      fail_fast_(fail_fast),
+      sequential_(sequential),
+      wake_(io),
+      max_result_bytes_(max_result_bytes) {}
+
+void CallRun::start() {
+  pending_ = calls.size();
+  done_at.resize(calls.size(), Call::Clock::now());
+  results.resize(calls.size());
+  if (sequential_) return next();
+  for (std::size_t i = 0; i < calls.size(); ++i) launch(i);
+}
+
+std::size_t CallRun::add(std::shared_ptr<Call> call, std::optional<Result> preset) {
+  const std::size_t i = calls.size();
+  calls.push_back(std::move(call));
+  results.push_back(std::move(preset));
+  done_at.push_back(Call::Clock::now());
+  ++pending_;
+  launch(i);
+  return i;
+}
+
+asio::awaitable<void> CallRun::wait() {
+  while (pending_ > 0) {
+    wake_.expires_at(asio::steady_timer::time_point::max());
+    boost::system::error_code ec;
+    co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+}
+
+void CallRun::abandon(const std::string& reason) {
+  abandoned_ = true;
+  cancel_all(reason);
+}
+
+void CallRun::launch(std::size_t i) {
+  if (results[i]) return finish(i, std::move(*results[i]));  // an entry that cannot run
+  if (abandoned_) return finish(i, Result::failure(Fault::kCancelled, "the client disconnected"));
+  if (stopped_by) return finish(i, Result::failure(Fault::kCancelled, skipped_why()));
+  const std::shared_ptr<Call> call = calls[i];
+  asio::co_spawn(
+      io_, pipeline_.run(*call),
+      [self = shared_from_this(), i](std::exception_ptr failure, Result result) {
+        if (failure) {
+          spdlog::error("call {} ({}): the pipeline failed", i, self->calls[i]->route.display_name);
+          result = Result::failure(Fault::kUnavailable, "internal error while running the call");
+        }
+        self->finish(i, std::move(result));
+      });
+}
+
+void CallRun::next() {
+  if (next_ < calls.size()) launch(next_++);
+}
+
+void CallRun::finish(std::size_t i, Result result) {
+  if (held_bytes_ + result.response.size() > max_result_bytes_) {
+    result = Result::failure(
+        Fault::kOverloaded,
+        fmt::format("the result ({} bytes) was dropped: with it the batch's answer would pass "
+                    "{} bytes (gateway.batch_max_result_bytes); ask for large results in "
+                    "batches of their own",
+                    result.response.size(), max_result_bytes_));
+  }
+  held_bytes_ += result.response.size();
+  const bool failed = result.fault != Fault::kNone;
+  done_at[i] = Call::Clock::now();
+  results[i] = std::move(result);
+  if (failed && fail_fast_ && !stopped_by) {
+    stopped_by = i;
+    cancel_all(skipped_why());
+  }
+  --pending_;
+  if (pending_ == 0) wake_.cancel();
+  if (sequential_) next();
+}
+
+std::string CallRun::skipped_why() const {
+  return fmt::format("not completed: call {} failed and the batch is fail_fast", *stopped_by);
+}
+
+void CallRun::cancel_all(const std::string& reason) {
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    if (!results[i] && calls[i]) calls[i]->cancel(reason);
+  }
+}
+
+bool CallRun::all_shed() const {
+  return !results.empty() && std::all_of(results.begin(), results.end(), [](const auto& r) {
+    return r && r->fault == Fault::kShed;
+  });
+}
+
+namespace {
+double ms_between(Call::Clock::time_point from, Call::Clock::time_point to) {
+  return std::chrono::duration<double, std::milli>(to - from).count();
+}
+}  // namespace
+
+BatchEntry CallRun::entry(std::size_t i, std::string tool, Call::Clock::time_point arrived) {
+  BatchEntry e;
+  e.tool = std::move(tool);
+  e.result = std::move(*results[i]);
+  if (const Call* call = calls[i].get()) {
+    const bool was_sent = call->sent != Call::Clock::time_point{};
+    const auto sent = was_sent ? call->sent : done_at[i];
+    e.queue_ms = ms_between(arrived, sent);
+    e.execution_ms = ms_between(sent, done_at[i]);
+    e.total_ms = ms_between(arrived, done_at[i]);
+  }
+  return e;
+}
+
+}  // namespace toolbridge::frontend

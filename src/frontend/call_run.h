@@ -1,0 +1,95 @@
+#pragma once
+// Tool calls run together through the pipeline on behalf of one HTTP request: a batch
+// (/v1/batch) or a parsed turn (/v1/parse). Shared by both front ends: who the calls belong to
+// (trajectory and tenant, from headers or the body), how each call is built, how they run
+// (concurrently, one after another, fail-fast), and the timing of each answer.
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "call/call.h"
+#include "frontend/batch.h"
+#include "frontend/batch_codec.h"
+#include "gateway/gateway.h"
+#include "gateway/pipeline.h"
+#include "transport/http_server.h"
+
+namespace toolbridge::frontend {
+
+// Who a request's calls belong to.
+struct CallScope {
+  std::string key;         // the per_session key: the trajectory, or "PREFIX/N" for this request
+  bool ephemeral = false;  // no trajectory named: the key is released when the request ends
+  std::string tenant;
+  const config::ApiKey* principal = nullptr;  // the API key the request came with, if any
+  std::string traceparent;  // the caller's W3C trace context, validated; empty if none
+  gateway::Call::Clock::time_point arrived = gateway::Call::Clock::now();
+};
+
+// The scope of the request in `ex` from its headers and the trajectory and tenant its body
+// named (empty if not): a refusal when they disagree, the trajectory belongs to another owner,
+// or the gateway is stopping. `prefix` + `next_ephemeral` name a request without a trajectory.
+BatchRefusal call_scope(transport::Exchange& ex, gateway::Gateway& gateway,
+                        const std::string& body_trajectory, const std::string& body_tenant,
+                        std::string_view prefix, std::uint64_t& next_ephemeral, CallScope& out);
+
+// A tools/call of `tool` with `arguments` (a JSON object), numbered `index` in its request.
+std::shared_ptr<gateway::Call> make_tool_call(std::size_t index, std::string_view tool,
+                                              std::string_view arguments, const CallScope& scope,
+                                              std::chrono::milliseconds timeout);
+
+// The calls of one request in flight: their results, and who waits for them. Shared by the
+// handler, each call's completion and the peer-closed callback.
+class CallRun : public std::enable_shared_from_this<CallRun> {
+ public:
+  CallRun(boost::asio::io_context& io, const gateway::Pipeline& pipeline, bool fail_fast,
+          bool sequential, std::size_t max_result_bytes);
+
+  std::vector<std::shared_ptr<gateway::Call>> calls;    // null for an entry that cannot run
+  std::vector<std::optional<gateway::Result>> results;  // preset: an entry that cannot run
+  std::vector<gateway::Call::Clock::time_point> done_at;
+
+  // Runs every call in `calls`.
+  void start();
+  // Adds one more call (or, with `preset`, an entry that cannot run) and starts it at once
+  // (concurrent runs only). Returns its index.
+  std::size_t add(std::shared_ptr<gateway::Call> call, std::optional<gateway::Result> preset);
+  // Returns once every call started so far has its result.
+  boost::asio::awaitable<void> wait();
+  bool done() const { return pending_ == 0; }
+  // The client hung up: nothing more is owed to it, so its calls stop taking slots.
+  void abandon(const std::string& reason);
+
+  // Every result is kShed (the request as a whole gets 429).
+  bool all_shed() const;
+  // Call i's answer with its timing, measured from `arrived`.
+  BatchEntry entry(std::size_t i, std::string tool, gateway::Call::Clock::time_point arrived);
+
+  std::optional<std::size_t> stopped_by;  // the call whose failure stopped a fail_fast run
+
+ private:
+  void launch(std::size_t i);
+  void next();
+  void finish(std::size_t i, gateway::Result result);
+  std::string skipped_why() const;
+  void cancel_all(const std::string& reason);
+
+  boost::asio::io_context& io_;
+  const gateway::Pipeline& pipeline_;
+  const bool fail_fast_;
+  const bool sequential_;
+  boost::asio::steady_timer wake_;
+  std::size_t pending_ = 0;
+  std::size_t next_ = 0;
+  std::size_t held_bytes_ = 0;  // of the results kept for the answer
+  std::size_t max_result_bytes_ = 0;
+  bool abandoned_ = false;
+};
+
+}  // namespace toolbridge::frontend
