@@ -102,8 +102,8 @@ class Call {
   std::optional<std::string> meta;
   std::string progress_token;  // raw JSON of _meta.progressToken, empty if none
   std::string trajectory;      // per_session key: _meta["toolbridge/session"] or the session
-  // `trajectory` is a key the front end made for one request (a batch without a trajectory), not
-  // a trajectory: the call log and the trace list the call under no trajectory.
+  // `trajectory` is a key the front end made for one request (a batch or parse request naming no
+  // trajectory), not a trajectory: the call log and the trace list the call under none.
   bool request_scoped_key = false;
   // The run the call belongs to, for admission control: _meta["toolbridge/tenant"], else the
   // session's X-Toolbridge-Tenant, else the session id.
