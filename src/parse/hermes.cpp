@@ -59,12 +59,7 @@ class Hermes final : public Format {
   }
 
   std::string render(const std::vector<ToolResponse>& responses) const override {
-    std::string out;
-    for (const auto& r : responses) {
-      if (!out.empty()) out += '\n';
-      out += "<tool_response>\n" + r.text + "\n</tool_response>";
-    }
-    return out;
+    return render_tool_response_blocks(responses);
   }
 };
 

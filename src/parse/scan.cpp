@@ -125,4 +125,13 @@ std::string trim(std::string_view text) {
   return std::string(text.substr(b, e - b));
 }
 
+std::string render_tool_response_blocks(const std::vector<ToolResponse>& responses) {
+  std::string out;
+  for (const auto& r : responses) {
+    if (!out.empty()) out += '\n';
+    out += "<tool_response>\n" + r.text + "\n</tool_response>";
+  }
+  return out;
+}
+
 }  // namespace toolbridge::parse

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "parse/format.h"
 
@@ -32,5 +33,9 @@ bool looks_like_call(std::string_view json);
 // text[from, to) with one newline trimmed at each end (XML-style values).
 std::string trim_one_newline(std::string_view text);
 std::string trim(std::string_view text);
+
+// Results as `<tool_response>` blocks, one per line group: the convention of hermes and
+// qwen3_coder chat templates.
+std::string render_tool_response_blocks(const std::vector<ToolResponse>& responses);
 
 }  // namespace toolbridge::parse
