@@ -181,8 +181,12 @@ void CallLog::end(Handle handle, CallRecord record, Clock::time_point now) {
   if (is_error(record.outcome)) ++t.errors;
   t.tool_seconds += record.total_s;
   if (record.total_s >= t.slowest.total_s) t.slowest = record;
-  t.calls.push_back(std::move(record));
-  while (t.calls.size() > limits_.calls_kept) t.calls.pop_front();
+  if (t.calls.size() < limits_.calls_kept) {
+    t.calls.push_back(std::move(record));
+  } else if (!t.calls.empty()) {
+    t.calls[t.oldest] = std::move(record);
+    t.oldest = (t.oldest + 1) % t.calls.size();
+  }
 }
 
 std::string CallLog::trajectory_json(std::string_view id, Clock::time_point now) const {
@@ -205,10 +209,10 @@ std::string CallLog::trajectory_json(std::string_view id, Clock::time_point now)
   }
   out += R"(],"calls":[)";
   first = true;
-  for (const CallRecord& r : t.calls) {
+  for (std::size_t i = 0; i < t.calls.size(); ++i) {
     if (!first) out += ',';
     first = false;
-    out += r.json();
+    t.calls[(t.oldest + i) % t.calls.size()].append_json(out);
   }
   out += "]}";
   return out;

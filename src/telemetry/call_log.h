@@ -56,7 +56,11 @@ class CallLog {
     Clock::time_point started;
   };
   struct Trajectory {
-    std::deque<CallRecord> calls;  // the last calls_kept, in order of their end
+    // The last calls_kept, in order of their end from `oldest` on, wrapping around: a ring, so
+    // a call's end allocates nothing once it is full (a deque of records this size allocated a
+    // block every second call and freed one every second call).
+    std::vector<CallRecord> calls;
+    std::size_t oldest = 0;
     std::map<std::uint64_t, Active> active;
     std::uint64_t call_count = 0, errors = 0;
     double tool_seconds = 0;

@@ -112,27 +112,58 @@ void Instance::call(std::string_view method, std::string params, std::string cal
   entry.sink = std::move(sink);
   entry.display_name = display_name;
   entry.timeout = timeout;
-  entry.deadline = std::make_unique<asio::steady_timer>(io_, timeout);
-  entry.deadline->async_wait([weak = weak_from_this(), id](boost::system::error_code ec) {
-    auto self = weak.lock();
-    if (ec || !self) return;
-    auto it = self->pending_.find(id);
-    if (it == self->pending_.end()) return;
-    Pending p = std::move(it->second);
-    self->pending_.erase(it);
-    self->write(json::make_notification(
-        "notifications/cancelled",
-        R"({"requestId":)" + std::to_string(id) + R"(,"reason":"deadline exceeded"})"));
-    self->check_responsive(p.display_name + " passed its deadline");
-    const auto secs = static_cast<double>(p.timeout.count()) / 1000.0;
-    p.sink->on_response(json::make_error(
-        p.caller_id, json::kRequestTimeout,
-        fmt::format("{} timed out after {:g} s; the request was cancelled", p.display_name, secs)));
-    if (self->in_flight() == 0 && self->on_idle) self->on_idle();
-  });
+  entry.expires = std::chrono::steady_clock::now() + timeout;
+  arm_deadline(entry.expires);
   pending_.emplace(id, std::move(entry));
   last_call_id_ = id;
   write(json::make_request(id_text, method, params), id);
+}
+
+void Instance::arm_deadline(std::chrono::steady_clock::time_point at) {
+  if (at >= deadline_armed_) return;  // the timer fires sooner and re-arms for what is left
+  deadline_armed_ = at;
+  if (!deadline_timer_) deadline_timer_ = std::make_unique<asio::steady_timer>(io_);
+  deadline_timer_->expires_at(at);  // cancels a later wait, whose handler then does nothing
+  deadline_timer_->async_wait([weak = weak_from_this()](boost::system::error_code ec) {
+    auto self = weak.lock();
+    if (ec || !self) return;
+    self->deadline_armed_ = std::chrono::steady_clock::time_point::max();
+    self->expire_due();
+  });
+}
+
+void Instance::expire_due() {
+  const auto now = std::chrono::steady_clock::now();
+  auto next = std::chrono::steady_clock::time_point::max();
+  std::vector<std::uint64_t> due;
+  for (const auto& [id, p] : pending_) {
+    if (p.expires <= now) {
+      due.push_back(id);
+    } else {
+      next = std::min(next, p.expires);
+    }
+  }
+  for (const std::uint64_t id : due) {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;  // settled by an earlier one's callbacks
+    Pending p = std::move(it->second);
+    pending_.erase(it);
+    time_out(id, std::move(p));
+  }
+  // Calls forwarded by the callbacks above armed the timer themselves.
+  if (next != std::chrono::steady_clock::time_point::max()) arm_deadline(next);
+}
+
+void Instance::time_out(std::uint64_t id, Pending p) {
+  write(json::make_notification(
+      "notifications/cancelled",
+      R"({"requestId":)" + std::to_string(id) + R"(,"reason":"deadline exceeded"})"));
+  check_responsive(p.display_name + " passed its deadline");
+  const auto secs = static_cast<double>(p.timeout.count()) / 1000.0;
+  p.sink->on_response(json::make_error(
+      p.caller_id, json::kRequestTimeout,
+      fmt::format("{} timed out after {:g} s; the request was cancelled", p.display_name, secs)));
+  if (in_flight() == 0 && on_idle) on_idle();
 }
 
 void Instance::check_responsive(const std::string& after) {

@@ -111,7 +111,8 @@ class Instance : public std::enable_shared_from_this<Instance> {
     std::string progress_token;      // caller's raw token, empty if none
     std::shared_ptr<CallSink> sink;  // null for the instance's own requests
     std::function<void(std::string_view line, const json::Envelope&)> internal;
-    std::unique_ptr<boost::asio::steady_timer> deadline;
+    // When a forwarded call times out (max: never; the instance's own requests time themselves).
+    std::chrono::steady_clock::time_point expires = std::chrono::steady_clock::time_point::max();
     std::string display_name;  // "server__tool" for messages
     std::chrono::milliseconds timeout{0};
     bool sent = false;  // its bytes reached the child's stdin
@@ -142,6 +143,11 @@ class Instance : public std::enable_shared_from_this<Instance> {
                                                      std::chrono::milliseconds timeout = {});
   // After a deadline passed: is the server still answering at all? Recycles it if not.
   void check_responsive(const std::string& after);
+  // One timer per instance, armed for the earliest deadline of the calls in flight (not a timer
+  // per call: arming and cancelling one per call cost a scheduler round trip each).
+  void arm_deadline(std::chrono::steady_clock::time_point at);
+  void expire_due();
+  void time_out(std::uint64_t id, Pending p);
   // `timeout` bounds each request (none during startup: startup_timeout bounds it all).
   boost::asio::awaitable<std::string> fetch_catalog(std::chrono::milliseconds timeout = {});
   boost::asio::awaitable<std::string> list_all(std::string_view method, std::string_view key,
@@ -172,6 +178,9 @@ class Instance : public std::enable_shared_from_this<Instance> {
   std::string list_error_;
   int list_failures_ = 0;
   std::shared_ptr<boost::asio::steady_timer> relist_wait_;  // the backoff before a retry
+  std::unique_ptr<boost::asio::steady_timer> deadline_timer_;
+  std::chrono::steady_clock::time_point deadline_armed_ =
+      std::chrono::steady_clock::time_point::max();
 };
 
 }  // namespace toolbridge::upstream
