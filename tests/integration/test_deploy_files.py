@@ -1,6 +1,7 @@
-"""The deployment files are real: deploy/kubernetes/toolbridge.yaml's gateway config passes
-`toolbridge check-config` (with the pod name and the Secret file it expects), its probes use the
-open /healthz and its grace period covers shutdown_grace; deploy/nginx/toolbridge.conf passes
+"""The deployment files are real: deploy/kubernetes/toolbridge.yaml validates against the
+Kubernetes API schemas (kubernetes-validate, strict: an unknown or mistyped field fails), its
+gateway config passes `toolbridge check-config` (with the pod name and the Secret file it
+expects), its probes use the open /healthz and its grace period covers shutdown_grace; deploy/nginx/toolbridge.conf passes
 `nginx -t` and deploy/haproxy/haproxy.cfg `haproxy -c` (addresses replaced by loopback ones).
 The configs' behaviour is tested in test_multi_gateway.py."""
 
@@ -13,6 +14,10 @@ import subprocess
 import textwrap
 from pathlib import Path
 
+import kubernetes_validate
+import pytest
+import yaml
+
 from tb_support import toolbridge_bin
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,6 +28,25 @@ def configmap_config() -> str:
     text = MANIFEST.read_text()
     block = text.split("toolbridge.yaml: |\n", 1)[1].split("\n---", 1)[0]
     return textwrap.dedent(block)
+
+
+# The oldest and the newest Kubernetes the validator ships schemas for.
+@pytest.mark.parametrize("version", ["1.25.0", "1.37.0"])
+def test_the_kubernetes_manifests_validate_against_the_api_schemas(version):
+    docs = [d for d in yaml.safe_load_all(MANIFEST.read_text()) if d]
+    assert [d["kind"] for d in docs] == ["ConfigMap", "Service", "Service", "StatefulSet"]
+    for doc in docs:
+        kubernetes_validate.validate(doc, version, strict=True)
+    # The validator is not a rubber stamp: a misspelt field and a mistyped one both fail.
+    statefulset = docs[-1]
+    pod = statefulset["spec"]["template"]["spec"]
+    pod["terminationGracePeriod"] = pod.pop("terminationGracePeriodSeconds")
+    with pytest.raises(kubernetes_validate.ValidationError, match="terminationGracePeriod"):
+        kubernetes_validate.validate(statefulset, version, strict=True)
+    pod["terminationGracePeriodSeconds"] = pod.pop("terminationGracePeriod")
+    pod["containers"][0]["readinessProbe"]["periodSeconds"] = "5s"
+    with pytest.raises(kubernetes_validate.ValidationError, match="periodSeconds"):
+        kubernetes_validate.validate(statefulset, version, strict=True)
 
 
 def test_the_kubernetes_config_passes_check_config(tmp_path):
