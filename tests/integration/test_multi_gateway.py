@@ -415,3 +415,26 @@ def test_a_restarted_gateway_says_which_trajectories_lost_their_instance(gateway
             assert pid_of(pid_call(client, again.base_url, "new-8")) > 0
     finally:
         redis.close()
+
+
+def test_with_redis_stopped_a_moved_trajectory_starts_afresh_without_being_told(gateway_factory, tmp_path):
+    """The documented degradation: with Redis not answering, no gateway can read who held a
+    trajectory, so one moved off a dead gateway gets a fresh instance and no error."""
+    redis = RedisServer(tmp_path / "redis")
+    try:
+        config = {**gateway_config("gw-1", redis), "shared_limits": {"redis": redis.address, "timeout": "200ms"}}
+        first = gateway_factory(servers(), config, name="first")
+        second = gateway_factory(servers(), {**config, "gateway_id": "gw-2"}, name="second")
+        with httpx.Client(timeout=30) as client:
+            before = pid_of(pid_call(client, first.base_url, "moved-3"))
+            redis.signal(signal.SIGSTOP)
+            first.proc.send_signal(signal.SIGKILL)
+            first.proc.wait(10)
+            start = time.monotonic()
+            moved = pid_call(client, second.base_url, "moved-3")
+            assert time.monotonic() - start < 5.0
+            assert moved["outcome"] == "ok", moved  # not "unavailable": the loss is not reported
+            assert pid_of(moved) != before
+    finally:
+        redis.signal(signal.SIGCONT)
+        redis.close()
