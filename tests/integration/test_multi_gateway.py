@@ -8,7 +8,8 @@ only its addresses replaced by loopback ports) and one real redis-server:
 - one gateway SIGKILLed mid-run: the calls in flight on it (a batch and an MCP session's) get
   nginx's 502 as the config's JSON naming the lost gateway, not an HTML page; each of its
   trajectories gets one error naming the lost gateway and server, then continues on a surviving
-  gateway with a fresh instance; the trajectories of the other gateways never notice.
+  gateway with a fresh instance; the trajectories of the other gateways never notice;
+- gateways that never answer: nginx's 504 is the config's JSON too.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def free_port() -> int:
 class Nginx:
     """Debian's nginx in the foreground (one process), with the documented config included."""
 
-    def __init__(self, workdir: Path, ports: list[int]):
+    def __init__(self, workdir: Path, ports: list[int], read_timeout: str = ""):
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
         assert Path(binary).exists(), "nginx is not installed (scripts/setup installs it)"
         workdir.mkdir(parents=True, exist_ok=True)
@@ -51,6 +52,9 @@ class Nginx:
             conf = conf.replace(f"10.0.0.1{i}:8848", f"127.0.0.1:{port}")
         assert "10.0.0." not in conf
         conf = conf.replace("listen 80;", f"listen 127.0.0.1:{self.port};")
+        if read_timeout:
+            assert "proxy_read_timeout 1h;" in conf
+            conf = conf.replace("proxy_read_timeout 1h;", f"proxy_read_timeout {read_timeout};")
         (workdir / "toolbridge.conf").write_text(conf)
         (workdir / "nginx.conf").write_text(f"""
 master_process off;
@@ -329,6 +333,37 @@ def test_trajectories_keep_their_instance_and_survive_a_gateway_killed(cluster):
         assert len(fresh) == 1, (name, fresh)
         survivor = read_proc(fresh.pop())
         assert survivor is not None and survivor.ppid in (gateways[0].proc.pid, gateways[2].proc.pid)
+
+
+def test_nginx_answers_a_silent_gateway_with_json_naming_it(tmp_path):
+    """Gateways that take the connection and never answer (listening sockets nobody accepts
+    from), and the config's proxy_read_timeout cut to 1 s: nginx's 504 is the config's JSON."""
+    silent = []
+    nginx = None
+    try:
+        for _ in range(3):
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sock.listen(16)
+            silent.append(sock)
+        nginx = Nginx(tmp_path / "nginx", [s.getsockname()[1] for s in silent], read_timeout="1s")
+        with httpx.Client(timeout=30) as client:
+            r = batch(client, nginx.url, "sandbox__pid", {}, **{"X-Toolbridge-Trajectory": "quiet-1"})
+            assert r.status_code == 504 and r.headers["content-type"] == "application/json", r.text
+            err = r.json()["error"]
+            assert err["code"] == "gateway_timeout", err
+            assert re.match(r"gateway 'gw-[123]' did not answer within the balancer's proxy_read_timeout", err["message"]), err
+            r = client.post(nginx.url + "/mcp", json=rpc("initialize", {}, 1),
+                            headers={"Accept": "application/json, text/event-stream"})
+            assert r.status_code == 504, r.text
+            body = r.json()
+            assert body["id"] is None and body["error"]["code"] == -32002, body
+            assert re.match(r"gateway 'gw-[123]' did not answer", body["error"]["message"]), body
+    finally:
+        if nginx:
+            nginx.close()
+        for sock in silent:
+            sock.close()
 
 
 def test_a_cached_result_is_a_hit_on_every_gateway(cluster):
