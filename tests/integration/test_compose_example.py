@@ -36,6 +36,12 @@ def test_compose_reads_the_file_and_every_key_is_carried_out_here(tmp_path):
     model = load(COMPOSE)
     assert refusals(model) == []
     assert sorted(model["services"]) == ["gw-1", "gw-2", "gw-3", "nginx", "redis"]
+    # nginx runs the shipped config, the gateways the config beside the compose file.
+    mounts = {name: {v["target"]: v["source"] for v in svc.get("volumes", [])}
+              for name, svc in model["services"].items()}
+    assert mounts["nginx"] == {"/etc/nginx/conf.d/default.conf": str(ROOT / "deploy/nginx/toolbridge.conf")}
+    for gw in ("gw-1", "gw-2", "gw-3"):
+        assert mounts[gw] == {"/etc/toolbridge/toolbridge.yaml": str(COMPOSE.parent / "toolbridge.yaml")}
     # The secret is the user's file, never committed.
     assert model["secrets"]["toolbridge-token"]["file"] == str(COMPOSE.parent / "toolbridge-token")
     assert "/deploy/compose/toolbridge-token" in (ROOT / ".gitignore").read_text()
@@ -143,6 +149,7 @@ def test_each_trajectory_stays_on_one_gateway(home):
 
 
 def test_a_result_cached_by_one_gateway_is_a_redis_hit_on_another(stack, home):
+    time.sleep(1.0)  # the calls before leave the tenant's one-second window
     first = next(iter(home))
     other = next(n for n in home if home[n] != home[first])
     url = nginx_url(stack)
@@ -153,6 +160,7 @@ def test_a_result_cached_by_one_gateway_is_a_redis_hit_on_another(stack, home):
         deadline = time.monotonic() + 10
         while True:  # the gateway stores the result after answering
             hit = batch(client, url, lookup, other).json()["results"][0]
+            assert hit["outcome"] == "ok", hit
             meta = hit["result"].get("_meta", {}).get("toolbridge/cache")
             if meta or time.monotonic() > deadline:
                 break
