@@ -14,6 +14,7 @@ the healthcheck commands inside the images are not exercised (see README, "Compo
 from __future__ import annotations
 
 import copy
+import ipaddress
 import json
 import re
 import time
@@ -42,6 +43,12 @@ def test_compose_reads_the_file_and_every_key_is_carried_out_here(tmp_path):
     assert mounts["nginx"] == {"/etc/nginx/conf.d/default.conf": str(ROOT / "deploy/nginx/toolbridge.conf")}
     for gw in ("gw-1", "gw-2", "gw-3"):
         assert mounts[gw] == {"/etc/toolbridge/toolbridge.yaml": str(COMPOSE.parent / "toolbridge.yaml")}
+    # The fixed addresses the nginx config names are inside the network's subnet (else `up` fails).
+    subnet = ipaddress.ip_network(model["networks"]["toolbridge"]["ipam"]["config"][0]["subnet"])
+    for gw in ("gw-1", "gw-2", "gw-3"):
+        address = model["services"][gw]["networks"]["toolbridge"]["ipv4_address"]
+        assert ipaddress.ip_address(address) in subnet and f"{address}:8848" in \
+            (ROOT / "deploy/nginx/toolbridge.conf").read_text(), (gw, address)
     # The secret is the user's file, never committed.
     assert model["secrets"]["toolbridge-token"]["file"] == str(COMPOSE.parent / "toolbridge-token")
     assert "/deploy/compose/toolbridge-token" in (ROOT / ".gitignore").read_text()
