@@ -1,17 +1,24 @@
-"""The deployment files are real: deploy/kubernetes/toolbridge.yaml's gateway config passes
-`toolbridge check-config` (with the pod name and the Secret file it expects), its probes use the
-open /healthz and its grace period covers shutdown_grace; deploy/nginx/toolbridge.conf passes
+"""The deployment files are real: deploy/kubernetes/toolbridge.yaml validates against the
+Kubernetes API schemas (kubernetes-validate, strict: an unknown or mistyped field fails), its
+gateway config passes `toolbridge check-config` (with the pod name and the Secret file it
+expects), its probes use the open /healthz, its grace period covers shutdown_grace and its pod
+runs deploy/container/Dockerfile's image as built; deploy/nginx/toolbridge.conf passes
 `nginx -t` and deploy/haproxy/haproxy.cfg `haproxy -c` (addresses replaced by loopback ones).
 The configs' behaviour is tested in test_multi_gateway.py."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import textwrap
 from pathlib import Path
+
+import kubernetes_validate
+import pytest
+import yaml
 
 from tb_support import toolbridge_bin
 
@@ -23,6 +30,25 @@ def configmap_config() -> str:
     text = MANIFEST.read_text()
     block = text.split("toolbridge.yaml: |\n", 1)[1].split("\n---", 1)[0]
     return textwrap.dedent(block)
+
+
+# The oldest and the newest Kubernetes the validator ships schemas for.
+@pytest.mark.parametrize("version", ["1.25.0", "1.37.0"])
+def test_the_kubernetes_manifests_validate_against_the_api_schemas(version):
+    docs = [d for d in yaml.safe_load_all(MANIFEST.read_text()) if d]
+    assert [d["kind"] for d in docs] == ["ConfigMap", "Service", "Service", "StatefulSet"]
+    for doc in docs:
+        kubernetes_validate.validate(doc, version, strict=True)
+    # The validator is not a rubber stamp: a misspelt field and a mistyped one both fail.
+    statefulset = docs[-1]
+    pod = statefulset["spec"]["template"]["spec"]
+    pod["terminationGracePeriod"] = pod.pop("terminationGracePeriodSeconds")
+    with pytest.raises(kubernetes_validate.ValidationError, match="terminationGracePeriod"):
+        kubernetes_validate.validate(statefulset, version, strict=True)
+    pod["terminationGracePeriodSeconds"] = pod.pop("terminationGracePeriod")
+    pod["containers"][0]["readinessProbe"]["periodSeconds"] = "5s"
+    with pytest.raises(kubernetes_validate.ValidationError, match="periodSeconds"):
+        kubernetes_validate.validate(statefulset, version, strict=True)
 
 
 def test_the_kubernetes_config_passes_check_config(tmp_path):
@@ -49,6 +75,26 @@ def test_the_kubernetes_probes_and_grace_period_fit_the_config():
     shutdown = int(re.search(r"shutdown_grace: (\d+)s", configmap_config()).group(1))
     assert grace > shutdown, (grace, shutdown)
     assert "name: POD_NAME" in text and "${env:POD_NAME}" in configmap_config()
+
+
+def test_the_kubernetes_pod_runs_the_container_image_as_built():
+    """The StatefulSet's args are the image's CMD with the ConfigMap mounted where it points, and
+    the image's entrypoint is the gateway (deploy/container/Dockerfile)."""
+    dockerfile = (ROOT / "deploy/container/Dockerfile").read_text()
+    entrypoint = json.loads(re.search(r"^ENTRYPOINT (.+)$", dockerfile, re.M).group(1))
+    cmd = json.loads(re.search(r"^CMD (.+)$", dockerfile, re.M).group(1))
+    assert entrypoint == ["/usr/local/bin/toolbridge"]
+    pod = [d for d in yaml.safe_load_all(MANIFEST.read_text()) if d][-1]["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["args"] == cmd
+    config_dir = next(m["mountPath"] for m in container["volumeMounts"] if m["name"] == "config")
+    assert cmd[cmd.index("--config") + 1] == f"{config_dir}/toolbridge.yaml"
+    assert container["ports"][0]["containerPort"] == 8848 and "EXPOSE 8848/tcp" in dockerfile
+    # The ConfigMap's servers run commands the image holds.
+    servers = yaml.safe_load(configmap_config())["servers"]
+    copied = " ".join(re.findall(r"^COPY (.+)$", dockerfile, re.M))
+    for server in servers.values():
+        assert f"build/{server['command']}" in copied, server
 
 
 def loopback(text: str) -> str:

@@ -5,9 +5,11 @@ only its addresses replaced by loopback ports) and one real redis-server:
   which process served each call), spread over the three gateways by the consistent hash;
 - a cached tool's result is shared: stored by one gateway, a hit on the other two;
 - a tenant's rate holds across the three gateways together (counted in Redis);
-- one gateway SIGKILLed mid-run: each of its trajectories gets one error naming the lost gateway
-  and server, then continues on a surviving gateway with a fresh instance; the trajectories of
-  the other gateways never notice.
+- one gateway SIGKILLed mid-run: the calls in flight on it (a batch and an MCP session's) get
+  nginx's 502 as the config's JSON naming the lost gateway, not an HTML page; each of its
+  trajectories gets one error naming the lost gateway and server, then continues on a surviving
+  gateway with a fresh instance; the trajectories of the other gateways never notice;
+- gateways that never answer: nginx's 504 is the config's JSON too.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tb_support import Gateway, fixture_server, read_proc
-from test_cache import RedisServer
+from tb_support import Gateway, RawSession, fixture_server, read_proc, rpc
+from test_cache import RedisServer, metric
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAJECTORIES = 100
@@ -40,7 +42,7 @@ def free_port() -> int:
 class Nginx:
     """Debian's nginx in the foreground (one process), with the documented config included."""
 
-    def __init__(self, workdir: Path, ports: list[int]):
+    def __init__(self, workdir: Path, ports: list[int], read_timeout: str = ""):
         binary = shutil.which("nginx") or "/usr/sbin/nginx"
         assert Path(binary).exists(), "nginx is not installed (scripts/setup installs it)"
         workdir.mkdir(parents=True, exist_ok=True)
@@ -50,6 +52,9 @@ class Nginx:
             conf = conf.replace(f"10.0.0.1{i}:8848", f"127.0.0.1:{port}")
         assert "10.0.0." not in conf
         conf = conf.replace("listen 80;", f"listen 127.0.0.1:{self.port};")
+        if read_timeout:
+            assert "proxy_read_timeout 1h;" in conf
+            conf = conf.replace("proxy_read_timeout 1h;", f"proxy_read_timeout {read_timeout};")
         (workdir / "toolbridge.conf").write_text(conf)
         (workdir / "nginx.conf").write_text(f"""
 master_process off;
@@ -179,12 +184,12 @@ def test_haproxy_keeps_trajectories_and_sessions_on_their_gateway(tmp_path, bina
         names = [f"h-{i}" for i in range(30)]
         with httpx.Client(timeout=60) as client:
             runs = run_calls(client, proxy.url, names, 4)
-            homes = set()
+            homes = {}
             for name, entries in runs.items():
                 pids = {pid_of(e) for e in entries}
                 assert len(pids) == 1, (name, pids)
-                homes.add(read_proc(pids.pop()).ppid)
-            assert len(homes) == 3  # spread over every gateway
+                homes[name] = read_proc(pids.pop()).ppid
+            assert len(set(homes.values())) == 3  # spread over every gateway
             # An MCP session's requests follow its id to the gateway that opened it.
             from tb_support import RawSession
             for _ in range(6):
@@ -193,11 +198,19 @@ def test_haproxy_keeps_trajectories_and_sessions_on_their_gateway(tmp_path, bina
                 pid = int(s.call_tool("sandbox__pid", {})["result"]["content"][0]["text"])
                 gw = gateways[int(owner.split("-")[1]) - 1]
                 assert read_proc(pid).ppid == gw.proc.pid, (owner, pid)
+        # A gateway SIGKILLed with calls in flight: HAProxy's 502 is the config's JSON-RPC error
+        # (one body for every path), naming the server; a kept-alive connection is closed instead.
+        victim = gateways[2]
+        trajectory = next(n for n in names if homes[n] == victim.proc.pid)
+        in_flight = calls_in_flight_on(victim, "gw-3", proxy.url, trajectory)
+        victim.proc.send_signal(signal.SIGKILL)
+        victim.proc.wait(10)
+        assert_lost_in_flight(in_flight, "gw-3", -32003, kept_alive_gets_502=False)
     finally:
         if proxy:
             proxy.close()
         for gw in gateways:
-            gw.close()
+            gw.close(check=gw.proc is not None and gw.proc.poll() is None)
         redis.close()
 
 
@@ -224,6 +237,61 @@ def run_calls(client, url, names, calls: int) -> dict[str, list[dict]]:
         return dict(zip(names, pool.map(one, names)))
 
 
+def calls_in_flight_on(gw: Gateway, gateway_id: str, url: str, trajectory: str) -> dict:
+    """A batch call of `trajectory` and an MCP session's call, both sleeping on `gw` through the
+    balancer at `url`."""
+    session = None
+    for _ in range(60):  # initialize without a trajectory lands anywhere: until one lands on gw
+        s = RawSession(url + "/mcp").initialize()
+        if s.session_id.startswith(gateway_id + "."):
+            session = s
+            break
+        s.close()
+    assert session is not None, f"no MCP session landed on {gateway_id} in 60 tries"
+    sleep = {"ms": 30000}
+
+    def batch_call() -> httpx.Response:
+        with httpx.Client(timeout=60) as client:
+            return batch(client, url, "sandbox__sleep", sleep, **{"X-Toolbridge-Trajectory": trajectory})
+
+    def session_call() -> httpx.Response:
+        try:
+            return session.post(rpc("tools/call", {"name": "search__sleep", "arguments": sleep}, 9))
+        finally:
+            session.close()
+
+    pool = ThreadPoolExecutor(2)
+    futures = {"batch": pool.submit(batch_call), "mcp": pool.submit(session_call)}
+    deadline = time.monotonic() + 20
+    while metric(gw, "toolbridge_in_flight") < 2:
+        assert time.monotonic() < deadline, "the two calls never reached the gateway"
+        time.sleep(0.05)
+    pool.shutdown(wait=False)
+    return futures
+
+
+def assert_lost_in_flight(futures: dict, gateway_id: str, batch_code: str | int,
+                          kept_alive_gets_502: bool = True) -> None:
+    """The balancer's 502 for a gateway lost mid-call is the config's JSON, naming the gateway.
+    The batch call comes on a fresh connection, the MCP session's on a kept-alive one."""
+    lost = futures["batch"].result(20)
+    assert lost.status_code == 502 and lost.headers["content-type"] == "application/json", lost.text
+    err = lost.json()["error"]
+    assert err["code"] == batch_code, err
+    assert err["message"].startswith(f"gateway '{gateway_id}' was lost with this request in flight"), err
+    if not kept_alive_gets_502:
+        # HAProxy, by design: a server that closes before answering a request on a reused
+        # client connection makes it close that connection, so the client may retry.
+        with pytest.raises(httpx.RemoteProtocolError):
+            futures["mcp"].result(20)
+        return
+    lost = futures["mcp"].result(20)
+    assert lost.status_code == 502 and lost.headers["content-type"] == "application/json", lost.text
+    body = lost.json()
+    assert body["jsonrpc"] == "2.0" and body["id"] is None and body["error"]["code"] == -32003, body
+    assert f"gateway '{gateway_id}' was lost" in body["error"]["message"], body
+
+
 @pytest.mark.timeout(120)
 def test_trajectories_keep_their_instance_and_survive_a_gateway_killed(cluster):
     redis, gateways, nginx = cluster
@@ -246,8 +314,10 @@ def test_trajectories_keep_their_instance_and_survive_a_gateway_killed(cluster):
 
         victim = gateways[1]
         lost = set(by_gateway[victim.proc.pid])
+        in_flight = calls_in_flight_on(victim, "gw-2", nginx.url, sorted(lost)[0])
         victim.proc.send_signal(signal.SIGKILL)
         victim.proc.wait(10)
+        assert_lost_in_flight(in_flight, "gw-2", "gateway_lost")
 
         second = run_calls(client, nginx.url, names, 5)
     for name, entries in second.items():
@@ -263,6 +333,37 @@ def test_trajectories_keep_their_instance_and_survive_a_gateway_killed(cluster):
         assert len(fresh) == 1, (name, fresh)
         survivor = read_proc(fresh.pop())
         assert survivor is not None and survivor.ppid in (gateways[0].proc.pid, gateways[2].proc.pid)
+
+
+def test_nginx_answers_a_silent_gateway_with_json_naming_it(tmp_path):
+    """Gateways that take the connection and never answer (listening sockets nobody accepts
+    from), and the config's proxy_read_timeout cut to 1 s: nginx's 504 is the config's JSON."""
+    silent = []
+    nginx = None
+    try:
+        for _ in range(3):
+            sock = socket.socket()
+            sock.bind(("127.0.0.1", 0))
+            sock.listen(16)
+            silent.append(sock)
+        nginx = Nginx(tmp_path / "nginx", [s.getsockname()[1] for s in silent], read_timeout="1s")
+        with httpx.Client(timeout=30) as client:
+            r = batch(client, nginx.url, "sandbox__pid", {}, **{"X-Toolbridge-Trajectory": "quiet-1"})
+            assert r.status_code == 504 and r.headers["content-type"] == "application/json", r.text
+            err = r.json()["error"]
+            assert err["code"] == "gateway_timeout", err
+            assert re.match(r"gateway 'gw-[123]' did not answer within the balancer's proxy_read_timeout", err["message"]), err
+            r = client.post(nginx.url + "/mcp", json=rpc("initialize", {}, 1),
+                            headers={"Accept": "application/json, text/event-stream"})
+            assert r.status_code == 504, r.text
+            body = r.json()
+            assert body["id"] is None and body["error"]["code"] == -32002, body
+            assert re.match(r"gateway 'gw-[123]' did not answer", body["error"]["message"]), body
+    finally:
+        if nginx:
+            nginx.close()
+        for sock in silent:
+            sock.close()
 
 
 def test_a_cached_result_is_a_hit_on_every_gateway(cluster):
@@ -348,4 +449,27 @@ def test_a_restarted_gateway_says_which_trajectories_lost_their_instance(gateway
             # A trajectory the restarted gateway has never seen starts without an error.
             assert pid_of(pid_call(client, again.base_url, "new-8")) > 0
     finally:
+        redis.close()
+
+
+def test_with_redis_stopped_a_moved_trajectory_starts_afresh_without_being_told(gateway_factory, tmp_path):
+    """The documented degradation: with Redis not answering, no gateway can read who held a
+    trajectory, so one moved off a dead gateway gets a fresh instance and no error."""
+    redis = RedisServer(tmp_path / "redis")
+    try:
+        config = {**gateway_config("gw-1", redis), "shared_limits": {"redis": redis.address, "timeout": "200ms"}}
+        first = gateway_factory(servers(), config, name="first")
+        second = gateway_factory(servers(), {**config, "gateway_id": "gw-2"}, name="second")
+        with httpx.Client(timeout=30) as client:
+            before = pid_of(pid_call(client, first.base_url, "moved-3"))
+            redis.signal(signal.SIGSTOP)
+            first.proc.send_signal(signal.SIGKILL)
+            first.proc.wait(10)
+            start = time.monotonic()
+            moved = pid_call(client, second.base_url, "moved-3")
+            assert time.monotonic() - start < 5.0
+            assert moved["outcome"] == "ok", moved  # not "unavailable": the loss is not reported
+            assert pid_of(moved) != before
+    finally:
+        redis.signal(signal.SIGCONT)
         redis.close()
