@@ -195,8 +195,9 @@ void Parse::arm_sweep() {
   sweep_armed_ = true;
   sweep_.expires_after(std::clamp<milliseconds>(idle / 4, milliseconds(25), milliseconds(5'000)));
   sweep_.async_wait([this](boost::system::error_code ec) {
+    if (ec) return;  // cancelled: stop(), or the timer went with this object
     sweep_armed_ = false;
-    if (ec || stopped_) return;
+    if (stopped_) return;
     expire_streams();
     arm_sweep();
   });
