@@ -33,7 +33,7 @@ TEST(ConfigParse, EveryKeyIsRead) {
 TEST(ConfigParse, BadValuesAreErrorsAtTheirPlace) {
   EXPECT_EQ(yaml_error("gateway: {parse_max_streams: 0}\n"),
             "cfg.yaml:1:30: gateway.parse_max_streams: expected a whole number of at least 1, "
-            "got 0");
+            "got '0'");
   EXPECT_EQ(yaml_error("gateway: {parse_max_streams: 100001}\n"),
             "cfg.yaml:1:30: gateway.parse_max_streams: at most 100000 streams");
   EXPECT_EQ(yaml_error("gateway: {parse_max_turns: 200000}\n"),
