@@ -215,6 +215,8 @@ void Parse::stop() {
 
 asio::awaitable<void> Parse::open(Exchange& ex) {
   const auto& limits = gateway_.config().gateway;
+  // At the cap, streams already past their idle time (the sweep not yet come) make room.
+  if (streams_.size() >= limits.parse_max_streams) expire_streams();
   if (streams_.size() >= limits.parse_max_streams) {
     const BatchRefusal r{503, "too_many_streams",
                          fmt::format("{} parse streams are open (the most there may be); "
