@@ -20,7 +20,7 @@ from typing import Any, Iterable, Literal, Mapping, Sequence, Union
 
 from ._transport import AsyncTransport, Response, SyncTransport, split_url, tls_context
 from .errors import ConnectionFailed, ToolbridgeError, call_failed, rejected
-from .parse import ParseResult, ParseStream, parse_body, parse_result
+from .parse import ParseResult, ParseStream, parse_body, parse_result, turns_body, turns_result
 
 __all__ = ["AsyncClient", "AsyncTrajectory", "CallResult", "Client", "Timing", "ToolCall", "Trajectory"]
 
@@ -258,6 +258,15 @@ class Client:
         ``messages`` to append (role "tool"), and with render=True the format's own rendering."""
         return self.parse(text, format, execute=True, **kw)
 
+    def parse_turns(self, turns: list[str | dict[str, Any]], format: str = "auto", *,
+                    execute: bool = False, render: bool = False,
+                    timeout_ms: float | None = None) -> list[ParseResult]:
+        """Many turns in one request (one per trajectory of a rollout step): each a text, or a
+        dict with ``text`` and its own keys (``trajectory``, ``format``...); answered in order, a
+        turn that could not run with ``error`` set."""
+        body = turns_body(turns, format, execute, render, self.tenant, timeout_ms)
+        return turns_result(self._request("POST", "/v1/parse", body))
+
     def parse_stream(self, format: str = "auto", *, execute: bool = False, render: bool = False,
                      trajectory: str | None = None, timeout_ms: float | None = None) -> ParseStream:
         """A stream for output still being generated: feed(chunk) reports (and with execute
@@ -358,6 +367,13 @@ class AsyncClient:
 
     async def parse_and_execute(self, text: str, format: str = "auto", **kw: Any) -> ParseResult:
         return await self.parse(text, format, execute=True, **kw)
+
+    async def parse_turns(self, turns: list[str | dict[str, Any]], format: str = "auto", *,
+                          execute: bool = False, render: bool = False,
+                          timeout_ms: float | None = None) -> list[ParseResult]:
+        body = turns_body(turns, format, execute, render, self.tenant, timeout_ms)
+        headers = {**_JSON, "X-Toolbridge-Tenant": self.tenant} if self.tenant else _JSON
+        return turns_result(await self._transport.request("POST", self._prefix + "/v1/parse", body, headers))
 
     async def close(self) -> None:
         await self._transport.close()

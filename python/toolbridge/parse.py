@@ -10,6 +10,11 @@
             for call in s.feed(chunk):               # calls complete so far (already started)
                 ...
         r = s.finish()                               # as parse_and_execute answers
+
+    # One request for a rollout step's turns (each a text, or a dict with its own keys):
+    results = client.parse_turns([{"text": t, "trajectory": name} for name, t in step],
+                                 "hermes", execute=True)
+    # in order; a turn that could not run has ``error`` set ({"status", "code", "message"})
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ class ParseResult:
     messages: list[dict[str, Any]] = field(default_factory=list)
     rendered: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    # parse_turns: why this turn could not run ({"status", "code", "message"}), else None.
+    error: dict[str, Any] | None = None
 
 
 def parse_body(text: str | None, fmt: str, execute: bool, render: bool, trajectory: str | None,
@@ -76,6 +83,13 @@ def parse_body(text: str | None, fmt: str, execute: bool, render: bool, trajecto
         body["timeout_ms"] = timeout_ms
     if sequential:
         body["sequential"] = True
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def turns_body(turns: list[str | dict[str, Any]], fmt: str, execute: bool, render: bool,
+               tenant: str | None, timeout_ms: float | None) -> bytes:
+    body = json.loads(parse_body(None, fmt, execute, render, None, tenant, timeout_ms))
+    body["turns"] = [{"text": t} if isinstance(t, str) else t for t in turns]
     return json.dumps(body, separators=(",", ":")).encode()
 
 
@@ -104,10 +118,17 @@ def unparsed_of(answer: dict[str, Any]) -> list[Unparsed]:
     return [Unparsed(u["text"], u["reason"]) for u in answer.get("unparsed", ())]
 
 
-def parse_result(resp: Response) -> ParseResult:
-    a = _load(resp)
+def result_of(a: dict[str, Any]) -> ParseResult:
     return ParseResult(a.get("format", ""), a.get("content", ""), a.get("reasoning"), calls_of(a),
-                       unparsed_of(a), a.get("messages") or [], a.get("rendered"), a)
+                       unparsed_of(a), a.get("messages") or [], a.get("rendered"), a, a.get("error"))
+
+
+def parse_result(resp: Response) -> ParseResult:
+    return result_of(_load(resp))
+
+
+def turns_result(resp: Response) -> list[ParseResult]:
+    return [result_of(a) for a in _load(resp)["turns"]]
 
 
 class ParseStream:

@@ -195,7 +195,9 @@ void Catalog::rebuild(const std::vector<Source>& sources, config::ToolNaming nam
     tag_origin(def, prompt_pairs[i].first, prompt_pairs[i].second);
     prompts.push_back(std::move(def));
   }
-  tools_json_ = bj::serialize(bj::object{{"tools", std::move(tools)}});
+  std::string tools_json = bj::serialize(bj::object{{"tools", std::move(tools)}});
+  if (tools_json != tools_json_) ++version_;
+  tools_json_ = std::move(tools_json);
   prompts_json_ = bj::serialize(bj::object{{"prompts", std::move(prompts)}});
   resources_json_ = bj::serialize(bj::object{{"resources", std::move(resources)}});
   templates_json_ = bj::serialize(bj::object{{"resourceTemplates", std::move(templates)}});

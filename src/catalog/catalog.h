@@ -2,6 +2,7 @@
 // The aggregated view agents see: every server's tools and prompts under reversible names
 // ("server__tool"), and resources routed by URI.
 #include <boost/json.hpp>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -65,6 +66,9 @@ class Catalog {
   const std::string& resources_json() const { return resources_json_; }
   const std::string& templates_json() const { return templates_json_; }
   std::size_t tool_count() const { return tools_.size(); }
+  // Moves (by one) at every rebuild that changed the tool list, names or schemas: what is derived
+  // from the list is keyed on it and rebuilt once per version, never per request.
+  std::uint64_t version() const { return version_; }
   // Every tool by exposed name: the names repair matches a mistyped one against.
   const std::map<std::string, Entry, std::less<>>& tool_entries() const { return tools_; }
   // "server__tool: why" for each tool whose inputSchema does not compile (logged at the build).
@@ -83,6 +87,7 @@ class Catalog {
   std::map<std::string, std::string, std::less<>> resources_;   // uri -> server
   std::vector<std::pair<std::string, std::string>> templates_;  // template -> server
   std::vector<std::string> schema_errors_;
+  std::uint64_t version_ = 0;
   std::string tools_json_ = R"({"tools":[]})";
   std::string prompts_json_ = R"({"prompts":[]})";
   std::string resources_json_ = R"({"resources":[]})";

@@ -297,6 +297,13 @@ struct Gateway {
   // answer (a result past it is dropped, its entry says so).
   std::size_t batch_max_calls = 256;
   std::size_t batch_max_result_bytes = 256u << 20;
+  // POST /v1/parse: turns one request may carry (`turns: [...]`, more: 413). Parse streams:
+  // open at once (more: 503), text one stream holds (more: 413), and how long an idle one is
+  // kept before a sweep drops it and cancels its calls.
+  std::size_t parse_max_turns = 1024;
+  std::size_t parse_max_streams = 256;
+  std::size_t parse_stream_max_bytes = 4u << 20;
+  Duration parse_stream_idle{60'000};
   CacheStore cache;  // `cache:`
   Trace trace;
   ObserveAccess dashboard = ObserveAccess::kLoopback;

@@ -10,7 +10,7 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 38> kGatewayKeys{
+constexpr std::array<std::string_view, 42> kGatewayKeys{
     "listen",
     "allowed_origins",
     "max_body_bytes",
@@ -38,6 +38,10 @@ constexpr std::array<std::string_view, 38> kGatewayKeys{
     "dashboard",
     "batch_max_calls",
     "batch_max_result_bytes",
+    "parse_max_turns",
+    "parse_max_streams",
+    "parse_stream_max_bytes",
+    "parse_stream_idle",
     "cache",
     "input_required_ttl",
     "max_input_required",
@@ -53,8 +57,34 @@ constexpr std::array<std::string_view, 38> kGatewayKeys{
 constexpr std::array<std::string_view, 3> kTenantKeys{"limit", "weight", "rate"};
 constexpr std::size_t kMaxLimit = 1'000'000;
 constexpr std::size_t kMaxBatchCalls = 100'000;
+// Parse streams: every open one may hold parse_stream_max_bytes, so both are bounded.
+constexpr std::size_t kMaxParseStreams = 100'000;
+constexpr std::size_t kMaxParseStreamBytes = 1u << 30;
+// The sweep that drops idle streams runs at most this often.
+constexpr Duration kMinParseStreamIdle{100};
 constexpr std::array<std::string_view, 2> kToolNamings{"prefixed", "unprefixed_when_unique"};
 constexpr std::array<std::string_view, 5> kLogLevels{"trace", "debug", "info", "warn", "error"};
+
+void read_parse_key(const NodeReader& r, std::string_view key, const Node& v, const std::string& p,
+                    Gateway& g) {
+  if (key == "parse_max_turns") {
+    g.parse_max_turns = r.count(v, p);
+    if (g.parse_max_turns > kMaxBatchCalls)
+      r.fail(v.mark, p, fmt::format("at most {} turns", kMaxBatchCalls));
+  } else if (key == "parse_max_streams") {
+    g.parse_max_streams = r.count(v, p);
+    if (g.parse_max_streams > kMaxParseStreams)
+      r.fail(v.mark, p, fmt::format("at most {} streams", kMaxParseStreams));
+  } else if (key == "parse_stream_max_bytes") {
+    g.parse_stream_max_bytes = r.size(v, p);
+    if (g.parse_stream_max_bytes > kMaxParseStreamBytes)
+      r.fail(v.mark, p, "at most 1GiB: a stream's text is held in memory");
+  } else if (key == "parse_stream_idle") {
+    g.parse_stream_idle = r.duration(v, p, /*allow_zero=*/false);
+    if (g.parse_stream_idle < kMinParseStreamIdle)
+      r.fail(v.mark, p, "must be at least 100ms (idle streams are swept every quarter of it)");
+  }
+}
 
 void read_listen(const NodeReader& r, const Node& v, const std::string& path, Gateway& g) {
   const std::string& listen = r.text(v, path);
@@ -243,6 +273,8 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
         r.fail(v.mark, p, fmt::format("at most {} calls", kMaxBatchCalls));
     } else if (e.key == "batch_max_result_bytes") {
       g.batch_max_result_bytes = r.size(v, p);
+    } else if (e.key.starts_with("parse_")) {
+      read_parse_key(r, e.key, v, p, g);
     } else if (e.key == "cache") {
       read_cache_store(r, v, p, g.cache);
     } else if (e.key == "input_required_ttl") {

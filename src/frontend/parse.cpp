@@ -30,8 +30,7 @@ double ms_since(Call::Clock::time_point from) {
 
 }  // namespace
 
-Parse::Parse(gateway::Gateway& gateway, ParseStreamLimits limits)
-    : gateway_(gateway), limits_(limits) {
+Parse::Parse(gateway::Gateway& gateway) : gateway_(gateway), sweep_(gateway.io()) {
   auto& m = gateway_.metrics();
   m.describe("toolbridge_parse_requests_total", "counter",
              "POST /v1/parse requests and stream appends by result: answered, refused (4xx/5xx).");
@@ -46,6 +45,16 @@ Parse::Parse(gateway::Gateway& gateway, ParseStreamLimits limits)
       &m.counter_cell("toolbridge_parse_calls_total", telemetry::labels({{"outcome", "parsed"}}));
   unparsed_ =
       &m.counter_cell("toolbridge_parse_calls_total", telemetry::labels({{"outcome", "unparsed"}}));
+  m.describe("toolbridge_parse_streams_expired_total", "counter",
+             "Parse streams dropped by the sweep after gateway.parse_stream_idle without a "
+             "request (their calls cancelled).");
+  expired_ = &m.counter_cell("toolbridge_parse_streams_expired_total", "");
+  m.gauge("toolbridge_parse_streams", "Parse streams open.",
+          [this](auto& out) { out.emplace_back("", static_cast<double>(streams_.size())); });
+  m.gauge("toolbridge_parse_index_builds",
+          "Times the parse tool index was built: once per "
+          "catalog version that a parse request met, never per request.",
+          [this](auto& out) { out.emplace_back("", static_cast<double>(index_.builds())); });
 }
 
 asio::awaitable<void> Parse::refuse(Exchange& ex, const BatchRefusal& refusal) {
@@ -58,24 +67,20 @@ asio::awaitable<void> Parse::refuse(Exchange& ex, const BatchRefusal& refusal) {
   co_await ex.reply(status, "application/json", body, headers);
 }
 
-std::unique_ptr<Turn> Parse::begin(Exchange& ex, bool stream, BatchRefusal& refusal) {
+std::unique_ptr<Turn> Parse::begin(Exchange& ex, const bj::value& body, bool stream,
+                                   BatchRefusal& refusal) {
   const auto arrived = Call::Clock::now();
-  if (encoding_of(header(ex.request(), "Content-Type")) != Encoding::kJson) {
-    refusal = {415, "unsupported_media_type", "POST /v1/parse takes Content-Type application/json"};
-    return nullptr;
-  }
-  std::string problem;
-  const bj::value body = decode_body(Encoding::kJson, ex.request().body(), problem);
-  if (!problem.empty()) {
-    refusal = {400, "invalid_body", std::move(problem)};
-    return nullptr;
-  }
   ParseOptions options;
   if (refusal = read_parse_options(body, options); !refusal.empty()) return nullptr;
   if (!stream && !options.has_text) {
     refusal = {400, "invalid_request", "text is missing: {\"text\": MODEL_OUTPUT, ...}"};
     return nullptr;
   }
+  return begin(std::move(options), ex, stream, arrived, refusal);
+}
+
+std::unique_ptr<Turn> Parse::begin(ParseOptions options, Exchange& ex, bool stream,
+                                   Call::Clock::time_point arrived, BatchRefusal& refusal) {
   if (stream && options.sequential) {
     refusal = {400, "invalid_request",
                "sequential is not available on a stream: its calls start as they complete"};
@@ -91,35 +96,54 @@ std::unique_ptr<Turn> Parse::begin(Exchange& ex, bool stream, BatchRefusal& refu
   return std::make_unique<Turn>(std::move(options), std::move(scope));
 }
 
+BatchRefusal Parse::run_turn(Turn& turn) {
+  turn.extractor().feed(turn.options().text);
+  turn.extractor().finish();
+  const auto& config = gateway_.config();
+  turn.settle(index_.get(gateway_.catalog(), config), next_call_id_, false);
+  if (!turn.options().execute) return {};
+  if (turn.calls() > config.gateway.batch_max_calls) {
+    if (turn.scope().ephemeral) gateway_.release_session(turn.scope().key);
+    return {413, "too_many_calls",
+            fmt::format("the output has {} calls; a turn runs at most {} "
+                        "(gateway.batch_max_calls)",
+                        turn.calls(), config.gateway.batch_max_calls)};
+  }
+  const auto& o = turn.options();
+  turn.run() = std::make_shared<CallRun>(gateway_.io(), gateway_.pipeline(), o.fail_fast,
+                                         o.sequential, config.gateway.batch_max_result_bytes);
+  turn.start_all();
+  return {};
+}
+
 asio::awaitable<void> Parse::post(Exchange& ex) {
   BatchRefusal refusal;
-  std::unique_ptr<Turn> turn = begin(ex, false, refusal);
+  bj::value body;
+  if (encoding_of(header(ex.request(), "Content-Type")) != Encoding::kJson) {
+    refusal = {415, "unsupported_media_type", "POST /v1/parse takes Content-Type application/json"};
+  } else {
+    std::string problem;
+    body = decode_body(Encoding::kJson, ex.request().body(), problem);
+    if (!problem.empty()) refusal = {400, "invalid_body", std::move(problem)};
+  }
+  if (refusal.empty() && body.is_object() && body.as_object().contains("turns")) {
+    co_await post_turns(ex, body);
+    co_return;
+  }
+  std::unique_ptr<Turn> turn = refusal.empty() ? begin(ex, body, false, refusal) : nullptr;
   if (!turn) {
     co_await refuse(ex, refusal);
     co_return;
   }
   if (!gateway_.settled()) co_await gateway_.until_settled();
-  turn->extractor().feed(turn->options().text);
-  turn->extractor().finish();
-  const auto& config = gateway_.config();
-  turn->settle(index_.get(gateway_.catalog(), config), next_call_id_, false);
-  if (turn->options().execute) {
-    if (turn->calls() > config.gateway.batch_max_calls) {
-      if (turn->scope().ephemeral) gateway_.release_session(turn->scope().key);
-      const BatchRefusal r{413, "too_many_calls",
-                           fmt::format("the output has {} calls; a turn runs at most {} "
-                                       "(gateway.batch_max_calls)",
-                                       turn->calls(), config.gateway.batch_max_calls)};
-      co_await refuse(ex, r);
-      co_return;
-    }
-    const auto& o = turn->options();
-    turn->run() = std::make_shared<CallRun>(gateway_.io(), gateway_.pipeline(), o.fail_fast,
-                                            o.sequential, config.gateway.batch_max_result_bytes);
+  if (refusal = run_turn(*turn); !refusal.empty()) {
+    co_await refuse(ex, refusal);
+    co_return;
+  }
+  if (turn->run()) {
     ex.on_peer_closed([weak = std::weak_ptr<CallRun>(turn->run())] {
       if (auto r = weak.lock()) r->abandon("the client disconnected");
     });
-    turn->start_all();
   }
   co_await finish(ex, *turn);
 }
@@ -152,30 +176,70 @@ void Parse::drop(const std::string& id, const std::string& why) {
 
 void Parse::expire_streams() {
   const auto now = std::chrono::steady_clock::now();
-  const auto ttl = limits_.idle_ttl;
+  const auto idle = gateway_.config().gateway.parse_stream_idle;
   std::vector<std::string> expired;
   for (const auto& [id, s] : streams_) {
-    if (!s->finishing && now - s->last_used > ttl) expired.push_back(id);
+    if (!s->finishing && now - s->last_used > idle) expired.push_back(id);
   }
-  for (const auto& id : expired) {
-    drop(id,
-         fmt::format("the parse stream expired (idle for {} s)", limits_.idle_ttl.count() / 1000));
+  const std::string why =
+      fmt::format("the parse stream expired (idle for longer than {} ms)", idle.count());
+  for (const auto& id : expired) drop(id, why);
+  *expired_ += expired.size();
+}
+
+void Parse::arm_sweep() {
+  if (sweep_armed_ || stopped_ || streams_.empty()) return;
+  // Often enough that a stream outlives its idle time by at most a quarter of it (and 5 s).
+  using std::chrono::milliseconds;
+  const milliseconds idle = gateway_.config().gateway.parse_stream_idle;
+  sweep_armed_ = true;
+  sweep_.expires_after(std::clamp<milliseconds>(idle / 4, milliseconds(25), milliseconds(5'000)));
+  sweep_.async_wait([this](boost::system::error_code ec) {
+    if (ec) return;  // cancelled: stop(), or the timer went with this object
+    sweep_armed_ = false;
+    if (stopped_) return;
+    expire_streams();
+    arm_sweep();
+  });
+}
+
+void Parse::stop() {
+  stopped_ = true;
+  sweep_.cancel();
+  std::vector<std::string> ids;
+  for (const auto& [id, s] : streams_) {
+    if (!s->finishing) ids.push_back(id);
   }
+  for (const auto& id : ids) drop(id, "the gateway is shutting down");
 }
 
 asio::awaitable<void> Parse::open(Exchange& ex) {
-  expire_streams();
   const auto& limits = gateway_.config().gateway;
-  if (streams_.size() >= limits_.max_streams) {
+  // At the cap, streams already past their idle time (the sweep not yet come) make room.
+  if (streams_.size() >= limits.parse_max_streams) expire_streams();
+  if (streams_.size() >= limits.parse_max_streams) {
     const BatchRefusal r{503, "too_many_streams",
                          fmt::format("{} parse streams are open (the most there may be); "
-                                     "finish or DELETE one, or retry in a second",
+                                     "finish or DELETE one, or retry in a second "
+                                     "(gateway.parse_max_streams)",
                                      streams_.size())};
     co_await refuse(ex, r);
     co_return;
   }
   BatchRefusal refusal;
-  std::unique_ptr<Turn> turn = begin(ex, true, refusal);
+  std::unique_ptr<Turn> turn;
+  if (encoding_of(header(ex.request(), "Content-Type")) != Encoding::kJson) {
+    refusal = {415, "unsupported_media_type",
+               "POST /v1/parse/streams takes Content-Type application/json"};
+  } else {
+    std::string problem;
+    const bj::value body = decode_body(Encoding::kJson, ex.request().body(), problem);
+    if (!problem.empty()) refusal = {400, "invalid_body", std::move(problem)};
+    if (problem.empty() && body.is_object() && body.as_object().contains("turns")) {
+      refusal = {400, "invalid_request", "a stream is one turn: turns go to POST /v1/parse"};
+    }
+    if (refusal.empty()) turn = begin(ex, body, true, refusal);
+  }
   std::string owner;
   if (turn) owner = owner_of(ex, refusal.message);
   if (!turn || !refusal.empty()) {
@@ -184,11 +248,12 @@ asio::awaitable<void> Parse::open(Exchange& ex) {
     co_return;
   }
   const auto& o = turn->options();
-  if (o.text.size() > limits_.max_stream_bytes) {
+  if (o.text.size() > limits.parse_stream_max_bytes) {
     if (turn->scope().ephemeral) gateway_.release_session(turn->scope().key);
-    const BatchRefusal r{
-        413, "too_large",
-        fmt::format("a parse stream holds at most {} bytes", limits_.max_stream_bytes)};
+    const BatchRefusal r{413, "too_large",
+                         fmt::format("a parse stream holds at most {} bytes "
+                                     "(gateway.parse_stream_max_bytes)",
+                                     limits.parse_stream_max_bytes)};
     co_await refuse(ex, r);
     co_return;
   }
@@ -206,6 +271,7 @@ asio::awaitable<void> Parse::open(Exchange& ex) {
   std::string progress = turn->progress_json(0, 0);
   s->turn = std::move(turn);
   streams_.emplace(id, std::move(s));
+  arm_sweep();
   ++*parsed_;
   std::string body = R"({"stream":)" + json::quote(id) + "," + progress.substr(1);
   co_await ex.reply(http::status::created, "application/json", std::move(body), kNoHeaders);
@@ -219,15 +285,14 @@ asio::awaitable<void> Parse::stream(Exchange& ex, std::string_view path) {
     co_await refuse(ex, r);
     co_return;
   }
-  expire_streams();
   auto it = streams_.find(id);
   std::string problem;
   const std::string owner = owner_of(ex, problem);
   if (it == streams_.end() || it->second->owner != owner) {
     const BatchRefusal r{404, "no_stream",
                          fmt::format("no parse stream '{}' (finished, dropped, or idle for "
-                                     "longer than {} s)",
-                                     id, limits_.idle_ttl.count() / 1000)};
+                                     "longer than {} ms)",
+                                     id, gateway_.config().gateway.parse_stream_idle.count())};
     co_await refuse(ex, r);
     co_return;
   }
@@ -252,10 +317,11 @@ asio::awaitable<void> Parse::append(Exchange& ex, const std::string& id) {
   if (refusal.empty() && s->finishing) {
     refusal = {409, "finishing", "the stream is already done; its answer is on its way"};
   }
-  const std::size_t max_bytes = limits_.max_stream_bytes;
+  const std::size_t max_bytes = gateway_.config().gateway.parse_stream_max_bytes;
   if (refusal.empty() && s->turn->extractor().bytes() + text.size() > max_bytes) {
     refusal = {413, "too_large",
-               fmt::format("the stream's text would pass {} bytes, the most a parse stream holds",
+               fmt::format("the stream's text would pass {} bytes, the most a parse stream holds "
+                           "(gateway.parse_stream_max_bytes)",
                            max_bytes)};
   }
   if (!refusal.empty()) {

@@ -8,8 +8,14 @@
 // options, text optional) and answers {"stream": ID, ...}; POST /v1/parse/streams/ID appends
 // {"text": CHUNK} and answers the calls that chunk completed (with `execute`, already started);
 // {"done": true} ends the output and answers as /v1/parse does; DELETE drops a stream and
-// cancels its calls.
+// cancels its calls. One sweep timer (armed while any stream is open) drops streams idle past
+// gateway.parse_stream_idle, so their calls are cancelled without waiting for another request.
+//
+// Many turns at once (one per trajectory of a rollout step): {"turns": [{"text": ...}, ...]}
+// with the options above as defaults each turn may override; answered {"turns": [...]} in
+// order, so one round trip carries them all.
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -22,17 +28,9 @@
 
 namespace toolbridge::frontend {
 
-// Parse streams: open at once (more: 503), text one stream holds (more: 413), and how long an
-// idle one is kept (then dropped, its calls cancelled).
-struct ParseStreamLimits {
-  std::size_t max_streams = 256;
-  std::size_t max_stream_bytes = 4u << 20;
-  std::chrono::milliseconds idle_ttl{60'000};
-};
-
 class Parse {
  public:
-  explicit Parse(gateway::Gateway& gateway, ParseStreamLimits limits = {});
+  explicit Parse(gateway::Gateway& gateway);
 
   boost::asio::awaitable<void> post(transport::Exchange& ex);
   boost::asio::awaitable<void> open(transport::Exchange& ex);
@@ -40,6 +38,8 @@ class Parse {
   boost::asio::awaitable<void> stream(transport::Exchange& ex, std::string_view path);
 
   std::size_t open_streams() const { return streams_.size(); }
+  // Shutdown: the sweep stops and every open stream is dropped (its calls cancelled).
+  void stop();
 
  private:
   struct Stream {
@@ -49,18 +49,30 @@ class Parse {
     bool finishing = false;
   };
 
-  // The body as JSON and the request's options, or a refusal already answered (nullptr).
-  std::unique_ptr<Turn> begin(transport::Exchange& ex, bool stream, BatchRefusal& refusal);
+  // The request's options (from the body read as JSON), or a refusal (nullptr).
+  std::unique_ptr<Turn> begin(transport::Exchange& ex, const boost::json::value& body, bool stream,
+                              BatchRefusal& refusal);
+  std::unique_ptr<Turn> begin(ParseOptions options, transport::Exchange& ex, bool stream,
+                              gateway::Call::Clock::time_point arrived, BatchRefusal& refusal);
+  // Extracts and resolves a whole turn; with execute starts its calls. A refusal (too many
+  // calls) leaves the turn unstarted.
+  BatchRefusal run_turn(Turn& turn);
+  // {"turns": [...]}: every turn parsed (and run) at once, answered in order.
+  boost::asio::awaitable<void> post_turns(transport::Exchange& ex, const boost::json::value& body);
   boost::asio::awaitable<void> append(transport::Exchange& ex, const std::string& id);
   // Ends the turn: waits for its calls, releases a request-scoped trajectory, answers.
   boost::asio::awaitable<void> finish(transport::Exchange& ex, Turn& turn);
   boost::asio::awaitable<void> refuse(transport::Exchange& ex, const BatchRefusal& refusal);
   void expire_streams();
+  // Arms the sweep if it is not armed; it re-arms itself while streams are open.
+  void arm_sweep();
   void drop(const std::string& id, const std::string& why);
 
   gateway::Gateway& gateway_;
-  ParseStreamLimits limits_;
   parse::ToolIndexCache index_;
+  boost::asio::steady_timer sweep_;
+  bool sweep_armed_ = false;
+  bool stopped_ = false;
   std::map<std::string, std::shared_ptr<Stream>, std::less<>> streams_;
   std::uint64_t next_ephemeral_ = 0;
   std::uint64_t next_call_id_ = 0;
@@ -69,6 +81,7 @@ class Parse {
   std::uint64_t* refused_ = nullptr;
   std::uint64_t* calls_ = nullptr;
   std::uint64_t* unparsed_ = nullptr;
+  std::uint64_t* expired_ = nullptr;
 };
 
 }  // namespace toolbridge::frontend

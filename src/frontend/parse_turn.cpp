@@ -72,8 +72,8 @@ BatchRefusal read_option(std::string_view key, const bj::value& v, ParseOptions&
     out.timeout = std::chrono::milliseconds(std::max<long long>(1, static_cast<long long>(ms)));
   } else {
     return bad(fmt::format(
-        "unknown key '{}' (a parse request has text, format, trajectory, tenant, execute, "
-        "render, mode, sequential, timeout_ms)",
+        "unknown key '{}' (a parse request has text or turns, format, trajectory, tenant, "
+        "execute, render, mode, sequential, timeout_ms)",
         key));
   }
   return {};
@@ -97,6 +97,43 @@ BatchRefusal read_parse_options(const bj::value& body, ParseOptions& out) {
   out.format = parse::find_format("auto");
   for (const auto& [key, value] : body.as_object()) {
     if (BatchRefusal r = read_option(key, value, out); !r.empty()) return r;
+  }
+  return {};
+}
+
+BatchRefusal read_parse_turns(const bj::value& body, std::vector<ParseOptions>& out,
+                              std::size_t max_turns) {
+  const bj::object& o = body.as_object();
+  const bj::value& turns = o.at("turns");
+  if (!turns.is_array() || turns.as_array().empty()) {
+    return bad("turns must be a non-empty array of turns {\"text\": MODEL_OUTPUT, ...}");
+  }
+  if (turns.as_array().size() > max_turns) {
+    return {413, "too_many_turns",
+            fmt::format("{} turns; a request holds at most {} (gateway.parse_max_turns)",
+                        turns.as_array().size(), max_turns)};
+  }
+  ParseOptions defaults;
+  defaults.format = parse::find_format("auto");
+  for (const auto& [key, value] : o) {
+    if (key == "turns") continue;
+    if (key == "text") return bad("with turns, text goes in each turn");
+    if (BatchRefusal r = read_option(key, value, defaults); !r.empty()) return r;
+  }
+  out.reserve(turns.as_array().size());
+  for (const bj::value& t : turns.as_array()) {
+    const std::string where = fmt::format("turns[{}]: ", out.size());
+    if (!t.is_object()) return bad(where + "a turn must be an object {\"text\": MODEL_OUTPUT}");
+    ParseOptions turn = defaults;
+    for (const auto& [key, value] : t.as_object()) {
+      if (key == "turns") return bad(where + "a turn cannot hold turns");
+      if (BatchRefusal r = read_option(key, value, turn); !r.empty()) {
+        r.message = where + r.message;
+        return r;
+      }
+    }
+    if (!turn.has_text) return bad(where + "text is missing");
+    out.push_back(std::move(turn));
   }
   return {};
 }

@@ -29,6 +29,10 @@ struct ParseOptions {
 
 // Reads a /v1/parse (or stream-opening) body; the refusal says what is wrong with it.
 BatchRefusal read_parse_options(const boost::json::value& body, ParseOptions& out);
+// Reads {"turns": [{...}, ...], ...}: the keys beside `turns` are every turn's defaults, each
+// turn's own keys override them; every turn needs text. At most `max_turns` (more: 413).
+BatchRefusal read_parse_turns(const boost::json::value& body, std::vector<ParseOptions>& out,
+                              std::size_t max_turns);
 // Reads a stream append {"text": CHUNK, "done": BOOL}.
 BatchRefusal read_append(const boost::json::value& body, std::string& text, bool& done);
 

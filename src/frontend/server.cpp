@@ -255,6 +255,7 @@ asio::awaitable<void> Server::shutdown() {
   // Calls in flight may finish (their answers still reach the agents) for up to shutdown_grace.
   co_await gateway_.drain();
   if (openai_.enabled()) co_await openai_.drain(gateway_.config().gateway.shutdown_grace);
+  parse_.stop();
   http_.stop();
   if (admin_http_) admin_http_->stop();
   openai_.stop();

@@ -201,9 +201,9 @@ asio::awaitable<void> Gateway::stop_servers() {
 
 void Gateway::rebuild_catalog() {
   const std::size_t before = catalog_.tool_count();
-  const std::string old_tools = catalog_.tools_json();
+  const std::uint64_t version = catalog_.version();
   catalog_.rebuild(upstreams_, config_.gateway.tool_naming, config_.gateway.separator);
-  if (catalog_.tools_json() != old_tools) {
+  if (catalog_.version() != version) {
     spdlog::info("catalog: {} tools (was {})", catalog_.tool_count(), before);
     broadcast(json::make_notification("notifications/tools/list_changed", {}));
   }

@@ -47,17 +47,17 @@ void Extractor::add_content(std::size_t from, std::size_t to) {
   if (fresh_ && !all_ws(s)) fresh_ = false;
 }
 
-void Extractor::take(const Read& r, const Format& by) {
-  for (const auto& c : r.calls) out_.calls.push_back(c);
-  for (const auto& u : r.unparsed) out_.unparsed.push_back(u);
+void Extractor::take(Read& r, const Format& by) {
   if (!out_.detected && (!r.calls.empty() || !r.unparsed.empty())) out_.detected = &by;
+  for (auto& c : r.calls) out_.calls.push_back(std::move(c));
+  for (auto& u : r.unparsed) out_.unparsed.push_back(std::move(u));
   fresh_ = false;
 }
 
 bool Extractor::step(bool final) {
   const std::string_view text(buf_);
   if (block_) {
-    const Read r = block_->read(text, pos_, true, final);
+    Read r = block_->read(text, pos_, true, final);
     if (r.status == Read::Status::kNeedMore) return false;
     take(r, *block_);
     const bool moved = r.end > pos_;
@@ -159,7 +159,7 @@ bool Extractor::code_at(std::size_t m, bool final) {
 
 bool Extractor::call_at(std::size_t m, bool final) {
   const std::string_view text(buf_);
-  const Read r = format_.read(text, m, false, final);
+  Read r = format_.read(text, m, false, final);
   if (r.status == Read::Status::kNeedMore) return false;
   const bool nothing = r.calls.empty() && r.unparsed.empty() && r.end <= m && !r.in_block;
   if (r.status == Read::Status::kMention || nothing) {
@@ -178,7 +178,7 @@ Extraction extract(const Format& format, std::string_view text) {
   Extractor x(format);
   x.feed(text);
   x.finish();
-  return x.result();
+  return std::move(x).take_result();
 }
 
 }  // namespace toolbridge::parse

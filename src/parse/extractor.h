@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "parse/format.h"
@@ -32,6 +33,8 @@ class Extractor {
   void finish();
   bool finished() const { return finished_; }
   const Extraction& result() const { return out_; }
+  // The result moved out (the extractor is done with).
+  Extraction take_result() && { return std::move(out_); }
   std::size_t bytes() const { return buf_.size(); }
 
  private:
@@ -50,7 +53,7 @@ class Extractor {
   bool call_at(std::size_t m, bool final);
   bool code_at(std::size_t m, bool final);
   bool think_at(std::size_t m, bool final);
-  void take(const Read& r, const Format& by);
+  void take(Read& r, const Format& by);
   void add_content(std::size_t from, std::size_t to);
 
   const Format& format_;

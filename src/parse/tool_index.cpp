@@ -77,7 +77,7 @@ std::string convert_parameter(std::string_view text, const std::vector<std::stri
 }
 
 ToolIndex::ToolIndex(const catalog::Catalog& catalog, const config::Config& config)
-    : catalog_(catalog), version_(catalog.tools_json()), separator_(config.gateway.separator) {
+    : catalog_(catalog), version_(catalog.version()), separator_(config.gateway.separator) {
   for (const auto& [exposed, entry] : catalog.tool_entries()) {
     by_server_tool_.emplace(std::pair{entry.server, entry.original}, exposed);
     by_own_name_[entry.original].push_back(exposed);

@@ -1,11 +1,13 @@
 #pragma once
 // What parsing needs from the catalog, derived once per catalog version (never per request):
 // tools by (server, own name) for use_mcp_tool, tools by their own name for a name written
-// without its server, and each server's repair settings. A version is the catalog's serialized
-// tool list: a request checks it with one comparison and rebuilds the index only when it moved.
+// without its server, and each server's repair settings. It is keyed on the catalog's version
+// counter: a request checks it with one integer comparison and the index is rebuilt only when
+// the tool list moved.
 // Resolving a RawCall gives the call as the gateway runs it: the exposed name, the arguments as a
 // JSON object (qwen3_coder's text values converted by the tool's schema types, a string holding
 // JSON decoded, malformed JSON repaired) and every change made on the way.
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,7 +36,9 @@ class ToolIndex {
  public:
   ToolIndex(const catalog::Catalog& catalog, const config::Config& config);
   // Still the index of `catalog` (its tool list has not changed since).
-  bool current(const catalog::Catalog& catalog) const { return catalog.tools_json() == version_; }
+  bool current(const catalog::Catalog& catalog) const {
+    return &catalog == &catalog_ && catalog.version() == version_;
+  }
 
   // `raw` as the gateway would run it; false (with `why`) when its arguments cannot be made an
   // object: such a call is unparsed.
@@ -46,7 +50,7 @@ class ToolIndex {
                       std::string& why) const;
 
   const catalog::Catalog& catalog_;
-  std::string version_;  // the catalog's tools_json() it was built from
+  std::uint64_t version_;  // the catalog's version() it was built from
   std::string separator_;
   // Exposed names (entries are looked up when used: they live in the catalog).
   std::map<std::pair<std::string, std::string>, std::string> by_server_tool_;

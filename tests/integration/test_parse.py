@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import time
 
 import httpx
@@ -232,3 +233,94 @@ def test_python_client_parse_execute_and_stream(gw):
         assert assistant["tool_calls"][0]["function"] == {"name": "fixture__add",
                                                           "arguments": json.dumps({"a": 4, "b": 5})}
         assert tool == {"role": "tool", "tool_call_id": assistant["tool_calls"][0]["id"], "content": "9"}
+
+
+def metric(gw, name: str, **labels: str) -> float:
+    total = 0.0
+    for line in gw.metrics().splitlines():
+        m = re.match(rf"^{name}(?:\{{(.*)\}})? (\S+)$", line)
+        if m and all(f'{k}="{v}"' in (m.group(1) or "") for k, v in labels.items()):
+            total += float(m.group(2))
+    return total
+
+
+def test_turns_are_parsed_and_run_in_one_request_answered_in_order(gw):
+    texts = [hermes("echo", {"text": f"turn {i}"}) for i in range(40)]
+    texts[7] = "no call here"
+    texts[9] = "<tool_call>{\"name\": \"echo\", \"argu"  # cut off by max_tokens
+    one_by_one = [parse(gw, t, "hermes") for t in texts]
+    r = post(gw, "/v1/parse", {"format": "hermes", "turns": [{"text": t} for t in texts]})
+    assert len(r["turns"]) == 40 and r["timing"]["total_ms"] > 0
+    strip = lambda a: ([(c["name"], c["arguments"]) for c in a["calls"]],  # noqa: E731
+                       a["content"], len(a["unparsed"]))
+    assert [strip(a) for a in r["turns"]] == [strip(a) for a in one_by_one]
+    assert r["turns"][7]["calls"] == [] and r["turns"][9]["unparsed"]
+    # Executed: each turn its own trajectory, all the calls running at once; a turn's own keys
+    # override the request's defaults.
+    turns = [{"text": hermes("fixture__sleep", {"ms": 300}), "trajectory": f"step-{i}"}
+             for i in range(6)]
+    turns.append({"text": "[TOOL_CALLS]fixture__echo{\"text\": \"mistral\"}", "format": "mistral"})
+    started = time.monotonic()
+    r = post(gw, "/v1/parse", {"format": "hermes", "execute": True, "render": True,
+                               "turns": turns})
+    elapsed = time.monotonic() - started
+    assert elapsed < 1.2, f"{elapsed:.2f} s: the turns' calls did not run at once"
+    assert [t["calls"][0]["outcome"] for t in r["turns"]] == ["ok"] * 7, r
+    assert [t["format"] for t in r["turns"]] == ["hermes"] * 6 + ["mistral"]
+    assert r["turns"][0]["messages"][0]["content"] == "slept 300 ms"
+    assert r["turns"][6]["messages"][0]["content"] == "mistral"
+    # One turn that cannot run is an error in its place; the others are answered.
+    many = "".join(hermes("echo", {"text": "x"}) for _ in range(300))
+    r = post(gw, "/v1/parse", {"execute": True, "turns": [{"text": many},
+                                                          {"text": hermes("echo", {"text": "ok"})}]})
+    assert r["turns"][0]["error"]["code"] == "too_many_calls"
+    assert "gateway.batch_max_calls" in r["turns"][0]["error"]["message"]
+    assert r["turns"][1]["messages"][0]["content"] == "ok"
+
+
+def test_turns_requests_that_are_wrong_get_precise_errors(gw):
+    for body, code, words in [
+        ({"turns": []}, 400, "turns must be a non-empty array"),
+        ({"turns": [{"text": "a"}, "b"]}, 400, "turns[1]: a turn must be an object"),
+        ({"turns": [{"text": "a"}, {"format": "hermes"}]}, 400, "turns[1]: text is missing"),
+        ({"turns": [{"text": "a", "execute": 1}]}, 400, "turns[0]: execute must be true or false"),
+        ({"turns": [{"text": "a"}], "text": "b"}, 400, "with turns, text goes in each turn"),
+        ({"turns": [{"text": "a", "turns": []}]}, 400, "turns[0]: a turn cannot hold turns"),
+        ({"turns": [{"text": "a"}] * 1025}, 413, "a request holds at most 1024 (gateway.parse_max_turns)"),
+    ]:
+        err = post(gw, "/v1/parse", body, code)["error"]
+        assert words in err["message"], err
+    err = post(gw, "/v1/parse/streams", {"turns": [{"text": "a"}]}, 400)["error"]
+    assert "turns go to POST /v1/parse" in err["message"]
+
+
+def test_the_tool_index_is_built_once_per_catalog_version_not_per_request(gw):
+    for i in range(20):
+        parse(gw, hermes("echo", {"text": str(i)}), "hermes")
+    post(gw, "/v1/parse", {"turns": [{"text": hermes("add", {"a": 1, "b": 2})}] * 50})
+    # The fixture's tool list never changed: one catalog version, one build.
+    assert metric(gw, "toolbridge_parse_index_builds") == 1
+
+
+def test_python_client_parse_turns_sync_and_async(gw):
+    import asyncio
+
+    import toolbridge
+
+    turns = [hermes("echo", {"text": "one"}),
+             {"text": "[TOOL_CALLS]fixture__echo{\"text\": \"two\"}", "format": "mistral",
+              "trajectory": "py-turns-2"},
+             "".join(hermes("echo", {"text": "x"}) for _ in range(300))]
+    with toolbridge.Client(gw.base_url) as client:
+        results = client.parse_turns(turns, "hermes", execute=True)
+    assert [r.error is None for r in results] == [True, True, False]
+    assert results[0].messages[0]["content"] == "one" and results[0].calls[0].result.text == "one"
+    assert results[1].format == "mistral" and results[1].messages[0]["content"] == "two"
+    assert results[2].error["code"] == "too_many_calls" and results[2].calls == []
+
+    async def run():
+        async with toolbridge.AsyncClient(gw.base_url) as client:
+            return await client.parse_turns(turns[:2], "hermes")
+    parsed = asyncio.run(run())
+    assert [r.calls[0].name for r in parsed] == ["fixture__echo", "fixture__echo"]
+    assert parsed[1].calls[0].arguments == {"text": "two"} and parsed[1].calls[0].result is None

@@ -122,17 +122,28 @@ TEST(ToolIndex, ArgumentsDecodedRepairedAndNullsDropped) {
 
 TEST(ToolIndexCache, BuiltOncePerCatalogVersion) {
   IndexFixture f;
+  EXPECT_EQ(f.catalog.version(), 1u);
   ToolIndexCache cache;
   const ToolIndex* first = &cache.get(f.catalog, f.config);
   for (int i = 0; i < 100; ++i) EXPECT_EQ(&cache.get(f.catalog, f.config), first);
   EXPECT_EQ(cache.builds(), 1u);
   f.rebuild();  // the same lists again: the same version, the index stays
+  EXPECT_EQ(f.catalog.version(), 1u);
   EXPECT_EQ(&cache.get(f.catalog, f.config), first);
   EXPECT_EQ(cache.builds(), 1u);
   f.search.tools.push_back(bj::object{{"name", "news"}, {"inputSchema", bj::object{}}});
   f.rebuild();
-  cache.get(f.catalog, f.config);
+  EXPECT_EQ(f.catalog.version(), 2u);
+  for (int i = 0; i < 100; ++i) cache.get(f.catalog, f.config);
   EXPECT_EQ(cache.builds(), 2u);
+  // A schema change alone is a new version too (qwen3_coder converts values by it).
+  f.search.tools.back() =
+      bj::object{{"name", "news"},
+                 {"inputSchema", bj::parse(R"({"properties": {"n": {"type": "integer"}}})")}};
+  f.rebuild();
+  EXPECT_EQ(f.catalog.version(), 3u);
+  cache.get(f.catalog, f.config);
+  EXPECT_EQ(cache.builds(), 3u);
   ParsedCall out;
   std::string why;
   ASSERT_TRUE(cache.get(f.catalog, f.config).resolve(raw("news", "{}"), out, why));
