@@ -164,7 +164,7 @@ CallLog::Handle CallLog::begin(const std::string& trajectory_name, std::string_v
                                std::string_view tool, Clock::time_point now) {
   const std::uint64_t seq = next_seq_++;
   Trajectory& t = trajectory(trajectory_name, now);
-  t.active.emplace(seq, Active{std::string(server), std::string(tool), now});
+  t.active.emplace_back(seq, Active{std::string(server), std::string(tool), now});
   ++active_total_;
   // Elements of an unordered_map stay put when it grows, and a trajectory with a call in flight
   // is never evicted: the pointer holds until end().
@@ -176,7 +176,12 @@ void CallLog::end(Handle handle, CallRecord record, Clock::time_point now) {
   while (recent_.size() > limits_.recent_calls) recent_.pop_front();
   Trajectory& t = *handle.trajectory;
   touch(t, now);
-  if (t.active.erase(handle.seq) > 0) --active_total_;
+  const auto at = std::lower_bound(t.active.begin(), t.active.end(), handle.seq,
+                                   [](const auto& a, std::uint64_t seq) { return a.first < seq; });
+  if (at != t.active.end() && at->first == handle.seq) {
+    t.active.erase(at);
+    --active_total_;
+  }
   ++t.call_count;
   if (is_error(record.outcome)) ++t.errors;
   t.tool_seconds += record.total_s;

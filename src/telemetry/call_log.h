@@ -61,7 +61,9 @@ class CallLog {
     // block every second call and freed one every second call).
     std::vector<CallRecord> calls;
     std::size_t oldest = 0;
-    std::map<std::uint64_t, Active> active;
+    // In flight, by seq (which only grows, so an append keeps the order): a vector that keeps its
+    // capacity, where a map allocated a node per call.
+    std::vector<std::pair<std::uint64_t, Active>> active;
     std::uint64_t call_count = 0, errors = 0;
     double tool_seconds = 0;
     CallRecord slowest;
