@@ -136,10 +136,12 @@ class Instance : public std::enable_shared_from_this<Instance> {
   std::shared_ptr<CallSink> route_target() const;
   void finish(std::uint64_t id);
 
-  // The instance's own requests (initialize, list calls) awaited inline.
+  // The instance's own requests (initialize, list calls) awaited inline. A JSON-RPC error's
+  // message goes to `error`, and the whole error object to `error_object` when given.
   boost::asio::awaitable<boost::json::value> request(std::string_view method, std::string params,
                                                      std::string& error,
-                                                     std::chrono::milliseconds timeout = {});
+                                                     std::chrono::milliseconds timeout = {},
+                                                     boost::json::value* error_object = nullptr);
   // After a deadline passed: is the server still answering at all? Recycles it if not.
   void check_responsive(const std::string& after);
   // `timeout` bounds each request (none during startup: startup_timeout bounds it all).

@@ -17,8 +17,14 @@ asio::awaitable<bool> Instance::discover() {
   // first request badly, and each process is ours to initialize anyway.
   if (!server_.remote()) co_return false;
   std::string error;
-  std::string params = discover_params();
-  bj::value found = co_await request("server/discover", std::move(params), error);
+  bj::value rejection;
+  bj::value found = co_await request("server/discover", discover_params(), error, {}, &rejection);
+  if (!error.empty() && supports_after_rejection(rejection)) {
+    // UnsupportedProtocolVersion that lists 2026-07-28 after all: the revision asks the client
+    // to retry with a listed version; once, so a server that always refuses cannot loop us.
+    error.clear();
+    found = co_await request("server/discover", discover_params(), error);
+  }
   if (!error.empty() || !offers_stateless(found)) {
     spdlog::debug("[{}] server/discover: {}; using the initialize handshake", server_.name,
                   error.empty() ? "no 2026-07-28 offered" : error);
