@@ -113,26 +113,38 @@ void Instance::call(std::string_view method, std::string params, std::string cal
   entry.display_name = display_name;
   entry.timeout = timeout;
   entry.deadline = std::make_unique<asio::steady_timer>(io_, timeout);
-  entry.deadline->async_wait([weak = weak_from_this(), id](boost::system::error_code ec) {
+  if (stateless_) {
+    entry.method = std::string(method);
+    entry.params = params;
+  }
+  pending_.emplace(id, std::move(entry));
+  arm_deadline(id);
+  last_call_id_ = id;
+  write(json::make_request(id_text, method, params), id);
+}
+
+void Instance::arm_deadline(std::uint64_t id) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  it->second.deadline->async_wait([weak = weak_from_this(), id](boost::system::error_code ec) {
     auto self = weak.lock();
     if (ec || !self) return;
     auto it = self->pending_.find(id);
     if (it == self->pending_.end()) return;
     Pending p = std::move(it->second);
     self->pending_.erase(it);
-    self->write(json::make_notification(
-        "notifications/cancelled",
-        R"({"requestId":)" + std::to_string(id) + R"(,"reason":"deadline exceeded"})"));
-    self->check_responsive(p.display_name + " passed its deadline");
+    if (!p.awaiting_input) {  // else no request of the call is out
+      self->write(json::make_notification(
+          "notifications/cancelled",
+          R"({"requestId":)" + std::to_string(id) + R"(,"reason":"deadline exceeded"})"));
+      self->check_responsive(p.display_name + " passed its deadline");
+    }
     const auto secs = static_cast<double>(p.timeout.count()) / 1000.0;
     p.sink->on_response(json::make_error(
         p.caller_id, json::kRequestTimeout,
         fmt::format("{} timed out after {:g} s; the request was cancelled", p.display_name, secs)));
     if (self->in_flight() == 0 && self->on_idle) self->on_idle();
   });
-  pending_.emplace(id, std::move(entry));
-  last_call_id_ = id;
-  write(json::make_request(id_text, method, params), id);
 }
 
 void Instance::check_responsive(const std::string& after) {
@@ -156,9 +168,11 @@ void Instance::cancel(const std::shared_ptr<CallSink>& sink, std::string_view ca
                       const std::string& reason) {
   for (auto it = pending_.begin(); it != pending_.end(); ++it) {
     if (it->second.sink != sink || it->second.caller_id != caller_id) continue;
-    write(json::make_notification("notifications/cancelled",
-                                  R"({"requestId":)" + std::to_string(it->first) + R"(,"reason":)" +
-                                      json::quote(reason) + "}"));
+    if (!it->second.awaiting_input) {  // else no request of the call is out
+      write(json::make_notification("notifications/cancelled",
+                                    R"({"requestId":)" + std::to_string(it->first) +
+                                        R"(,"reason":)" + json::quote(reason) + "}"));
+    }
     // The spec says a cancelled request gets no response; the caller has moved on.
     pending_.erase(it);
     if (in_flight() == 0 && on_idle) on_idle();

@@ -99,7 +99,7 @@ def test_gateway_in_front_of_a_handshake_fixture(gateway_factory, tmp_path):
 
 
 CLIENT_EXPECTED_FILE = Path(__file__).resolve().parent / "conformance_client_2026_expected_failures.txt"
-CLIENT_SCENARIOS = ["tools_call", "request-metadata"]
+CLIENT_SCENARIOS = ["tools_call", "request-metadata", "sep-2322-client-request-state"]
 
 
 def client_expected_failures() -> dict[str, str]:
@@ -118,7 +118,9 @@ def test_client_scenario_at_2026_07_28(scenario, tmp_path, binaries):
     """The suite's 2026-07-28 client scenarios against the gateway's upstream client: the test
     server answers server/discover (request-metadata refuses the first request with
     UnsupportedProtocolVersion), so the gateway speaks to it statelessly, every POST carrying the
-    version header and the _meta envelope."""
+    version header and the _meta envelope; sep-2322-client-request-state answers with
+    input_required, which the gateway asks of conformance_client.py's handshake session (an
+    elicitation) and retries with inputResponses and the server's requestState."""
     import sys
     command = f"{sys.executable} {Path(__file__).resolve().parent / 'conformance_client.py'}"
     proc = subprocess.run(suite_cmd("client", "--command", command, "--scenario", scenario,
