@@ -104,7 +104,7 @@ void Instance::ask_for_input(Pending p, std::string_view result_text) {
     problem = fmt::format("it still asked for input after {} rounds", kMaxInputRounds);
   }
   if (!problem.empty()) {
-    p.sink->on_response(json::make_error(p.caller_id, json::kUpstreamFailed,
+    p.sink->on_response(json::make_error(p.caller_id, json::kInternalError,
                                          fmt::format("{}: server '{}' cannot be answered: {}",
                                                      p.display_name, server_.name, problem)));
     if (in_flight() == 0 && on_idle) on_idle();

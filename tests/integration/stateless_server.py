@@ -2,7 +2,7 @@
 answers server/discover with 2026-07-28, so the gateway speaks to it statelessly.
 `interview` asks for input as a 2026-07-28 server does, with input_required results over two
 rounds (elicitation, then sampling and roots) and answers with everything it was given, so a test
-can see what reached it.
+can see what reached it; `insist` never stops asking (the gateway's bound on rounds).
 Usage: stateless_server.py PORT"""
 import json
 import sys
@@ -58,6 +58,23 @@ def interview(topic: str, ctx: Context) -> CallToolResult | InputRequiredResult:
             },
             request_state=f"round-2:{name}")
     return CallToolResult(content=[TextContent(type="text", text=json.dumps({"state": state, "answers": answers}))])
+
+
+insisted = 0
+
+
+@app.tool()
+def insist(ctx: Context) -> CallToolResult | InputRequiredResult:
+    """Never satisfied: answers every round with input_required (a state, no questions)."""
+    global insisted
+    insisted += 1
+    return InputRequiredResult(request_state=f"again-{insisted}")
+
+
+@app.tool()
+def insisted_count() -> str:
+    """How many times `insist` ran."""
+    return str(insisted)
 
 
 if __name__ == "__main__":

@@ -366,3 +366,16 @@ def test_a_stateless_servers_input_required_reaches_a_stateless_client_under_the
         "inputResponses": {"who": {"action": "accept", "content": {"name": "Cy"}}}}, req_id=5)
     err = answer(r, 5)["error"]
     assert err["code"] == -32021 and "sampling" in err["message"], err
+
+
+def test_a_server_that_never_stops_asking_is_cut_off_after_16_rounds(gateway_factory, stateless_upstream):
+    gw = gateway_factory({"py": {"url": stateless_upstream}}, ready=["py"])
+    s = RawSession(gw.mcp_url, "2025-11-25").initialize()
+    try:
+        before = int(text_of(s.call_tool("py__insisted_count", {})["result"]))
+        err = s.call_tool("py__insist", {})["error"]
+        assert err["code"] == -32603 and "after 16 rounds" in err["message"], err
+        # The first call and 16 retries, each with the state of the round before; no 18th.
+        assert int(text_of(s.call_tool("py__insisted_count", {})["result"])) - before == 17
+    finally:
+        s.close()
