@@ -1,6 +1,6 @@
 """The official conformance suite's 2026-07-28 server requirement set (`--requirements
 2026-07-28`: the scenarios that revision requires, frozen at its release), run against the
-gateway in front of toolbridge-fixture over stdio. The fixture is a handshake-era server, so
+gateway in front of toolbridge-fixture over stdio, and against the fixture's own HTTP host. The fixture is a handshake-era server, so
 every scenario crosses the gateway's translation: stateless envelopes in front, an initialized
 session behind, and the fixture's elicitation/sampling/roots requests turned into input_required
 results. The suite is the pre-release pinned in package.json as `conformance-next`
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tb_support import NODE_MODULES, REPO, MissingDependency, fixture_server
+from tb_support import LISTEN_RE, NODE_MODULES, REPO, MissingDependency, fixture_bin, fixture_server
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -44,7 +44,7 @@ def expected_failures(target: str) -> dict[str, str]:
         if not line or line.startswith("#"):
             continue
         parts = line.split(None, 2)
-        assert len(parts) == 3 and parts[0] in ("gateway",), \
+        assert len(parts) == 3 and parts[0] in ("gateway", "fixture-http"), \
             f"{EXPECTED_FILE.name}:{n}: want 'TARGET SCENARIO REASON', got {line!r}"
         if parts[0] == target:
             out[parts[1]] = parts[2]
@@ -73,11 +73,9 @@ def test_the_suite_is_the_pinned_pre_release():
     assert version == PINNED, f"conformance-next is {version}, the expected-failures file was made with {PINNED}"
 
 
-def test_gateway_in_front_of_a_handshake_fixture(gateway_factory, tmp_path):
-    gw = gateway_factory({"fixture": fixture_server("--conformance")},
-                         {"tool_naming": "unprefixed_when_unique"}, ready=["fixture"])
-    results = run_suite(gw.mcp_url, tmp_path / "results")
-    expected = expected_failures("gateway")
+def judge(target: str, results: dict[str, list[dict]]) -> str:
+    """Fails on a required scenario that fails unlisted, or passes listed; returns the summary."""
+    expected = expected_failures(target)
     required = required_scenarios()
     assert len(required) >= 30, required
     missing = [s for s in required if s not in results]
@@ -89,13 +87,41 @@ def test_gateway_in_front_of_a_handshake_fixture(gateway_factory, tmp_path):
     problems = [f"scenarios without results: {missing}"] if missing else []
     problems += [f"{s} failed (not in {EXPECTED_FILE.name}): {'; '.join(why)}"
                  for s, why in sorted(failed.items()) if s not in expected]
-    problems += [f"{s} passes now: delete 'gateway {s}' from {EXPECTED_FILE.name}"
+    problems += [f"{s} passes now: delete '{target} {s}' from {EXPECTED_FILE.name}"
                  for s in sorted(expected) if s not in failed]
     summary = "\n".join(f"  {'FAIL' if s in failed else 'pass' if s in required else 'not scored'} {s}"
                         for s in sorted(results))
-    assert not problems, "\n".join(problems) + f"\nresults:\n{summary}\ngateway:\n{gw.stderr_tail()}"
+    assert not problems, "\n".join(problems) + f"\n{target} results:\n{summary}"
+    return summary
+
+
+def test_gateway_in_front_of_a_handshake_fixture(gateway_factory, tmp_path):
+    gw = gateway_factory({"fixture": fixture_server("--conformance")},
+                         {"tool_naming": "unprefixed_when_unique"}, ready=["fixture"])
+    results = run_suite(gw.mcp_url, tmp_path / "results")
+    try:
+        judge("gateway", results)
+    except AssertionError as e:
+        raise AssertionError(f"{e}\ngateway:\n{gw.stderr_tail()}") from None
     # The input_required scenarios really crossed to the stdio server and back.
     assert 'tool="test_input_required_result_elicitation",outcome="ok"' in gw.metrics()
+
+
+def test_fixture_over_http_directly(tmp_path):
+    """toolbridge-fixture's own HTTP host speaks 2026-07-28 too (tests/fixture/stateless_host.cpp):
+    the same requirement set against it, without the gateway."""
+    proc = subprocess.Popen([str(fixture_bin()), "--conformance", "--http", "127.0.0.1:0"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline().strip()
+        match = LISTEN_RE.match(line)
+        assert match, f"fixture did not print 'listening on http://127.0.0.1:PORT': {line!r}"
+        results = run_suite(match.group(1) + "/mcp", tmp_path / "results")
+        assert proc.poll() is None, f"the fixture died during the suite:\n{proc.stderr.read()}"
+    finally:
+        proc.kill()
+        proc.wait()
+    judge("fixture-http", results)
 
 
 CLIENT_EXPECTED_FILE = Path(__file__).resolve().parent / "conformance_client_2026_expected_failures.txt"
