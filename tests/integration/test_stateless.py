@@ -1,7 +1,10 @@
 """MCP 2026-07-28 (stateless) clients on the same /mcp endpoint as handshake clients, in front of
 a handshake-era server (the fixture over stdio): the revision's envelope and header rules, list
 caching hints, and a server's elicitation during a stateless call turned into an input_required
-result and back (by hand over HTTP, and with the official Python SDK 2.3's modern client)."""
+result and back (by hand over HTTP, and with the official Python SDK 2.3's modern client). Behind
+the gateway, also a 2026-07-28 server (stateless_server.py, on the SDK's MCPServer) whose own
+input_required results reach a handshake client as ordinary requests and a stateless client as
+the gateway's own rounds, and whose rounds are bounded."""
 
 from __future__ import annotations
 
