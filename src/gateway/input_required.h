@@ -22,7 +22,7 @@ namespace toolbridge::gateway {
 
 // params._meta key by which a server names the key of its request in `inputRequests` (removed
 // before the client sees it); without it keys are "input-1", "input-2", … in the order asked.
-inline constexpr std::string_view kInputKeyMeta = "toolbridge/input_key";
+inline constexpr std::string_view kInputKeyMeta = mcp::kInputKeyMeta;
 
 // One stateless request's call across its rounds: the events of the call (a PostStream, so the
 // pipeline sees nothing new) plus the server requests waiting for the client's input.

@@ -1,8 +1,30 @@
 #include "gateway/session.h"
 
+#include <boost/json.hpp>
+
 #include "json/envelope.h"
+#include "json/parse.h"
+#include "mcp/revision.h"
 
 namespace toolbridge::gateway {
+
+namespace {
+
+// The key a 2026-07-28 server (or the fixture) names its question by is for stateless agents;
+// a handshake agent gets the request as a handshake server would send it.
+std::string without_input_key(std::string params) {
+  if (params.find(mcp::kInputKeyMeta) == std::string::npos) return params;
+  boost::system::error_code ec;
+  boost::json::value p = json::parse(params, ec);
+  if (ec || !p.is_object()) return params;
+  auto* meta = p.as_object().if_contains("_meta");
+  if (!meta || !meta->is_object()) return params;
+  meta->as_object().erase(mcp::kInputKeyMeta);
+  if (meta->as_object().empty()) p.as_object().erase("_meta");
+  return boost::json::serialize(p);
+}
+
+}  // namespace
 
 void PostStream::on_response(std::string message) {
   if (outstanding > 0) --outstanding;
@@ -45,7 +67,8 @@ void PostStream::on_server_request(const std::string& method, std::string params
     return;
   }
   const std::int64_t id = session->register_outbound(std::move(reply));
-  std::string message = json::make_request(std::to_string(id), method, params);
+  std::string message =
+      json::make_request(std::to_string(id), method, without_input_key(std::move(params)));
   if (!detached && can_stream_) {
     channel.push(std::move(message));
   } else if (!session->push_unsolicited(std::move(message))) {

@@ -18,6 +18,9 @@ inline constexpr std::string_view kClientInfoMeta = "io.modelcontextprotocol/cli
 inline constexpr std::string_view kLogLevelMeta = "io.modelcontextprotocol/logLevel";
 inline constexpr std::string_view kServerInfoMeta = "io.modelcontextprotocol/serverInfo";
 inline constexpr std::string_view kSubscriptionIdMeta = "io.modelcontextprotocol/subscriptionId";
+// toolbridge's own: params._meta key of a server→client request naming its key in a stateless
+// agent's `inputRequests` (removed before any agent sees the request).
+inline constexpr std::string_view kInputKeyMeta = "toolbridge/input_key";
 
 // The revision's own JSON-RPC error codes.
 inline constexpr int kHeaderMismatch = -32020;

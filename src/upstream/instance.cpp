@@ -113,8 +113,13 @@ void Instance::call(std::string_view method, std::string params, std::string cal
   entry.display_name = display_name;
   entry.timeout = timeout;
   entry.expires = std::chrono::steady_clock::now() + timeout;
-  arm_deadline(entry.expires);
+  const auto expires = entry.expires;
+  if (stateless_) {
+    entry.method = std::string(method);
+    entry.params = params;
+  }
   pending_.emplace(id, std::move(entry));
+  arm_deadline(expires);
   last_call_id_ = id;
   write(json::make_request(id_text, method, params), id);
 }
@@ -155,10 +160,12 @@ void Instance::expire_due() {
 }
 
 void Instance::time_out(std::uint64_t id, Pending p) {
-  write(json::make_notification(
-      "notifications/cancelled",
-      R"({"requestId":)" + std::to_string(id) + R"(,"reason":"deadline exceeded"})"));
-  check_responsive(p.display_name + " passed its deadline");
+  if (!p.awaiting_input) {  // else no request of the call is out
+    write(json::make_notification(
+        "notifications/cancelled",
+        R"({"requestId":)" + std::to_string(id) + R"(,"reason":"deadline exceeded"})"));
+    check_responsive(p.display_name + " passed its deadline");
+  }
   const auto secs = static_cast<double>(p.timeout.count()) / 1000.0;
   p.sink->on_response(json::make_error(
       p.caller_id, json::kRequestTimeout,
@@ -187,9 +194,11 @@ void Instance::cancel(const std::shared_ptr<CallSink>& sink, std::string_view ca
                       const std::string& reason) {
   for (auto it = pending_.begin(); it != pending_.end(); ++it) {
     if (it->second.sink != sink || it->second.caller_id != caller_id) continue;
-    write(json::make_notification("notifications/cancelled",
-                                  R"({"requestId":)" + std::to_string(it->first) + R"(,"reason":)" +
-                                      json::quote(reason) + "}"));
+    if (!it->second.awaiting_input) {  // else no request of the call is out
+      write(json::make_notification("notifications/cancelled",
+                                    R"({"requestId":)" + std::to_string(it->first) +
+                                        R"(,"reason":)" + json::quote(reason) + "}"));
+    }
     // The spec says a cancelled request gets no response; the caller has moved on.
     pending_.erase(it);
     if (in_flight() == 0 && on_idle) on_idle();

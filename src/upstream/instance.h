@@ -37,6 +37,8 @@ class CallSink {
   virtual void on_server_request(const std::string& method, std::string params, Reply reply) = 0;
 };
 
+struct InputRound;  // instance_input.cpp
+
 struct Catalog {
   boost::json::array tools;
   boost::json::array resources;
@@ -116,6 +118,11 @@ class Instance : public std::enable_shared_from_this<Instance> {
     std::string display_name;  // "server__tool" for messages
     std::chrono::milliseconds timeout{0};
     bool sent = false;  // its bytes reached the child's stdin
+    // A stateless server's call, kept for its input_required rounds (instance_input.cpp).
+    std::string method;
+    std::string params;
+    int input_rounds = 0;
+    bool awaiting_input = false;  // the agent's side is asked; no request is out
   };
 
   // `call_id` marks the pending call whose request this line is, so a failure can tell
@@ -136,11 +143,19 @@ class Instance : public std::enable_shared_from_this<Instance> {
   void fail_pending(int code, const std::string& message);
   std::shared_ptr<CallSink> route_target() const;
   void finish(std::uint64_t id);
+  // 2026-07-28 servers' input_required results (instance_input.cpp): asked of the call's sink,
+  // then the call is sent again with the answers and the server's requestState.
+  bool asks_for_input(std::string_view line, const json::Envelope& env) const;
+  void ask_for_input(Pending p, std::string_view result);
+  void send_with_input(std::uint64_t id, const InputRound& round);
+  void fail_input(std::uint64_t id, const std::string& method, boost::json::value error);
 
-  // The instance's own requests (initialize, list calls) awaited inline.
+  // The instance's own requests (initialize, list calls) awaited inline. A JSON-RPC error's
+  // message goes to `error`, and the whole error object to `error_object` when given.
   boost::asio::awaitable<boost::json::value> request(std::string_view method, std::string params,
                                                      std::string& error,
-                                                     std::chrono::milliseconds timeout = {});
+                                                     std::chrono::milliseconds timeout = {},
+                                                     boost::json::value* error_object = nullptr);
   // After a deadline passed: is the server still answering at all? Recycles it if not.
   void check_responsive(const std::string& after);
   // One timer per instance, armed for the earliest deadline of the calls in flight (not a timer
@@ -165,6 +180,7 @@ class Instance : public std::enable_shared_from_this<Instance> {
   std::uint64_t last_call_id_ = 0;  // most recent forwarded call, for routing server requests
   std::string exit_reason_;
   mcp::Version version_ = mcp::kLatestVersion;
+  bool stateless_ = false;  // the server speaks 2026-07-28 (instance_discover.cpp)
   mcp::ServerCapabilities caps_;
   Catalog catalog_;
   std::uint64_t garbage_lines_ = 0;

@@ -17,8 +17,14 @@ asio::awaitable<bool> Instance::discover() {
   // first request badly, and each process is ours to initialize anyway.
   if (!server_.remote()) co_return false;
   std::string error;
-  std::string params = discover_params();
-  bj::value found = co_await request("server/discover", std::move(params), error);
+  bj::value rejection;
+  bj::value found = co_await request("server/discover", discover_params(), error, {}, &rejection);
+  if (!error.empty() && supports_after_rejection(rejection)) {
+    // UnsupportedProtocolVersion that lists 2026-07-28 after all: the revision asks the client
+    // to retry with a listed version; once, so a server that always refuses cannot loop us.
+    error.clear();
+    found = co_await request("server/discover", discover_params(), error);
+  }
   if (!error.empty() || !offers_stateless(found)) {
     spdlog::debug("[{}] server/discover: {}; using the initialize handshake", server_.name,
                   error.empty() ? "no 2026-07-28 offered" : error);
@@ -26,6 +32,7 @@ asio::awaitable<bool> Instance::discover() {
   }
   std::string version(mcp::kModernVersion);
   transport_->set_stateless(std::move(version));
+  stateless_ = true;
   if (const auto* c = found.as_object().if_contains("capabilities"); c && c->is_object()) {
     const auto& caps = c->as_object();
     caps_.tools = caps.contains("tools");

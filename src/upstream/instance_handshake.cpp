@@ -146,8 +146,8 @@ asio::awaitable<std::string> Instance::list_all(std::string_view method, std::st
 }
 
 asio::awaitable<bj::value> Instance::request(std::string_view method, std::string params,
-                                             std::string& error,
-                                             std::chrono::milliseconds timeout) {
+                                             std::string& error, std::chrono::milliseconds timeout,
+                                             bj::value* error_object) {
   if (state_ == State::kExited || state_ == State::kStopping) {
     error = exit_reason_.empty() ? "the server is not running" : exit_reason_;
     co_return nullptr;
@@ -170,6 +170,7 @@ asio::awaitable<bj::value> Instance::request(std::string_view method, std::strin
         error = "unreadable error (" + ec.message() + ")";
       } else {
         error = m && m->is_string() ? std::string(m->as_string()) : bj::serialize(e);
+        if (error_object) *error_object = std::move(e);
       }
     } else {
       boost::system::error_code ec;

@@ -113,6 +113,10 @@ void Instance::on_response(std::string_view line, const json::Envelope& env) {
     p.internal(line, env);
     return;
   }
+  if (asks_for_input(line, env)) {
+    ask_for_input(std::move(p), env.result.in(line));
+    return;
+  }
   p.sink->on_response(json::with_id(line, env.id, p.caller_id));
   if (in_flight() == 0 && on_idle) on_idle();
 }

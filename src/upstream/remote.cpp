@@ -44,6 +44,13 @@ std::string reason_of(const transport::HttpError& e) {
   return e.code && !e.timed_out() ? e.code.message() : e.message;
 }
 
+// A JSON-RPC error answering the request `id` (raw JSON), as a stateless server's 4xx body is.
+bool is_error_answer(std::string_view id, std::string_view body) {
+  const json::Envelope env = json::parse_envelope(body);
+  return !id.empty() && env.kind == json::Kind::kResponse && !env.error.empty() &&
+         env.id.in(body) == id;
+}
+
 bool before_sending(const transport::HttpError& e) {
   return e.step == HttpStep::kTls || e.step == HttpStep::kResolve || e.step == HttpStep::kConnect ||
          e.step == HttpStep::kHandshake;
@@ -361,6 +368,12 @@ void Remote::conclude(Outgoing m, const Answer& a) {
   }
   if (m.initialize && mode_ == Mode::kProbing && a.status >= 200 && a.status < 300) {
     mode_ = Mode::kStreamable;
+  }
+  if (m.stateless && a.json_body && a.status >= 400 && is_error_answer(m.id, a.body)) {
+    // 2026-07-28 answers its own errors (UnsupportedProtocolVersion, HeaderMismatch) with a
+    // 4xx status and the JSON-RPC error as the body: the caller needs its code and data.
+    deliver(a.body);
+    return;
   }
   if (a.status >= 400 || a.status < 200) {
     std::string text = a.body.substr(0, kErrorBodyBytes);

@@ -24,6 +24,16 @@ bj::object envelope() {
       {mcp::kClientInfoMeta, bj::object{{"name", "toolbridge"}, {"version", "0.1.0"}}}};
 }
 
+// Whether `object[key]` is an array naming a version the gateway serves statelessly.
+bool lists_modern(const bj::value& object, std::string_view key) {
+  const bj::value* versions = object.is_object() ? object.as_object().if_contains(key) : nullptr;
+  if (!versions || !versions->is_array()) return false;
+  for (const auto& v : versions->as_array()) {
+    if (v.is_string() && mcp::is_modern_version(v.as_string())) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string discover_params() {
@@ -31,13 +41,18 @@ std::string discover_params() {
 }
 
 bool offers_stateless(const bj::value& result) {
-  const bj::value* versions =
-      result.is_object() ? result.as_object().if_contains("supportedVersions") : nullptr;
-  if (!versions || !versions->is_array()) return false;
-  for (const auto& v : versions->as_array()) {
-    if (v.is_string() && mcp::is_modern_version(v.as_string())) return true;
+  return lists_modern(result, "supportedVersions");
+}
+
+bool supports_after_rejection(const bj::value& error) {
+  const bj::object* e = error.if_object();
+  if (!e) return false;
+  const bj::value* code = e->if_contains("code");
+  if (!code || !code->is_int64() || code->as_int64() != mcp::kUnsupportedProtocolVersion) {
+    return false;
   }
-  return false;
+  const bj::value* data = e->if_contains("data");
+  return data && lists_modern(*data, "supported");
 }
 
 StatelessMessage to_stateless(std::string_view message) {

@@ -25,6 +25,10 @@ StatelessMessage to_stateless(std::string_view message);
 // Whether a server/discover result offers the stateless revision.
 bool offers_stateless(const boost::json::value& discover_result);
 
+// Whether a JSON-RPC error object is UnsupportedProtocolVersion listing, in data.supported, a
+// version the gateway speaks statelessly: the request is worth sending again (once).
+bool supports_after_rejection(const boost::json::value& error);
+
 // The server/discover request's params: the envelope alone.
 std::string discover_params();
 

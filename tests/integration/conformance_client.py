@@ -33,8 +33,14 @@ def arguments_for(schema: dict) -> dict:
     return out
 
 
+async def confirm(context, params):
+    """Accepts every elicitation (the 2026-07-28 MRTR scenario asks to confirm)."""
+    import mcp.types as types
+    return types.ElicitResult(action="accept", content={"confirmed": True})
+
+
 async def drive(url: str) -> None:
-    async with sdk_session(url) as s:
+    async with sdk_session(url, elicitation_callback=confirm) as s:
         tools = (await s.list_tools()).tools
         for tool in tools:
             result = await s.call_tool(tool.name, arguments_for(getattr(tool, "input_schema", None) or getattr(tool, "inputSchema", None)))

@@ -1,7 +1,10 @@
 """MCP 2026-07-28 (stateless) clients on the same /mcp endpoint as handshake clients, in front of
 a handshake-era server (the fixture over stdio): the revision's envelope and header rules, list
 caching hints, and a server's elicitation during a stateless call turned into an input_required
-result and back (by hand over HTTP, and with the official Python SDK 2.3's modern client)."""
+result and back (by hand over HTTP, and with the official Python SDK 2.3's modern client). Behind
+the gateway, also a 2026-07-28 server (stateless_server.py, on the SDK's MCPServer) whose own
+input_required results reach a handshake client as ordinary requests and a stateless client as
+the gateway's own rounds, and whose rounds are bounded."""
 
 from __future__ import annotations
 
@@ -247,7 +250,9 @@ def test_stateless_calls_keep_their_trajectorys_per_session_instance(gateway_fac
     assert own1 == own2 and own1 not in (a1, b1)
 
 
-def test_a_remote_server_that_answers_discover_is_spoken_to_statelessly(gateway_factory):
+@pytest.fixture(scope="module")
+def stateless_upstream():
+    """stateless_server.py (the official Python SDK's MCPServer, 2026-07-28) on a free port."""
     import socket
     import subprocess
     import sys
@@ -268,18 +273,112 @@ def test_a_remote_server_that_answers_discover_is_spoken_to_statelessly(gateway_
             except OSError:
                 assert server.poll() is None and time.monotonic() < deadline, "the SDK server did not listen"
                 time.sleep(0.1)
-        gw = gateway_factory({"py": {"url": f"http://127.0.0.1:{port}/mcp"},
-                              "fixture": fixture_server()}, ready=["py", "fixture"])
-        assert "[py] speaks MCP 2026-07-28" in gw.stderr_tail()
-        # The fixture (stdio, handshake era) was not probed; a handshake client and a stateless
-        # client both reach the stateless server.
-        s = RawSession(gw.mcp_url, "2025-11-25").initialize()
-        try:
-            assert text_of(s.call_tool("py__add", {"a": 2, "b": 3})["result"]) == "5"
-        finally:
-            s.close()
-        r = post(gw.mcp_url, "tools/call", {"_meta": meta(), "name": "py__echo", "arguments": {"text": "hi"}})
-        assert text_of(answer(r)["result"]) == "hi"
+        yield f"http://127.0.0.1:{port}/mcp"
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_a_remote_server_that_answers_discover_is_spoken_to_statelessly(gateway_factory, stateless_upstream):
+    gw = gateway_factory({"py": {"url": stateless_upstream}, "fixture": fixture_server()},
+                         ready=["py", "fixture"])
+    assert "[py] speaks MCP 2026-07-28" in gw.stderr_tail()
+    # The fixture (stdio, handshake era) was not probed; a handshake client and a stateless
+    # client both reach the stateless server.
+    s = RawSession(gw.mcp_url, "2025-11-25").initialize()
+    try:
+        assert text_of(s.call_tool("py__add", {"a": 2, "b": 3})["result"]) == "5"
+    finally:
+        s.close()
+    r = post(gw.mcp_url, "tools/call", {"_meta": meta(), "name": "py__echo", "arguments": {"text": "hi"}})
+    assert text_of(answer(r)["result"]) == "hi"
+
+
+def test_a_stateless_servers_input_required_becomes_requests_to_a_handshake_client(
+        gateway_factory, stateless_upstream):
+    """`interview` answers with input_required twice (an elicitation; then sampling and roots);
+    the official SDK's handshake-era ClientSession gets them as ordinary requests, and the
+    server's final answer shows what reached it: the last requestState and every response."""
+    import mcp.types as types
+    from tb_sdk import only_text, sdk_session
+
+    gw = gateway_factory({"py": {"url": stateless_upstream}}, ready=["py"])
+    asked: list[str] = []
+
+    async def on_elicit(context, params):
+        asked.append(f"elicit:{params.message}")
+        assert "_meta" not in (params.model_dump(by_alias=True, exclude_none=True)), params
+        return types.ElicitResult(action="accept", content={"name": "Ada"})
+
+    async def on_sample(context, params):
+        asked.append(f"sample:{params.messages[0].content.text}")
+        return types.CreateMessageResult(role="assistant", model="m",
+                                         content=types.TextContent(type="text", text="a draft"))
+
+    async def on_roots(context):
+        asked.append("roots")
+        return types.ListRootsResult(roots=[types.Root(uri="file:///work/ada")])
+
+    async def main():
+        async with sdk_session(gw.mcp_url, elicitation_callback=on_elicit, sampling_callback=on_sample,
+                               list_roots_callback=on_roots) as s:
+            return await s.call_tool("py__interview", {"topic": "gateways"})
+
+    result = anyio.run(main)
+    got = json.loads(only_text(result))
+    assert sorted(asked) == ["elicit:Who asks about gateways?", "roots", "sample:Draft for Ada"]
+    # The upstream's own state came back to it unchanged, with the second round's answers.
+    assert got["state"] == "round-2:Ada", got
+    assert got["answers"]["draft"]["content"]["text"] == "a draft"
+    assert got["answers"]["where"]["roots"][0]["uri"] == "file:///work/ada"
+
+
+def test_a_stateless_servers_input_required_reaches_a_stateless_client_under_the_gateways_state(
+        gateway_factory, stateless_upstream):
+    """A stateless client sees the server's keys, but the gateway's own signed requestState: the
+    server's state stays in the gateway with the parked call, and comes back to the server with
+    the client's inputResponses."""
+    gw = gateway_factory({"py": {"url": stateless_upstream}}, ready=["py"])
+    call = {"name": "py__interview", "arguments": {"topic": "tea"}}
+    first = answer(post(gw.mcp_url, "tools/call", {**call, "_meta": meta()}, req_id=1), 1)["result"]
+    assert first["resultType"] == "input_required", first
+    assert list(first["inputRequests"]) == ["who"]
+    assert first["inputRequests"]["who"]["method"] == "elicitation/create"
+    assert "toolbridge/input_key" not in json.dumps(first)
+    assert first["requestState"] != "round-1"
+    second = answer(post(gw.mcp_url, "tools/call", {
+        **call, "_meta": meta(), "requestState": first["requestState"],
+        "inputResponses": {"who": {"action": "accept", "content": {"name": "Bo"}}}}, req_id=2), 2)["result"]
+    assert second["resultType"] == "input_required", second
+    assert sorted(second["inputRequests"]) == ["draft", "where"]
+    assert "round-2" not in second["requestState"]
+    replies = {"draft": {"role": "assistant", "model": "m", "content": {"type": "text", "text": "tea draft"}},
+               "where": {"roots": [{"uri": "file:///tea"}]}}
+    third = answer(post(gw.mcp_url, "tools/call", {
+        **call, "_meta": meta(), "requestState": second["requestState"], "inputResponses": replies},
+        req_id=3), 3)["result"]
+    assert third["resultType"] == "complete", third
+    got = json.loads(text_of(third))
+    assert got["state"] == "round-2:Bo" and got["answers"] == replies, got
+    # A client without the sampling capability is refused with the revision's error, which the
+    # gateway passes on as the call's error (the server has no way to receive it).
+    r = post(gw.mcp_url, "tools/call", {**call, "_meta": meta({"elicitation": {}})}, req_id=4)
+    state = answer(r, 4)["result"]["requestState"]
+    r = post(gw.mcp_url, "tools/call", {
+        **call, "_meta": meta({"elicitation": {}}), "requestState": state,
+        "inputResponses": {"who": {"action": "accept", "content": {"name": "Cy"}}}}, req_id=5)
+    err = answer(r, 5)["error"]
+    assert err["code"] == -32021 and "sampling" in err["message"], err
+
+
+def test_a_server_that_never_stops_asking_is_cut_off_after_16_rounds(gateway_factory, stateless_upstream):
+    gw = gateway_factory({"py": {"url": stateless_upstream}}, ready=["py"])
+    s = RawSession(gw.mcp_url, "2025-11-25").initialize()
+    try:
+        before = int(text_of(s.call_tool("py__insisted_count", {})["result"]))
+        err = s.call_tool("py__insist", {})["error"]
+        assert err["code"] == -32603 and "after 16 rounds" in err["message"], err
+        # The first call and 16 retries, each with the state of the round before; no 18th.
+        assert int(text_of(s.call_tool("py__insisted_count", {})["result"])) - before == 17
+    finally:
+        s.close()
