@@ -46,7 +46,7 @@ void run_trace_pairs(const Options& o, ScenarioResult& r, const std::vector<std:
       return;
     }
   }
-  const std::size_t rounds = o.short_mode ? 2 : 8;
+  const std::size_t rounds = o.short_mode ? 2 : 12;
   const std::chrono::milliseconds win(o.short_mode ? 500 : 1000);
   // Gateway CPU per call over one window of `c` workers, or nullopt if it could not be read.
   auto cpu_per_call = [&](GatewayProcess& gw, std::size_t c) -> std::optional<double> {
@@ -65,8 +65,16 @@ void run_trace_pairs(const Options& o, ScenarioResult& r, const std::vector<std:
   for (std::size_t c : levels) {
     std::vector<double> ratios;
     for (std::size_t k = 0; k < rounds; ++k) {
-      const auto a = cpu_per_call(plain, c);
-      const auto b = cpu_per_call(traced, c);
+      // Which gateway goes first alternates (ABBA), so neither always runs on the state the
+      // other left (caches, the traced one's writer finishing its last batch).
+      std::optional<double> a, b;
+      if (k % 2 == 0) {
+        a = cpu_per_call(plain, c);
+        b = cpu_per_call(traced, c);
+      } else {
+        b = cpu_per_call(traced, c);
+        a = cpu_per_call(plain, c);
+      }
       if (a && b && *a > 0) ratios.push_back(*b / *a);
     }
     if (ratios.empty()) continue;

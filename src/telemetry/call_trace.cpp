@@ -93,7 +93,9 @@ void CallTrace::run() {
 }
 
 void CallTrace::append(const std::string& batch) {
-  // Rotation is decided line by line, so no file grows past max_bytes (unless one line does).
+  // Rotation is decided line by line, so no file grows past max_bytes (unless one line does);
+  // a batch that fits is written whole, without looking for its lines.
+  if (fd_ >= 0 && size_ + batch.size() <= options_.max_bytes) return write_all(batch);
   std::size_t chunk = 0, pos = 0;
   while (pos < batch.size() && fd_ >= 0) {
     const std::size_t eol = batch.find('\n', pos) + 1;  // every line ends with '\n'
