@@ -13,9 +13,10 @@ namespace toolbridge::telemetry {
 
 namespace {
 // The writer wakes this often, or at once when this many lines wait: waking a thread per line
-// would cost the call path a futex call and a context switch each time.
+// would cost the call path a futex call and a context switch each time. 512 lines (~150 KB)
+// keep the two buffers the call path and the writer swap small enough to stay in cache.
 constexpr std::chrono::milliseconds kWriteInterval{50};
-constexpr std::size_t kWakeAt = 4096;
+constexpr std::size_t kWakeAt = 512;
 }  // namespace
 
 CallTrace::CallTrace(config::Trace options, bool start) : options_(std::move(options)) {
