@@ -180,9 +180,12 @@ void Instance::check_responsive(const std::string& after) {
       io_,
       [self = shared_from_this(), after]() -> asio::awaitable<void> {
         std::string error;
-        co_await self->request("ping", "{}", error, self->server_.ping_timeout);
+        // An error answer is an answer: a server that refuses ping (a 2026-07-28 host that does
+        // not serve it) is still responding.
+        bj::value refused;
+        co_await self->request("ping", "{}", error, self->server_.ping_timeout, &refused);
         self->checking_ = false;
-        if (!error.empty() && self->state_ == State::kReady) {
+        if (!error.empty() && refused.is_null() && self->state_ == State::kReady) {
           // Hung: a server that cannot even answer ping will not finish its other calls either.
           self->fail(fmt::format("it stopped responding ({}; {}); recycling it", after, error));
         }
