@@ -8,6 +8,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -237,6 +238,18 @@ def kill_procs(procs: Iterable[ProcInfo]) -> None:
                 os.kill(p.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def wait_listening(port: int, proc: subprocess.Popen, what: str, timeout: float = 30) -> None:
+    """Returns once 127.0.0.1:port accepts a connection; fails if `proc` exits or time runs out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            assert proc.poll() is None and time.monotonic() < deadline, f"{what} did not listen"
+            time.sleep(0.1)
 
 
 def describe(procs: Iterable[ProcInfo]) -> str:

@@ -9,7 +9,6 @@ import json
 import os
 import socket
 import subprocess
-import time
 from contextlib import AsyncExitStack
 
 import pytest
@@ -19,7 +18,7 @@ from mcp.client.stdio import stdio_client
 
 from tb_sdk import _HTTP_KW, _http_client, run
 from tb_support import (NODE_MODULES, REPO, MissingDependency, everything_server, fixture_server, node_bin,
-                        npm_entry, time_server, toolbridge_bin)
+                        npm_entry, time_server, toolbridge_bin, wait_listening)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -44,14 +43,7 @@ def remote_everything():
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
                             env={**os.environ, "PORT": str(port)})
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, "server-everything did not listen"
-                time.sleep(0.1)
+        wait_listening(port, proc, "server-everything")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()

@@ -14,7 +14,7 @@ import anyio
 import httpx
 import pytest
 
-from tb_support import RawSession, fixture_server, parse_body, text_of
+from tb_support import RawSession, fixture_server, parse_body, text_of, wait_listening
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -265,14 +265,7 @@ def stateless_upstream():
     server = subprocess.Popen([sys.executable, str(Path(__file__).parent / "stateless_server.py"), str(port)],
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                    break
-            except OSError:
-                assert server.poll() is None and time.monotonic() < deadline, "the SDK server did not listen"
-                time.sleep(0.1)
+        wait_listening(port, server, "the SDK server")
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         server.terminate()
