@@ -21,6 +21,7 @@
 #include "frontend/router.h"
 #include "frontend/trajectory_key.h"
 #include "json/envelope.h"
+#include "json/utf8.h"
 #include "policy/admission_stage.h"
 #include "policy/authorize.h"
 
@@ -99,6 +100,133 @@ BatchCallSpec read_call(const bj::value& v, std::size_t index) {
   return c;
 }
 
+// ---- The JSON body read from its text (read_plain_batch_request) ----
+
+// The content of the JSON string token `raw` if it needs no unescaping and is ASCII (so Boost.JSON
+// would read the same bytes); nullopt otherwise.
+std::optional<std::string_view> plain_string(std::string_view raw) {
+  if (raw.size() < 2 || raw.front() != '"') return std::nullopt;
+  const std::string_view content = raw.substr(1, raw.size() - 2);
+  const bool plain = std::all_of(content.begin(), content.end(), [](char c) {
+    return c != '\\' && static_cast<unsigned char>(c) < 0x80;
+  });
+  if (!plain) return std::nullopt;
+  return content;
+}
+
+// A timeout_ms written as a whole number in range; other forms (fractions, exponents) and
+// refused values are left to the DOM path.
+std::optional<std::chrono::milliseconds> plain_timeout(std::string_view raw) {
+  if (raw.empty() || raw.size() > 10 || raw.front() == '0') return std::nullopt;
+  long long ms = 0;
+  for (const char c : raw) {
+    if (c < '0' || c > '9') return std::nullopt;
+    ms = ms * 10 + (c - '0');
+  }
+  if (ms > static_cast<long long>(kMaxTimeoutMs)) return std::nullopt;
+  return std::chrono::milliseconds(ms);
+}
+
+// A name given twice: Boost.JSON keeps the last value at the first one's place, which the DOM path
+// reproduces. Called only for a few members.
+bool has_duplicates(const std::vector<json::Member>& members) {
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    for (std::size_t j = i + 1; j < members.size(); ++j) {
+      if (members[i].name == members[j].name) return true;
+    }
+  }
+  return false;
+}
+
+// The array `text` (JSON the scanner has validated, nested in `outer` containers) walked again for
+// what the scanner lets through and Boost.JSON refuses: a string with invalid UTF-8 or a UTF-16
+// surrogate escape without its other half, nesting past json::kMaxDepth. Its elements' spans go to
+// `elements`. False if it holds any of those.
+bool plain_array(std::string_view text, std::size_t outer, std::vector<json::Span>& elements) {
+  const std::size_t n = text.size();
+  const auto surrogate = [&](std::size_t at, unsigned low, unsigned high) {
+    if (at + 6 > n || text[at] != '\\' || text[at + 1] != 'u') return false;
+    const auto unit = json::hex4(text.substr(at + 2, 4));
+    return unit && *unit >= low && *unit <= high;
+  };
+  std::size_t depth = 0;
+  std::size_t start = 0;     // of the element being walked (0, the '[': none yet)
+  std::size_t last_end = 0;  // past its last byte that is not whitespace
+  for (std::size_t i = 0; i < n;) {
+    const char c = text[i];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      ++i;
+      continue;
+    }
+    if (depth == 1 && (c == ',' || c == ']')) {
+      if (start != 0) elements.push_back(json::Span{start, last_end - start});
+      start = 0;
+    } else if (depth == 1 && start == 0) {
+      start = i;
+    }
+    if (c == '"') {
+      for (++i; i < n && text[i] != '"';) {
+        const auto b = static_cast<unsigned char>(text[i]);
+        if (b >= 0x80) {
+          const std::size_t length = json::utf8_sequence_length(text.substr(i));
+          if (length == 0) return false;
+          i += length;
+        } else if (b != '\\') {
+          ++i;
+        } else if (i + 1 < n && text[i + 1] == 'u') {
+          if (surrogate(i, 0xDC00, 0xDFFF)) return false;  // a low half alone
+          if (!surrogate(i, 0xD800, 0xDBFF)) {
+            i += 6;
+          } else if (surrogate(i + 6, 0xDC00, 0xDFFF)) {
+            i += 12;
+          } else {
+            return false;
+          }
+        } else {
+          i += 2;
+        }
+      }
+      if (i >= n) return false;
+      ++i;  // the closing quote
+    } else {
+      if (c == '[' || c == '{') {
+        if (outer + ++depth > json::kMaxDepth) return false;
+      } else if (c == ']' || c == '}') {
+        if (depth-- == 0) return false;
+      }
+      ++i;
+    }
+    last_end = i;
+  }
+  return depth == 0;
+}
+
+// One call of a well-formed batch; false for anything an error entry or the DOM path must answer.
+bool read_plain_call(std::string_view text, BatchCallSpec& out) {
+  if (text.empty() || text.front() != '{') return false;
+  const auto members = json::object_members(text);
+  if (!members || members->size() > 3 || has_duplicates(*members)) return false;
+  for (const json::Member& m : *members) {
+    const std::string_view raw = m.value.in(text);
+    if (m.name == "tool") {
+      const auto tool = plain_string(raw);
+      if (!tool || tool->empty() || tool->size() > kMaxBatchToolName) return false;
+      out.tool = *tool;
+    } else if (m.name == "arguments") {
+      if (raw == "null") continue;
+      if (raw.front() != '{') return false;
+      out.arguments = raw;
+    } else if (m.name == "timeout_ms") {
+      const auto timeout = plain_timeout(raw);
+      if (!timeout) return false;
+      out.timeout = *timeout;
+    } else {
+      return false;
+    }
+  }
+  return !out.tool.empty();
+}
+
 BatchRefusal bad(std::string message) {
   return BatchRefusal{400, "invalid_request", std::move(message)};
 }
@@ -154,6 +282,49 @@ BatchRefusal read_batch_request(const bj::value& body, BatchRequest& out, std::s
   return {};
 }
 
+bool read_plain_batch_request(std::string_view body, BatchRequest& out, std::size_t max_calls) {
+  const auto members = json::object_members(body);
+  if (!members || members->size() > 6 || has_duplicates(*members)) return false;
+  std::string_view calls;
+  for (const json::Member& m : *members) {
+    const std::string_view raw = m.value.in(body);
+    if (m.name == "calls") {
+      calls = raw;
+    } else if (m.name == "trajectory") {
+      const auto trajectory = plain_string(raw);
+      if (!trajectory || !gateway::trajectory_name_error(*trajectory).empty()) return false;
+      out.trajectory = *trajectory;
+    } else if (m.name == "tenant") {
+      const auto tenant = plain_string(raw);
+      if (!tenant || !valid_tenant(*tenant)) return false;
+      out.tenant = *tenant;
+    } else if (m.name == "mode") {
+      if (raw != R"("all")" && raw != R"("fail_fast")") return false;
+      out.fail_fast = raw == R"("fail_fast")";
+    } else if (m.name == "sequential") {
+      if (raw != "true" && raw != "false") return false;
+      out.sequential = raw == "true";
+    } else if (m.name == "timeout_ms") {
+      const auto timeout = plain_timeout(raw);
+      if (!timeout) return false;
+      out.timeout = *timeout;
+    } else {
+      return false;
+    }
+  }
+  if (calls.empty() || calls.front() != '[') return false;
+  std::vector<json::Span> elements;
+  elements.reserve(std::min<std::size_t>(max_calls, 64));
+  // The body object encloses the array.
+  if (!plain_array(calls, 1, elements)) return false;
+  if (elements.empty() || elements.size() > max_calls) return false;
+  out.calls.resize(elements.size());
+  for (std::size_t i = 0; i < elements.size(); ++i) {
+    if (!read_plain_call(elements[i].in(calls), out.calls[i])) return false;
+  }
+  return true;
+}
+
 Batch::Batch(gateway::Gateway& gateway) : gateway_(gateway) {
   auto& m = gateway_.metrics();
   m.describe("toolbridge_batches_total", "counter",
@@ -202,7 +373,10 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
     co_return;
   }
   BatchRequest request;
-  {
+  const bool plain = encoding == Encoding::kJson &&
+                     read_plain_batch_request(req.body(), request, limits.batch_max_calls);
+  if (!plain) {
+    request = BatchRequest{};
     std::string problem;
     const bj::value body = decode_body(encoding, req.body(), problem);
     if (!problem.empty()) {
@@ -238,7 +412,9 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
       continue;
     }
     const auto timeout = spec.timeout.count() > 0 ? spec.timeout : request.timeout;
-    run->calls[i] = make_tool_call(i, spec.tool, spec.arguments, scope, timeout);
+    // Either path leaves one JSON object: the body's own bytes, or a value serialised.
+    const CheckedArguments arguments{spec.arguments};
+    run->calls[i] = make_tool_call(i, spec.tool, arguments, scope, timeout);
   }
   ex.on_peer_closed([weak = std::weak_ptr<CallRun>(run)] {
     if (auto r = weak.lock()) r->abandon("the client disconnected");

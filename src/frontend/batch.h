@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gateway/gateway.h"
@@ -52,6 +53,12 @@ struct BatchRefusal {
 // `max_calls`: gateway.batch_max_calls (more is a 413 naming the limit).
 BatchRefusal read_batch_request(const boost::json::value& body, BatchRequest& out,
                                 std::size_t max_calls);
+
+// The same for a JSON body, read from its text without a DOM: each call's `arguments` are the
+// body's own bytes. Only a request that is well-formed in every respect is read (true); for any
+// other (malformed JSON, a refusal, an entry in error, a form it leaves alone such as escapes in
+// a tool name) it returns false with `out` unspecified, and decode_body + read_batch_request answer.
+bool read_plain_batch_request(std::string_view body, BatchRequest& out, std::size_t max_calls);
 
 class Batch {
  public:

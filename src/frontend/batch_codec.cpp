@@ -2,8 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <msgpack.hpp>
 
 #include "json/envelope.h"
@@ -124,11 +128,52 @@ std::string_view outcome_name(Fault f) {
   return f == Fault::kNone ? std::string_view("ok") : gateway::to_string(f);
 }
 
+void append_quoted(std::string& out, std::string_view s) {
+  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+    const auto b = static_cast<unsigned char>(c);
+    return b >= 0x20 && b < 0x7f && c != '"' && c != '\\';
+  });
+  if (!plain) {
+    out += json::quote(s);
+    return;
+  }
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+namespace {
+
+// 64 significand bits: a double (53) times 1000 (10) is exact, so its rounding below is too.
+static_assert(std::numeric_limits<long double>::digits >= 64, "append_ms needs x87 long double");
+
+}  // namespace
+
+void append_ms(std::string& out, double ms) {
+  // Timings are never negative and stay far below 1e12 ms; anything else takes the general path.
+  if (!(ms >= 0 && ms < 1e12)) {
+    out += fmt::format("{:.3f}", ms);
+    return;
+  }
+  const long double thousandths = static_cast<long double>(ms) * 1000;
+  const long double whole = std::floor(thousandths);
+  const long double rest = thousandths - whole;  // exact: the low bits of `thousandths`
+  auto n = static_cast<std::uint64_t>(whole);
+  if (rest > 0.5L || (rest == 0.5L && (n & 1) != 0)) ++n;  // to nearest, ties to even
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, n / 1000).ptr;
+  out.append(digits, end);
+  const auto frac = static_cast<unsigned>(n % 1000);
+  const char tail[4] = {'.', static_cast<char>('0' + frac / 100),
+                        static_cast<char>('0' + frac / 10 % 10), static_cast<char>('0' + frac % 10)};
+  out.append(tail, sizeof tail);
+}
+
 namespace {
 
 void append_entry(std::string& out, const BatchEntry& e) {
   out += R"({"tool":)";
-  out += json::quote(e.tool);
+  append_quoted(out, e.tool);
   out += ',';
   append_outcome(out, e);
   out += '}';
@@ -160,11 +205,16 @@ void append_outcome(std::string& out, const BatchEntry& e) {
     out += R"(,"error":{"code":)";
     out += std::to_string(gateway::error_code(e.result.fault));
     out += R"(,"message":)";
-    out += json::quote(e.result.why);
+    append_quoted(out, e.result.why);
     out += '}';
   }
-  out += fmt::format(R"(,"timing":{{"queue_ms":{:.3f},"execution_ms":{:.3f},"total_ms":{:.3f}}})",
-                     e.queue_ms, e.execution_ms, e.total_ms);
+  out += R"(,"timing":{"queue_ms":)";
+  append_ms(out, e.queue_ms);
+  out += R"(,"execution_ms":)";
+  append_ms(out, e.execution_ms);
+  out += R"(,"total_ms":)";
+  append_ms(out, e.total_ms);
+  out += '}';
 }
 
 namespace {
@@ -280,7 +330,9 @@ std::string encode_response(Encoding encoding, const std::vector<BatchEntry>& en
     if (i) out += ',';
     append_entry(out, entries[i]);
   }
-  out += fmt::format(R"(],"timing":{{"total_ms":{:.3f}}}}})", total_ms);
+  out += R"(],"timing":{"total_ms":)";
+  append_ms(out, total_ms);
+  out += "}}";
   return out;
 }
 

@@ -73,25 +73,57 @@ BatchRefusal call_scope(Exchange& ex, gateway::Gateway& gateway, const std::stri
   return {};
 }
 
+namespace {
+
+// What a call owes to the request it came with.
+void set_scope(Call& call, const CallScope& scope, std::chrono::milliseconds timeout) {
+  call.method = "tools/call";
+  call.trajectory = scope.key;
+  call.request_scoped_key = scope.ephemeral;
+  call.tenant = scope.tenant;
+  call.principal = scope.principal;
+  call.requested_timeout = timeout;
+  call.started = scope.arrived;
+  if (!scope.traceparent.empty()) {
+    call.traceparent = scope.traceparent;
+    call.meta = R"({"traceparent":)" + json::quote(scope.traceparent) + "}";
+  }
+}
+
+}  // namespace
+
 std::shared_ptr<Call> make_tool_call(std::size_t index, std::string_view tool,
                                      std::string_view arguments, const CallScope& scope,
                                      std::chrono::milliseconds timeout) {
   auto call = std::make_shared<Call>();
-  call->method = "tools/call";
   call->id = std::to_string(index);
   call->params =
       R"({"name":)" + json::quote(tool) + R"(,"arguments":)" + std::string(arguments) + "}";
   call->members = json::object_members(call->params).value_or(std::vector<json::Member>{});
-  call->trajectory = scope.key;
-  call->request_scoped_key = scope.ephemeral;
-  call->tenant = scope.tenant;
-  call->principal = scope.principal;
-  call->requested_timeout = timeout;
-  call->started = scope.arrived;
-  if (!scope.traceparent.empty()) {
-    call->traceparent = scope.traceparent;
-    call->meta = R"({"traceparent":)" + json::quote(scope.traceparent) + "}";
-  }
+  set_scope(*call, scope, timeout);
+  return call;
+}
+
+std::shared_ptr<Call> make_tool_call(std::size_t index, std::string_view tool,
+                                     CheckedArguments arguments, const CallScope& scope,
+                                     std::chrono::milliseconds timeout) {
+  auto call = std::make_shared<Call>();
+  call->id = std::to_string(index);
+  std::string& params = call->params;
+  params.reserve(24 + tool.size() + arguments.text.size());
+  params += R"({"name":)";
+  const std::size_t name_at = params.size();
+  append_quoted(params, tool);
+  const std::size_t name_length = params.size() - name_at;
+  params += R"(,"arguments":)";
+  const std::size_t arguments_at = params.size();
+  params += arguments.text;
+  params += '}';
+  // What json::object_members(params) would find: the two members just written.
+  call->members.reserve(2);
+  call->members.push_back(json::Member{"name", json::Span{name_at, name_length}});
+  call->members.push_back(json::Member{"arguments", json::Span{arguments_at, arguments.text.size()}});
+  set_scope(*call, scope, timeout);
   return call;
 }
 

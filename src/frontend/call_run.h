@@ -44,6 +44,15 @@ std::shared_ptr<gateway::Call> make_tool_call(std::size_t index, std::string_vie
                                               std::string_view arguments, const CallScope& scope,
                                               std::chrono::milliseconds timeout);
 
+// Arguments known to be exactly one valid JSON object, no whitespace around it (a batch's, read
+// and checked with its body): the call's members are known without scanning its params again.
+struct CheckedArguments {
+  std::string_view text;
+};
+std::shared_ptr<gateway::Call> make_tool_call(std::size_t index, std::string_view tool,
+                                              CheckedArguments arguments, const CallScope& scope,
+                                              std::chrono::milliseconds timeout);
+
 // The calls of one request in flight: their results, and who waits for them. Shared by the
 // handler, each call's completion and the peer-closed callback.
 class CallRun : public std::enable_shared_from_this<CallRun> {

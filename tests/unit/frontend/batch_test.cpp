@@ -2,9 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <boost/json.hpp>
+#include <cstdint>
+#include <random>
 
 #include "frontend/batch_codec.h"
+#include "frontend/call_run.h"
 #include "json/parse.h"
 
 namespace toolbridge::frontend {
@@ -179,6 +184,189 @@ TEST(BatchCodec, MsgpackBodiesThatCannotBeJsonAreRefused) {
     problem.clear();
     decode_body(Encoding::kMsgpack, std::string_view(packed).substr(0, n), problem);
     EXPECT_FALSE(problem.empty()) << "prefix of " << n << " bytes";
+  }
+}
+
+// ---- A JSON body read from its text: the DOM path is the reference ----
+
+// What decode_body + read_batch_request make of `body`: nullopt if the body is refused or any entry
+// is in error (the plain reader must then decline it).
+std::optional<BatchRequest> read_with_dom(std::string_view body, std::size_t max_calls) {
+  std::string problem;
+  const bj::value v = decode_body(Encoding::kJson, body, problem);
+  if (!problem.empty()) return std::nullopt;
+  BatchRequest r;
+  if (!read_batch_request(v, r, max_calls).empty()) return std::nullopt;
+  for (const auto& c : r.calls) {
+    if (!c.error.empty()) return std::nullopt;
+  }
+  return r;
+}
+
+// The plain reader reads `body` exactly as the DOM path does, or declines it; returns whether it read.
+bool agrees_with_dom(std::string_view body, std::size_t max_calls = 256) {
+  BatchRequest plain;
+  const bool read = read_plain_batch_request(body, plain, max_calls);
+  const std::optional<BatchRequest> dom = read_with_dom(body, max_calls);
+  if (!read) return false;
+  EXPECT_TRUE(dom) << "read a body the DOM path refuses: " << body;
+  if (!dom) return true;
+  EXPECT_EQ(plain.trajectory, dom->trajectory) << body;
+  EXPECT_EQ(plain.tenant, dom->tenant) << body;
+  EXPECT_EQ(plain.fail_fast, dom->fail_fast) << body;
+  EXPECT_EQ(plain.sequential, dom->sequential) << body;
+  EXPECT_EQ(plain.timeout, dom->timeout) << body;
+  EXPECT_EQ(plain.calls.size(), dom->calls.size()) << body;
+  for (std::size_t i = 0; i < std::min(plain.calls.size(), dom->calls.size()); ++i) {
+    const BatchCallSpec& p = plain.calls[i];
+    const BatchCallSpec& d = dom->calls[i];
+    EXPECT_EQ(p.tool, d.tool) << body;
+    EXPECT_EQ(p.timeout, d.timeout) << body;
+    EXPECT_TRUE(p.error.empty());
+    // The body's own bytes, the same value as the DOM's serialisation.
+    boost::system::error_code ec;
+    const bj::value args = json::parse(p.arguments, ec);
+    EXPECT_FALSE(ec) << p.arguments;
+    EXPECT_EQ(args, json::parse(d.arguments, ec)) << body;
+    EXPECT_TRUE(args.is_object()) << p.arguments;
+  }
+  return true;
+}
+
+std::string nested(std::size_t levels) {
+  return std::string(levels, '[') + std::string(levels, ']');
+}
+
+TEST(BatchPlainRead, ReadsWellFormedBodiesLikeTheDom) {
+  const std::string bodies[] = {
+      R"({"calls":[{"tool":"fixture__lookup","arguments":{"query":"cpu","delay_ms":0}}]})",
+      // Python's json.dumps: spaces after separators.
+      R"({"calls": [{"tool": "a__b", "arguments": {"x": [1, 2.5, -3e2, true, null]}}], "mode": "all"})",
+      " \n{ \"calls\" : [ { \"tool\" : \"a\" } , {\"arguments\":null,\"tool\":\"b\"} ] } \t",
+      R"({"calls":[{"tool":"a__b","arguments":{"x":1},"timeout_ms":250},{"tool":"c__d"}],
+          "trajectory":"t-1","tenant":"run-a","mode":"fail_fast","sequential":true,
+          "timeout_ms":1000})",
+      R"({"sequential":false,"calls":[{"timeout_ms":2592000000,"tool":"a"}]})",
+      // Escapes, non-ASCII, a surrogate pair: the arguments pass as written.
+      R"({"calls":[{"tool":"a","arguments":{"s":"tab\t \"q\" \u00e9 é 😀 \ud83d\ude00 \/"}}]})",
+      // Escaped member names are read by their value.
+      R"({"c\u0061lls":[{"t\u006fol":"a","arguments":{"k\u0065y":1}}]})",
+      R"({"calls":[{"tool":"a","arguments":{"x":)" + nested(124) + "}}]}",  // 128 levels
+      R"({"calls":[{"tool":"a","arguments":{"big":18446744073709551616,"f":1.0E+2}}]})",
+  };
+  for (const std::string& body : bodies) {
+    EXPECT_TRUE(agrees_with_dom(body)) << "declined: " << body;
+  }
+}
+
+TEST(BatchPlainRead, DeclinesWhatTheDomPathMustAnswer) {
+  const std::string bodies[] = {
+      "",
+      "[]",
+      "{}",
+      R"({"calls":[]})",
+      R"({"calls":{}})",
+      R"({"calls":[{"tool":"a"}],"other":1})",
+      R"({"calls":[{"tool":"a"}],"calls":[{"tool":"b"}]})",  // duplicates
+      R"({"calls":[{"tool":"a","tool":"b"}]})",
+      R"({"calls":[{"tool":"a","arguments":[1]}]})",
+      R"({"calls":[{"tool":"a","arguments":"x"}]})",
+      R"({"calls":[{"tool":""}]})",
+      R"({"calls":[{"arguments":{}}]})",
+      R"({"calls":[3]})",
+      R"({"calls":[{"tool":"a","timeout_ms":0}]})",
+      R"({"calls":[{"tool":"a","timeout_ms":2592000001}]})",
+      R"({"calls":[{"tool":"a","timeout_ms":2.5}]})",  // read by the DOM path: a fraction
+      R"({"calls":[{"tool":"a\u0062"}]})",             // read by the DOM path: an escape
+      R"({"calls":[{"tool":"a"}],"mode":"some"})",
+      R"({"calls":[{"tool":"a"}],"trajectory":"../x"})",
+      R"({"calls":[{"tool":"a"}],"tenant":"a b"})",
+      R"({"calls":[{"tool":"a","arguments":{"x":)" + nested(125) + "}}]}",  // 129 levels
+      R"({"calls":[{"tool":"a","arguments":{"s":"\ud83d"}}]})",            // lone surrogates
+      R"({"calls":[{"tool":"a","arguments":{"s":"\ude00\ud83d"}}]})",
+      R"({"calls":[{"tool":"a","arguments":{"s":"\ud83d\u0041"}}]})",
+      "{\"calls\":[{\"tool\":\"a\",\"arguments\":{\"s\":\"\xff\"}}]}",  // invalid UTF-8
+      "{\"calls\":[{\"tool\":\"a\",\"arguments\":{\"s\":\"\xed\xa0\x80\"}}]}",
+      R"({"calls":[{"tool":"a","arguments":{"n":1e9999999999}}]})",
+      R"({"calls":[{"tool":"a"}]} x)",
+  };
+  for (const std::string& body : bodies) {
+    EXPECT_FALSE(agrees_with_dom(body)) << "read: " << body;
+  }
+  std::string many = R"({"calls":[)";
+  for (int i = 0; i < 4; ++i) many += std::string(i ? "," : "") + R"({"tool":"a"})";
+  many += "]}";
+  EXPECT_TRUE(agrees_with_dom(many, 4));
+  EXPECT_FALSE(agrees_with_dom(many, 3)) << "more calls than the limit is the DOM path's 413";
+}
+
+// Every prefix of a body and every byte of it replaced: the plain reader never reads what the DOM
+// path would refuse or read differently.
+TEST(BatchPlainRead, AgreesWithTheDomAtEveryByte) {
+  const std::string body =
+      R"({"calls":[{"tool":"a__b","arguments":{"q":"x\u00e9\ud83d\ude00","n":[1,{"d":-0.5e1}]},)"
+      R"("timeout_ms":25},{"tool":"c"}],"tenant":"t","mode":"all","sequential":true})";
+  ASSERT_TRUE(agrees_with_dom(body));
+  for (std::size_t n = 0; n < body.size(); ++n) agrees_with_dom(body.substr(0, n));
+  for (std::size_t i = 0; i < body.size(); ++i) {
+    for (const char c : {'{', '}', '[', ']', '"', '\\', ',', ':', ' ', '0', 'u', '\x80', '\x01'}) {
+      std::string mutated = body;
+      mutated[i] = c;
+      agrees_with_dom(mutated);
+    }
+  }
+}
+
+TEST(BatchCodec, MillisecondsAreWrittenAsFmtWritesThem) {
+  const auto check = [](double ms) {
+    std::string out;
+    append_ms(out, ms);
+    EXPECT_EQ(out, fmt::format("{:.3f}", ms)) << ms;
+  };
+  // Ties in binary (odd multiples of 1/16) go to even, like fmt.
+  for (double ms : {0.0, 0.0625, 0.1875, 1.0625, 0.0005, 0.00025, 0.3125, 999.9995, 1e11, 1e12,
+                    12.3455, -0.5, -1.0625, 1e300}) {
+    check(ms);
+  }
+  // Timings come as nanoseconds over 1e6.
+  for (std::int64_t ns = 0; ns < 2'000'000; ns += 7) check(static_cast<double>(ns) / 1e6);
+  std::mt19937_64 random(42);
+  for (int i = 0; i < 200'000; ++i) {
+    check(static_cast<double>(random() % 100'000'000'000'000ULL) / 1e6);
+    check(std::uniform_real_distribution<double>(0, 1e6)(random));
+  }
+}
+
+TEST(BatchCodec, QuotesLikeTheEnvelopeBuilders) {
+  for (std::string_view s : {"", "fixture__lookup", "a\"b", "back\\slash", "tab\t", "é", "\x7f"}) {
+    std::string out;
+    append_quoted(out, s);
+    EXPECT_EQ(out, json::quote(s));
+  }
+}
+
+TEST(BatchToolCall, CheckedArgumentsGiveTheMembersAScanWouldFind) {
+  CallScope scope;
+  scope.key = "batch/1";
+  scope.traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+  for (std::string_view tool : {"fixture__lookup", "we\"ird", "é"}) {
+    for (std::string_view args : {"{}", R"({"query":"cpu","delay_ms":0})", R"({ "a" : [1, {}] })"}) {
+      const auto checked =
+          make_tool_call(3, tool, CheckedArguments{args}, scope, std::chrono::milliseconds(5));
+      const auto scanned = make_tool_call(3, tool, args, scope, std::chrono::milliseconds(5));
+      EXPECT_EQ(checked->params, scanned->params);
+      ASSERT_EQ(checked->members.size(), scanned->members.size());
+      for (std::size_t i = 0; i < checked->members.size(); ++i) {
+        EXPECT_EQ(checked->members[i].name, scanned->members[i].name);
+        EXPECT_EQ(checked->members[i].value.offset, scanned->members[i].value.offset);
+        EXPECT_EQ(checked->members[i].value.length, scanned->members[i].value.length);
+      }
+      EXPECT_EQ(checked->method, "tools/call");
+      EXPECT_EQ(checked->id, "3");
+      EXPECT_EQ(checked->trajectory, scanned->trajectory);
+      EXPECT_EQ(checked->meta, scanned->meta);
+      EXPECT_EQ(checked->requested_timeout, scanned->requested_timeout);
+    }
   }
 }
 
