@@ -12,6 +12,7 @@
 #include <boost/json.hpp>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "call/trace_context.h"
 #include "call/trajectory_name.h"
@@ -201,30 +202,88 @@ bool plain_array(std::string_view text, std::size_t outer, std::vector<json::Spa
   return depth == 0;
 }
 
-// One call of a well-formed batch; false for anything an error entry or the DOM path must answer.
+// Where the value at `i` of validated JSON ends: past its closing quote or bracket, or its last
+// character. Never past `text`.
+std::size_t value_end(std::string_view text, std::size_t i) {
+  const std::size_t n = text.size();
+  std::size_t depth = 0;
+  while (i < n) {
+    const char c = text[i];
+    if (c == '"') {
+      for (++i; i < n && text[i] != '"'; ++i) {
+        if (text[i] == '\\') ++i;
+      }
+      ++i;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+      ++i;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0) return i;  // the end of what encloses a literal or a number
+      --depth;
+      ++i;
+    } else if (depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
+      return i;
+    } else {
+      ++i;
+    }
+    if (depth == 0 && (c == '"' || c == '}' || c == ']')) return std::min(i, n);
+  }
+  return n;
+}
+
+std::size_t skip_ws(std::string_view text, std::size_t i) {
+  while (i < text.size() &&
+         (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) {
+    ++i;
+  }
+  return i;
+}
+
+// One call of a well-formed batch, `text` validated by the body's scan and by plain_array (so
+// walked here without checking it again); false for anything an error entry or the DOM path must
+// answer, and for member names written with escapes.
 bool read_plain_call(std::string_view text, BatchCallSpec& out) {
-  if (text.empty() || text.front() != '{') return false;
-  const auto members = json::object_members(text);
-  if (!members || members->size() > 3 || has_duplicates(*members)) return false;
-  for (const json::Member& m : *members) {
-    const std::string_view raw = m.value.in(text);
-    if (m.name == "tool") {
+  if (text.size() < 2 || text.front() != '{') return false;
+  bool tool_seen = false, arguments_seen = false, timeout_seen = false;
+  std::size_t i = skip_ws(text, 1);
+  if (i < text.size() && text[i] == '}') return false;  // no tool
+  while (i < text.size() && text[i] == '"') {
+    const std::size_t name_end = value_end(text, i);
+    const std::string_view name = text.substr(i + 1, name_end - i - 2);
+    i = skip_ws(text, name_end);
+    if (i >= text.size() || text[i] != ':') return false;
+    i = skip_ws(text, i + 1);
+    const std::size_t value_start = i;
+    i = value_end(text, i);
+    const std::string_view raw = text.substr(value_start, i - value_start);
+    if (raw.empty()) return false;
+    if (name == "tool" && !std::exchange(tool_seen, true)) {
       const auto tool = plain_string(raw);
       if (!tool || tool->empty() || tool->size() > kMaxBatchToolName) return false;
       out.tool = *tool;
-    } else if (m.name == "arguments") {
-      if (raw == "null") continue;
-      if (raw.front() != '{') return false;
-      out.arguments = raw;
-    } else if (m.name == "timeout_ms") {
+    } else if (name == "arguments" && !std::exchange(arguments_seen, true)) {
+      if (raw.front() == '{') {
+        out.arguments = raw;
+      } else if (raw != "null") {
+        return false;
+      }
+    } else if (name == "timeout_ms" && !std::exchange(timeout_seen, true)) {
       const auto timeout = plain_timeout(raw);
       if (!timeout) return false;
       out.timeout = *timeout;
     } else {
+      return false;  // another member, one given twice, or a name with an escape
+    }
+    i = skip_ws(text, i);
+    if (i < text.size() && text[i] == ',') {
+      i = skip_ws(text, i + 1);
+    } else if (i + 1 == text.size() && text[i] == '}') {
+      return tool_seen;
+    } else {
       return false;
     }
   }
-  return !out.tool.empty();
+  return false;
 }
 
 BatchRefusal bad(std::string message) {

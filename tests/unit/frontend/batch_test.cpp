@@ -249,8 +249,8 @@ TEST(BatchPlainRead, ReadsWellFormedBodiesLikeTheDom) {
       R"({"sequential":false,"calls":[{"timeout_ms":2592000000,"tool":"a"}]})",
       // Escapes, non-ASCII, a surrogate pair: the arguments pass as written.
       R"({"calls":[{"tool":"a","arguments":{"s":"tab\t \"q\" \u00e9 é 😀 \ud83d\ude00 \/"}}]})",
-      // Escaped member names are read by their value.
-      R"({"c\u0061lls":[{"t\u006fol":"a","arguments":{"k\u0065y":1}}]})",
+      // Escaped member names are read by their value (the body's) or passed on (the arguments').
+      R"({"c\u0061lls":[{"tool":"a","arguments":{"k\u0065y":1}}]})",
       R"({"calls":[{"tool":"a","arguments":{"x":)" + nested(124) + "}}]}",  // 128 levels
       R"({"calls":[{"tool":"a","arguments":{"big":18446744073709551616,"f":1.0E+2}}]})",
   };
@@ -278,6 +278,10 @@ TEST(BatchPlainRead, DeclinesWhatTheDomPathMustAnswer) {
       R"({"calls":[{"tool":"a","timeout_ms":2592000001}]})",
       R"({"calls":[{"tool":"a","timeout_ms":2.5}]})",  // read by the DOM path: a fraction
       R"({"calls":[{"tool":"a\u0062"}]})",             // read by the DOM path: an escape
+      R"({"calls":[{"t\u006fol":"a"}]})",                // in a call's member name too
+      R"({"calls":[{"tool":"a","arguments":{},"arguments":{"x":1}}]})",
+      R"({"calls":[{"tool":"a","timeout_ms":5,"timeout_ms":6}]})",
+      R"({"calls":[{"tool":"a"},{}]})",
       R"({"calls":[{"tool":"a"}],"mode":"some"})",
       R"({"calls":[{"tool":"a"}],"trajectory":"../x"})",
       R"({"calls":[{"tool":"a"}],"tenant":"a b"})",
