@@ -249,3 +249,31 @@ def test_the_batch_limits_are_configurable(gateway_factory):
     assert results[0]["outcome"] == "ok", results[0]
     assert results[1]["outcome"] == "overloaded", results[1]
     assert "gateway.batch_max_result_bytes" in json.dumps(results[1]), results[1]
+
+
+def test_a_json_body_is_read_from_its_text_as_the_dom_read_it(gw):
+    # Arguments reach the server as the client wrote them: escapes, non-ASCII, a surrogate pair.
+    body = ('{"calls": [{"tool": "fixture__echo", '
+            '"arguments": {"text": "caf\\u00e9 \\ud83d\\ude00 \\"q\\" \u00e9"}}]}')
+    assert text(ok_batch(gw, body.encode())[0]) == 'caf\u00e9 \U0001F600 "q" \u00e9'
+    # Invalid UTF-8 or a lone surrogate: the body is refused, as before.
+    for bad in (b'{"calls":[{"tool":"fixture__echo","arguments":{"text":"\xff"}}]}',
+                b'{"calls":[{"tool":"fixture__echo","arguments":{"text":"\\ud83d"}}]}'):
+        resp = post(gw, bad)
+        assert resp.status_code == 400, resp.text
+        assert resp.json()["error"]["code"] == "invalid_body"
+        assert resp.json()["error"]["message"].startswith("the body is not JSON"), resp.text
+
+    # 128 levels of arrays and objects in all are read; 129 are refused. (A tool no server has:
+    # the fixture's own parser stops far below that depth.)
+    def deep(levels: int) -> str:
+        return ('{"calls":[{"tool":"nope__nope","arguments":{"d":'
+                + "[" * levels + "]" * levels + "}}]}")
+    resp = post(gw, deep(124))
+    assert resp.status_code == 200 and resp.json()["results"][0]["outcome"] == "invalid_params"
+    resp = post(gw, deep(125))
+    assert resp.status_code == 400 and "nested deeper than 128" in resp.json()["error"]["message"]
+    # A name given twice means its last value.
+    results = ok_batch(gw, '{"calls":[{"tool":"fixture__nope","tool":"fixture__echo",'
+                           '"arguments":{"text":"twice"}}]}')
+    assert text(results[0]) == "twice"
