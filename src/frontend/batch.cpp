@@ -509,7 +509,9 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
 
   std::vector<BatchEntry> entries;
   entries.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) entries.push_back(run->entry(i, request.calls[i].tool, arrived));
+  for (std::size_t i = 0; i < n; ++i) {
+    entries.push_back(run->entry(i, std::move(request.calls[i].tool), arrived));
+  }
   const double total_ms =
       std::chrono::duration<double, std::milli>(Call::Clock::now() - arrived).count();
   std::string body = encode_response(encoding, entries, total_ms);

@@ -57,7 +57,7 @@ BatchRefusal read_batch_request(const boost::json::value& body, BatchRequest& ou
 // The same for a JSON body, read from its text without a DOM: each call's `arguments` are the
 // body's own bytes. Only a request that is well-formed in every respect is read (true); for any
 // other (malformed JSON, a refusal, an entry in error, a form it leaves alone such as escapes in
-// a tool name) it returns false with `out` unspecified, and decode_body + read_batch_request answer.
+// a tool name) it returns false with `out` unspecified: decode_body + read_batch_request answer.
 bool read_plain_batch_request(std::string_view body, BatchRequest& out, std::size_t max_calls);
 
 class Batch {

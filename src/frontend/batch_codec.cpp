@@ -165,7 +165,8 @@ void append_ms(std::string& out, double ms) {
   out.append(digits, end);
   const auto frac = static_cast<unsigned>(n % 1000);
   const char tail[4] = {'.', static_cast<char>('0' + frac / 100),
-                        static_cast<char>('0' + frac / 10 % 10), static_cast<char>('0' + frac % 10)};
+                        static_cast<char>('0' + frac / 10 % 10),
+                        static_cast<char>('0' + frac % 10)};
   out.append(tail, sizeof tail);
 }
 

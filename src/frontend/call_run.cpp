@@ -122,7 +122,8 @@ std::shared_ptr<Call> make_tool_call(std::size_t index, std::string_view tool,
   // What json::object_members(params) would find: the two members just written.
   call->members.reserve(2);
   call->members.push_back(json::Member{"name", json::Span{name_at, name_length}});
-  call->members.push_back(json::Member{"arguments", json::Span{arguments_at, arguments.text.size()}});
+  call->members.push_back(
+      json::Member{"arguments", json::Span{arguments_at, arguments.text.size()}});
   set_scope(*call, scope, timeout);
   return call;
 }
@@ -171,9 +172,9 @@ void CallRun::launch(std::size_t i) {
   if (results[i]) return finish(i, std::move(*results[i]));  // an entry that cannot run
   if (abandoned_) return finish(i, Result::failure(Fault::kCancelled, "the client disconnected"));
   if (stopped_by) return finish(i, Result::failure(Fault::kCancelled, skipped_why()));
-  const std::shared_ptr<Call> call = calls[i];
+  Call& call = *calls[i];  // kept alive by `calls` until this run ends
   asio::co_spawn(
-      io_, pipeline_.run(*call),
+      io_, pipeline_.run(call),
       [self = shared_from_this(), i](std::exception_ptr failure, Result result) {
         if (failure) {
           spdlog::error("call {} ({}): the pipeline failed", i, self->calls[i]->route.display_name);

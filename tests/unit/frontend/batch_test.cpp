@@ -1,8 +1,7 @@
 #include "frontend/batch.h"
 
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <boost/json.hpp>
 #include <cstdint>
@@ -203,7 +202,7 @@ std::optional<BatchRequest> read_with_dom(std::string_view body, std::size_t max
   return r;
 }
 
-// The plain reader reads `body` exactly as the DOM path does, or declines it; returns whether it read.
+// The plain reader reads `body` as the DOM path does, or declines it; returns whether it read.
 bool agrees_with_dom(std::string_view body, std::size_t max_calls = 256) {
   BatchRequest plain;
   const bool read = read_plain_batch_request(body, plain, max_calls);
@@ -278,7 +277,7 @@ TEST(BatchPlainRead, DeclinesWhatTheDomPathMustAnswer) {
       R"({"calls":[{"tool":"a","timeout_ms":2592000001}]})",
       R"({"calls":[{"tool":"a","timeout_ms":2.5}]})",  // read by the DOM path: a fraction
       R"({"calls":[{"tool":"a\u0062"}]})",             // read by the DOM path: an escape
-      R"({"calls":[{"t\u006fol":"a"}]})",                // in a call's member name too
+      R"({"calls":[{"t\u006fol":"a"}]})",              // in a call's member name too
       R"({"calls":[{"tool":"a","arguments":{},"arguments":{"x":1}}]})",
       R"({"calls":[{"tool":"a","timeout_ms":5,"timeout_ms":6}]})",
       R"({"calls":[{"tool":"a"},{}]})",
@@ -286,7 +285,7 @@ TEST(BatchPlainRead, DeclinesWhatTheDomPathMustAnswer) {
       R"({"calls":[{"tool":"a"}],"trajectory":"../x"})",
       R"({"calls":[{"tool":"a"}],"tenant":"a b"})",
       R"({"calls":[{"tool":"a","arguments":{"x":)" + nested(125) + "}}]}",  // 129 levels
-      R"({"calls":[{"tool":"a","arguments":{"s":"\ud83d"}}]})",            // lone surrogates
+      R"({"calls":[{"tool":"a","arguments":{"s":"\ud83d"}}]})",             // lone surrogates
       R"({"calls":[{"tool":"a","arguments":{"s":"\ude00\ud83d"}}]})",
       R"({"calls":[{"tool":"a","arguments":{"s":"\ud83d\u0041"}}]})",
       "{\"calls\":[{\"tool\":\"a\",\"arguments\":{\"s\":\"\xff\"}}]}",  // invalid UTF-8
@@ -354,7 +353,8 @@ TEST(BatchToolCall, CheckedArgumentsGiveTheMembersAScanWouldFind) {
   scope.key = "batch/1";
   scope.traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
   for (std::string_view tool : {"fixture__lookup", "we\"ird", "é"}) {
-    for (std::string_view args : {"{}", R"({"query":"cpu","delay_ms":0})", R"({ "a" : [1, {}] })"}) {
+    for (std::string_view args :
+         {"{}", R"({"query":"cpu","delay_ms":0})", R"({ "a" : [1, {}] })"}) {
       const auto checked =
           make_tool_call(3, tool, CheckedArguments{args}, scope, std::chrono::milliseconds(5));
       const auto scanned = make_tool_call(3, tool, args, scope, std::chrono::milliseconds(5));
