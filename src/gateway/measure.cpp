@@ -39,9 +39,8 @@ MeasureStage::Series& MeasureStage::series(const Call& call) {
   return it->second;
 }
 
-telemetry::CallRecord MeasureStage::record(const Call& call, const Result& result,
-                                           std::uint64_t seq, Call::Clock::time_point now) const {
-  telemetry::CallRecord r;
+void MeasureStage::fill(telemetry::CallRecord& r, const Call& call, const Result& result,
+                        std::uint64_t seq, Call::Clock::time_point now) {
   r.seq = seq;
   r.total_s = seconds(now - call.started);
   const bool sent = call.sent != Call::Clock::time_point{};
@@ -63,7 +62,6 @@ telemetry::CallRecord MeasureStage::record(const Call& call, const Result& resul
   r.repairs = call.repairs.size();
   r.cached = call.cached;
   r.traceparent = call.traceparent;
-  return r;
 }
 
 boost::asio::awaitable<Result> MeasureStage::handle(Call& call, Next next) {
@@ -71,7 +69,9 @@ boost::asio::awaitable<Result> MeasureStage::handle(Call& call, Next next) {
       log_.begin(logged_trajectory(call), call.route.server, call.route.label, call.started);
   Result result = co_await next(call);
   const auto now = Call::Clock::now();
-  telemetry::CallRecord r = record(call, result, handle.seq, now);
+  // Filled in place, then ended with no suspension in between (CallLog::slot).
+  telemetry::CallRecord& r = log_.slot(handle);
+  fill(r, call, result, handle.seq, now);
   // A cancelled call has no outcome to count: nobody receives an answer. It still leaves the
   // trajectory's calls in flight.
   if (result.fault != Fault::kCancelled) {
@@ -90,7 +90,7 @@ boost::asio::awaitable<Result> MeasureStage::handle(Call& call, Next next) {
     if (r.execution_s > 0) s.execution->observe(r.execution_s);
   }
   if (trace_) trace_->write_with([&r](std::string& out) { r.append_json(out); });
-  log_.end(handle, std::move(r), now);
+  log_.end(handle, now);
   co_return result;
 }
 

@@ -31,8 +31,9 @@ class MeasureStage final : public Stage {
     std::array<std::uint64_t*, kFaultCount> calls{};  // by fault, created on first use
   };
   Series& series(const Call& call);
-  telemetry::CallRecord record(const Call& call, const Result& result, std::uint64_t seq,
-                               Call::Clock::time_point now) const;
+  // Fills `r` (a reused record: every field is set) with what the call did.
+  static void fill(telemetry::CallRecord& r, const Call& call, const Result& result,
+                   std::uint64_t seq, Call::Clock::time_point now);
 
   telemetry::Metrics& metrics_;
   telemetry::CallLog& log_;

@@ -171,10 +171,30 @@ CallLog::Handle CallLog::begin(const std::string& trajectory_name, std::string_v
   return Handle{&t, seq};
 }
 
-void CallLog::end(Handle handle, CallRecord record, Clock::time_point now) {
-  recent_.push_back(Recent{now, record.total_s, record.outcome, server_index(record.server)});
-  while (recent_.size() > limits_.recent_calls) recent_.pop_front();
+CallRecord& CallLog::slot(Handle handle) {
   Trajectory& t = *handle.trajectory;
+  t.appended = t.calls.size() < limits_.calls_kept;
+  if (t.appended) return t.calls.emplace_back();
+  return t.calls.empty() ? scratch_ : t.calls[t.oldest];
+}
+
+void CallLog::end(Handle handle, CallRecord record, Clock::time_point now) {
+  slot(handle) = std::move(record);
+  end(handle, now);
+}
+
+void CallLog::end(Handle handle, Clock::time_point now) {
+  Trajectory& t = *handle.trajectory;
+  const CallRecord* record = &scratch_;
+  if (t.appended) {
+    record = &t.calls.back();
+  } else if (!t.calls.empty()) {
+    record = &t.calls[t.oldest];
+    t.oldest = (t.oldest + 1) % t.calls.size();
+  }
+  t.appended = false;
+  recent_.push_back(Recent{now, record->total_s, record->outcome, server_index(record->server)});
+  while (recent_.size() > limits_.recent_calls) recent_.pop_front();
   touch(t, now);
   const auto at = std::lower_bound(t.active.begin(), t.active.end(), handle.seq,
                                    [](const auto& a, std::uint64_t seq) { return a.first < seq; });
@@ -183,15 +203,9 @@ void CallLog::end(Handle handle, CallRecord record, Clock::time_point now) {
     --active_total_;
   }
   ++t.call_count;
-  if (is_error(record.outcome)) ++t.errors;
-  t.tool_seconds += record.total_s;
-  if (record.total_s >= t.slowest.total_s) t.slowest = record;
-  if (t.calls.size() < limits_.calls_kept) {
-    t.calls.push_back(std::move(record));
-  } else if (!t.calls.empty()) {
-    t.calls[t.oldest] = std::move(record);
-    t.oldest = (t.oldest + 1) % t.calls.size();
-  }
+  if (is_error(record->outcome)) ++t.errors;
+  t.tool_seconds += record->total_s;
+  if (record->total_s >= t.slowest.total_s) t.slowest = *record;
 }
 
 std::string CallLog::trajectory_json(std::string_view id, Clock::time_point now) const {

@@ -67,6 +67,7 @@ class CallLog {
     std::uint64_t call_count = 0, errors = 0;
     double tool_seconds = 0;
     CallRecord slowest;
+    bool appended = false;  // slot() added a record to `calls` (not yet full) for end()
     Clock::time_point last_activity;
     std::list<const std::string*>::iterator recency;  // its place in CallLog::recency_
   };
@@ -78,7 +79,13 @@ class CallLog {
   // A call starts: it is listed among the active calls until end().
   Handle begin(const std::string& trajectory, std::string_view server, std::string_view tool,
                Clock::time_point now);
-  // `record.seq` is the handle's.
+  // The record the call of `handle` is kept as, to fill in place and then end(handle, now),
+  // with no suspension in between: once a trajectory's ring is full its strings keep the
+  // capacity of the record they replace, so a call's record allocates nothing.
+  CallRecord& slot(Handle handle);
+  // The call's record (filled through slot()) is kept and counted; `seq` is the handle's.
+  void end(Handle handle, Clock::time_point now);
+  // The same with a record made elsewhere.
   void end(Handle handle, CallRecord record, Clock::time_point now);
 
   // GET /v1/trajectories/{id}: the calls kept, in order, and a summary; empty if unknown.
@@ -116,6 +123,7 @@ class CallLog {
   std::list<const std::string*> recency_;
   std::deque<Recent> recent_;
   std::vector<std::string> servers_;  // names seen (bounded by the configured servers)
+  CallRecord scratch_;                // the slot of a call when no record is kept (calls_kept 0)
 };
 
 }  // namespace toolbridge::telemetry
