@@ -4,16 +4,44 @@
 
 #include <charconv>
 
+#include "cache/canonical.h"
+
 namespace toolbridge::cache {
 
 namespace {
 
 constexpr std::string_view kRecordMagic = "TB1 ";
 
-void append_field(std::string& out, std::string_view part) {
-  out += std::to_string(part.size());
+void append_length(std::string& out, std::size_t length) {
+  char digits[24];
+  const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, length);
+  out.append(digits, end);
   out.push_back(':');
+}
+
+void append_field(std::string& out, std::string_view part) {
+  append_length(out, part.size());
   out.append(part);
+}
+
+// Every field of the key but the arguments.
+void append_key_head(std::string& key, std::string_view server, std::string_view tool,
+                     Scope scope, std::string_view tenant, std::string_view trajectory) {
+  append_field(key, server);
+  append_field(key, tool);
+  switch (scope) {
+    case Scope::kGlobal:
+      key += "g";
+      break;
+    case Scope::kTenant:
+      key += "t";
+      append_field(key, tenant);
+      break;
+    case Scope::kTrajectory:
+      key += "s";
+      append_field(key, trajectory);
+      break;
+  }
 }
 
 // Reads "NUMBER " from the front of `in`.
@@ -32,22 +60,27 @@ std::string make_key(std::string_view server, std::string_view tool, Scope scope
                      std::string_view canonical_arguments) {
   std::string key;
   key.reserve(server.size() + tool.size() + canonical_arguments.size() + 48);
-  append_field(key, server);
-  append_field(key, tool);
-  switch (scope) {
-    case Scope::kGlobal:
-      key += "g";
-      break;
-    case Scope::kTenant:
-      key += "t";
-      append_field(key, tenant);
-      break;
-    case Scope::kTrajectory:
-      key += "s";
-      append_field(key, trajectory);
-      break;
-  }
+  append_key_head(key, server, tool, scope, tenant, trajectory);
   append_field(key, canonical_arguments);
+  return key;
+}
+
+std::string make_key_of_arguments(std::string_view server, std::string_view tool, Scope scope,
+                                  std::string_view tenant, std::string_view trajectory,
+                                  std::string_view arguments) {
+  std::string key;
+  const std::string_view who = scope == Scope::kTenant       ? tenant
+                               : scope == Scope::kTrajectory ? trajectory
+                                                             : std::string_view();
+  key.reserve(server.size() + tool.size() + who.size() + arguments.size() + 80);
+  append_key_head(key, server, tool, scope, tenant, trajectory);
+  const std::size_t at = key.size();
+  if (!append_canonical_json(key, arguments)) return {};
+  // The length goes before the canonical arguments, known once they are written.
+  char digits[24];
+  const auto [end, ec] = std::to_chars(digits, digits + sizeof digits - 1, key.size() - at);
+  *end = ':';
+  key.insert(at, digits, static_cast<std::size_t>(end + 1 - digits));
   return key;
 }
 
