@@ -39,10 +39,11 @@ void skip_space(std::string_view s, std::size_t& p) {
   while (p < s.size() && is_space(s[p])) ++p;
 }
 
-// Steps over the string literal at `p`.
-bool skip_string(std::string_view s, std::size_t& p) {
+// Steps over the string literal at `p`; `escaped` tells whether it holds an escape.
+bool skip_string(std::string_view s, std::size_t& p, bool& escaped) {
   for (++p; p < s.size(); ++p) {
     if (s[p] == '\\') {
+      escaped = true;
       ++p;
     } else if (s[p] == '"') {
       ++p;
@@ -50,6 +51,11 @@ bool skip_string(std::string_view s, std::size_t& p) {
     }
   }
   return false;
+}
+
+bool skip_string(std::string_view s, std::size_t& p) {
+  bool escaped = false;
+  return skip_string(s, p, escaped);
 }
 
 // Steps over the value at `p`: strings and brackets are followed, nothing else is checked.
@@ -93,9 +99,11 @@ std::optional<std::string_view> find_arguments(std::string_view params) {
     for (;;) {
       skip_space(params, p);
       const std::size_t name = p;
-      if (p >= params.size() || params[p] != '"' || !skip_string(params, p)) return std::nullopt;
+      bool escaped = false;
+      if (p >= params.size() || params[p] != '"' || !skip_string(params, p, escaped) || escaped) {
+        return std::nullopt;
+      }
       const std::string_view raw_name = params.substr(name + 1, p - name - 2);
-      if (raw_name.find('\\') != std::string_view::npos) return std::nullopt;
       skip_space(params, p);
       if (p >= params.size() || params[p] != ':') return std::nullopt;
       ++p;

@@ -185,7 +185,10 @@ class Writer {
   }
 
   void ws() {
-    while (p_ != end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+    while (p_ != end_ && static_cast<unsigned char>(*p_) <= ' ' &&
+           (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) {
+      ++p_;
+    }
   }
   bool eat(char c) {
     if (p_ == end_ || *p_ != c) return false;
@@ -281,16 +284,21 @@ class Writer {
 
   // Orders the members from `first` on (written from `body` on) by name, stably.
   void sort_members(std::size_t body, std::size_t first) {
-    const auto name = [this](const Member& m) {
-      return std::string_view(out_).substr(m.begin + 1, m.name_end - m.begin - 2);
+    const char* text = out_.data();
+    const auto name = [text](const Member& m) {
+      return std::string_view(text + m.begin + 1, m.name_end - m.begin - 2);
     };
     const auto less = [&](const Member& a, const Member& b) {
       if (!a.escaped && !b.escaped) return name(a) < name(b);
       return unescape_canonical(name(a)) < unescape_canonical(name(b));
     };
     const auto begin = members_.begin() + static_cast<std::ptrdiff_t>(first);
-    if (std::is_sorted(begin, members_.end(), less)) return;
-    if (members_.end() - begin <= kInsertionSortMembers) {
+    if (members_.end() - begin == 2) {
+      if (!less(begin[1], begin[0])) return;
+      std::swap(begin[0], begin[1]);
+    } else if (std::is_sorted(begin, members_.end(), less)) {
+      return;
+    } else if (members_.end() - begin <= kInsertionSortMembers) {
       // Stable, and no buffer to allocate (std::stable_sort takes one).
       for (auto it = begin + 1; it != members_.end(); ++it) {
         const Member m = *it;
