@@ -389,13 +389,13 @@ void CacheStage::store(const Call& call, const Plan& plan, const std::string& ke
   Tier* tier = tier_for(plan.cache->tier);
   const std::int64_t now = wall_ms();
   Entry e;
-  e.result = std::string(result);
-  if (tier == memory_.get()) {
-    // Memory hits are the ones worth a layout: worked out once here, not on every hit.
-    if (auto layout = cache_meta_layout(result); layout && layout->holes.size() == 1) {
-      e.result = std::move(layout->text);
-      e.meta_hole = layout->holes.front();
-    }
+  // Memory hits are the ones worth a layout: worked out once here, not on every hit.
+  auto layout = tier == memory_.get() ? cache_meta_layout(result) : std::nullopt;
+  if (layout && layout->holes.size() == 1) {
+    e.result = std::move(layout->text);
+    e.meta_hole = layout->holes.front();
+  } else {
+    e.result = std::string(result);
   }
   e.stored_ms = now;
   e.expires_ms = now + plan.cache->ttl.count();
