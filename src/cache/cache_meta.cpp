@@ -1,5 +1,6 @@
 #include "cache/cache_meta.h"
 
+#include <charconv>
 #include <cmath>
 
 #include "json/envelope.h"
@@ -39,21 +40,122 @@ std::string read_cache_meta(const boost::json::value& v, std::string& mode,
   return {};
 }
 
-std::string with_cache_meta(std::string_view result, std::string_view info) {
+namespace {
+
+// A member's name in a rewritten object, as json::rewrite_object writes it.
+void add_name(MetaLayout& out, std::string_view name) {
+  if (out.text.size() > 1) out.text += ',';
+  out.text += json::quote(name);
+  out.text += ':';
+}
+
+void add_hole(MetaLayout& out) { out.holes.push_back(out.text.size()); }
+
+void add_layout(MetaLayout& out, const MetaLayout& part) {
+  for (const std::size_t hole : part.holes) out.holes.push_back(out.text.size() + hole);
+  out.text += part.text;
+}
+
+// The new _meta: the old one (if it is an object) with every "toolbridge/cache" member's value
+// left out, or the member added last.
+MetaLayout meta_layout(std::string_view old_meta) {
+  MetaLayout meta;
+  meta.text = "{";
+  const auto members = old_meta.empty() ? std::nullopt : json::object_members(old_meta);
+  bool found = false;
+  if (members) {
+    for (const auto& m : *members) {
+      add_name(meta, m.name);
+      if (m.name == kCacheMetaKey) {
+        add_hole(meta);
+        found = true;
+      } else {
+        meta.text += m.value.in(old_meta);
+      }
+    }
+  }
+  if (!found) {
+    add_name(meta, kCacheMetaKey);
+    add_hole(meta);
+  }
+  meta.text += '}';
+  return meta;
+}
+
+}  // namespace
+
+// The result rebuilt as json::rewrite_object does (names re-quoted, no whitespace between
+// members), every _meta member replaced by the new _meta, which the last _meta is made from.
+std::optional<MetaLayout> cache_meta_layout(std::string_view result) {
   const auto members = json::object_members(result);
-  if (!members) return std::string(result);
+  if (!members) return std::nullopt;
   std::string_view old_meta;
   for (const auto& m : *members) {
     if (m.name == "_meta") old_meta = m.value.in(result);
   }
-  const auto meta_members = old_meta.empty() ? std::nullopt : json::object_members(old_meta);
-  std::string meta;
-  if (meta_members) {
-    meta = json::rewrite_object(old_meta, *meta_members, {{kCacheMetaKey, std::string(info)}}, {});
-  } else {
-    meta = "{" + json::quote(kCacheMetaKey) + ":" + std::string(info) + "}";
+  const MetaLayout meta = meta_layout(old_meta);
+  MetaLayout out;
+  out.text.reserve(result.size() + meta.text.size() + 16);
+  out.text = "{";
+  bool found = false;
+  for (const auto& m : *members) {
+    add_name(out, m.name);
+    if (m.name == "_meta") {
+      add_layout(out, meta);
+      found = true;
+    } else {
+      out.text += m.value.in(result);
+    }
   }
-  return json::rewrite_object(result, *members, {{"_meta", meta}}, {});
+  if (!found) {
+    add_name(out, "_meta");
+    add_layout(out, meta);
+  }
+  out.text += '}';
+  return out;
+}
+
+std::string with_cache_meta(std::string_view result, std::string_view info) {
+  const auto layout = cache_meta_layout(result);
+  if (!layout) return std::string(result);
+  std::string out;
+  out.reserve(layout->text.size() + layout->holes.size() * info.size());
+  std::size_t from = 0;
+  for (const std::size_t hole : layout->holes) {
+    out.append(layout->text, from, hole - from);
+    out += info;
+    from = hole;
+  }
+  out.append(layout->text, from);
+  return out;
+}
+
+void append_hit_info(std::string& out, std::string_view tier, std::int64_t age_ms) {
+  char age[24];
+  const auto [end, ec] = std::to_chars(age, age + sizeof age, age_ms);
+  out += R"({"hit":true,"tier":")";
+  out += tier;
+  out += R"(","age_ms":)";
+  out.append(age, end);
+  out += '}';
+}
+
+std::string hit_response(std::string_view id, std::string_view text, std::size_t hole,
+                         std::string_view tier, std::int64_t age_ms) {
+  constexpr std::string_view kHead = R"({"jsonrpc":"2.0","id":)";
+  constexpr std::string_view kResult = R"(,"result":)";
+  constexpr std::size_t kInfo = 64;  // {"hit":true,"tier":"...","age_ms":...} but the tier
+  if (id.empty()) id = "null";
+  std::string out;
+  out.reserve(kHead.size() + id.size() + kResult.size() + text.size() + tier.size() + kInfo);
+  out += kHead;
+  out += id;
+  out += kResult;
+  out += text.substr(0, hole);
+  append_hit_info(out, tier, age_ms);
+  out += text.substr(hole);
+  out += '}';
+  return out;
 }
 
 }  // namespace toolbridge::cache

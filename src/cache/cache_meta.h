@@ -3,8 +3,10 @@
 // gateway on a result it answers from the cache: the result's _meta["toolbridge/cache"].
 #include <boost/json/value.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace toolbridge::cache {
 
@@ -18,5 +20,24 @@ std::string read_cache_meta(const boost::json::value& v, std::string& mode,
 // `result` (a tools/call result object, raw JSON) with `info` (raw JSON) as
 // _meta["toolbridge/cache"]. A result that is not an object comes back as is.
 std::string with_cache_meta(std::string_view result, std::string_view info);
+
+// with_cache_meta(result, info) for any `info`, worked out once: `text` with `info` written at
+// each of `holes` (ascending offsets into `text`; one, unless _meta or its "toolbridge/cache"
+// member appears twice). Lets a cache hit write its answer without reading the result again.
+struct MetaLayout {
+  std::string text;
+  std::vector<std::size_t> holes;
+};
+// nullopt if `result` is not an object.
+std::optional<MetaLayout> cache_meta_layout(std::string_view result);
+
+// What a hit says of itself: {"hit":true,"tier":"TIER","age_ms":AGE}.
+void append_hit_info(std::string& out, std::string_view tier, std::int64_t age_ms);
+
+// The JSON-RPC response to request `id` (raw JSON) answered from the cache: the result whose
+// layout is `text` with its one hole at `hole`, filled with the hit's info. The same bytes as
+// json::make_result(id, with_cache_meta(result, info)), in one allocation.
+std::string hit_response(std::string_view id, std::string_view text, std::size_t hole,
+                         std::string_view tier, std::int64_t age_ms);
 
 }  // namespace toolbridge::cache

@@ -6,7 +6,6 @@
 #include <chrono>
 
 #include "cache/cache_meta.h"
-#include "cache/canonical.h"
 #include "cache/disk_tier.h"
 #include "cache/redis_tier.h"
 #include "json/envelope.h"
@@ -34,10 +33,103 @@ std::int64_t wall_ms() {
       .count();
 }
 
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+void skip_space(std::string_view s, std::size_t& p) {
+  while (p < s.size() && is_space(s[p])) ++p;
+}
+
+// Steps over the string literal at `p`; `escaped` tells whether it holds an escape.
+bool skip_string(std::string_view s, std::size_t& p, bool& escaped) {
+  for (++p; p < s.size(); ++p) {
+    if (s[p] == '\\') {
+      escaped = true;
+      ++p;
+    } else if (s[p] == '"') {
+      ++p;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool skip_string(std::string_view s, std::size_t& p) {
+  bool escaped = false;
+  return skip_string(s, p, escaped);
+}
+
+// Steps over the value at `p`: strings and brackets are followed, nothing else is checked.
+bool skip_value(std::string_view s, std::size_t& p) {
+  if (p >= s.size()) return false;
+  if (s[p] == '"') return skip_string(s, p);
+  if (s[p] != '{' && s[p] != '[') {
+    const std::size_t start = p;
+    while (p < s.size() && !is_space(s[p]) && s[p] != ',' && s[p] != '}' && s[p] != ']') ++p;
+    return p > start;
+  }
+  std::size_t open = 0;
+  while (p < s.size()) {
+    const char c = s[p];
+    if (c == '"') {
+      if (!skip_string(s, p)) return false;
+      continue;
+    }
+    ++p;
+    if (c == '{' || c == '[') ++open;
+    if ((c == '}' || c == ']') && --open == 0) return true;
+  }
+  return false;
+}
+
+// The raw value of the first "arguments" member of `params`, "{}" if it has none, found without
+// unescaping names or allocating. Params were checked when the call was read and the gateway
+// writes only valid JSON into them, so following strings and brackets finds the members; a name
+// with an escape, or anything not shaped like an object, gives nullopt: the validating scan
+// decides.
+std::optional<std::string_view> find_arguments(std::string_view params) {
+  std::size_t p = 0;
+  skip_space(params, p);
+  if (p >= params.size() || params[p] != '{') return std::nullopt;
+  ++p;
+  skip_space(params, p);
+  std::optional<std::string_view> found;
+  if (p < params.size() && params[p] == '}') {
+    ++p;
+  } else {
+    for (;;) {
+      skip_space(params, p);
+      const std::size_t name = p;
+      bool escaped = false;
+      if (p >= params.size() || params[p] != '"' || !skip_string(params, p, escaped) || escaped) {
+        return std::nullopt;
+      }
+      const std::string_view raw_name = params.substr(name + 1, p - name - 2);
+      skip_space(params, p);
+      if (p >= params.size() || params[p] != ':') return std::nullopt;
+      ++p;
+      skip_space(params, p);
+      const std::size_t value = p;
+      if (!skip_value(params, p)) return std::nullopt;
+      if (!found && raw_name == "arguments") found = params.substr(value, p - value);
+      skip_space(params, p);
+      if (p < params.size() && params[p] == '}') {
+        ++p;
+        break;
+      }
+      if (p >= params.size() || params[p] != ',') return std::nullopt;
+      ++p;
+    }
+  }
+  skip_space(params, p);
+  if (p != params.size()) return std::nullopt;
+  return found ? *found : std::string_view("{}");
+}
+
 // The arguments as the server will get them (after repair).
 std::string_view arguments(const Call& call) {
   const std::string_view params =
       call.upstream_params.empty() ? std::string_view(call.params) : call.upstream_params;
+  if (const auto found = find_arguments(params)) return *found;
   const auto members = json::object_members(params);
   if (!members) return {};
   for (const auto& m : *members) {
@@ -165,10 +257,8 @@ Plan CacheStage::plan(const Call& call) const {
 }
 
 std::string CacheStage::key(const Call& call, const Plan& plan) {
-  const std::optional<std::string> canonical = canonical_json(arguments(call));
-  if (!canonical) return {};
-  return make_key(call.route.server, call.route.tool, plan.scope, call.tenant, call.trajectory,
-                  *canonical);
+  return make_key_of_arguments(call.route.server, call.route.tool, plan.scope, call.tenant,
+                               call.trajectory, arguments(call));
 }
 
 Tier* CacheStage::tier_for(config::CacheTier t) const {
@@ -231,8 +321,11 @@ Result CacheStage::hit(const Call& call, const Entry& e, const Tier& tier, std::
                                : Counter::kHitRedis,
         call);
   seconds_saved_ += e.upstream_seconds;
-  const std::string info = R"({"hit":true,"tier":")" + std::string(tier.name()) + R"(","age_ms":)" +
-                           std::to_string(age) + "}";
+  if (e.meta_hole != Entry::kAsSent) {
+    return Result{Fault::kNone, hit_response(call.id, e.result, e.meta_hole, tier.name(), age), {}};
+  }
+  std::string info;
+  append_hit_info(info, tier.name(), age);
   return Result{Fault::kNone, json::make_result(call.id, with_cache_meta(e.result, info)), {}};
 }
 
@@ -296,7 +389,14 @@ void CacheStage::store(const Call& call, const Plan& plan, const std::string& ke
   Tier* tier = tier_for(plan.cache->tier);
   const std::int64_t now = wall_ms();
   Entry e;
-  e.result = std::string(result);
+  // Memory hits are the ones worth a layout: worked out once here, not on every hit.
+  auto layout = tier == memory_.get() ? cache_meta_layout(result) : std::nullopt;
+  if (layout && layout->holes.size() == 1) {
+    e.result = std::move(layout->text);
+    e.meta_hole = layout->holes.front();
+  } else {
+    e.result = std::string(result);
+  }
   e.stored_ms = now;
   e.expires_ms = now + plan.cache->ttl.count();
   e.upstream_seconds = upstream_seconds;

@@ -20,5 +20,7 @@
 namespace toolbridge::cache {
 
 std::optional<std::string> canonical_json(std::string_view text);
+// Appends the canonical form of `text` to `out`; false, with `out` as it was, if it has none.
+bool append_canonical_json(std::string& out, std::string_view text);
 
 }  // namespace toolbridge::cache

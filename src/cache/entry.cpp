@@ -3,6 +3,9 @@
 #include <openssl/evp.h>
 
 #include <charconv>
+#include <cstring>
+
+#include "cache/canonical.h"
 
 namespace toolbridge::cache {
 
@@ -10,10 +13,50 @@ namespace {
 
 constexpr std::string_view kRecordMagic = "TB1 ";
 
-void append_field(std::string& out, std::string_view part) {
-  out += std::to_string(part.size());
+void append_length(std::string& out, std::size_t length) {
+  char digits[24];
+  const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, length);
+  out.append(digits, end);
   out.push_back(':');
+}
+
+void append_field(std::string& out, std::string_view part) {
+  append_length(out, part.size());
   out.append(part);
+}
+
+// Writes `part`'s length, ':' and `part` at `to`; returns where it ends.
+char* put_field(char* to, std::string_view part) {
+  to = std::to_chars(to, to + 20, part.size()).ptr;
+  *to++ = ':';
+  std::memcpy(to, part.data(), part.size());
+  return to + part.size();
+}
+
+// Every field of the key but the arguments, written in place (the key is built on every call).
+void append_key_head(std::string& key, std::string_view server, std::string_view tool,
+                     Scope scope, std::string_view tenant, std::string_view trajectory) {
+  const std::string_view who = scope == Scope::kTenant       ? tenant
+                               : scope == Scope::kTrajectory ? trajectory
+                                                             : std::string_view();
+  const std::size_t at = key.size();
+  key.resize(at + server.size() + tool.size() + who.size() + 3 * 21 + 1);
+  char* to = put_field(key.data() + at, server);
+  to = put_field(to, tool);
+  switch (scope) {
+    case Scope::kGlobal:
+      *to++ = 'g';
+      break;
+    case Scope::kTenant:
+      *to++ = 't';
+      to = put_field(to, tenant);
+      break;
+    case Scope::kTrajectory:
+      *to++ = 's';
+      to = put_field(to, trajectory);
+      break;
+  }
+  key.resize(static_cast<std::size_t>(to - key.data()));
 }
 
 // Reads "NUMBER " from the front of `in`.
@@ -32,22 +75,31 @@ std::string make_key(std::string_view server, std::string_view tool, Scope scope
                      std::string_view canonical_arguments) {
   std::string key;
   key.reserve(server.size() + tool.size() + canonical_arguments.size() + 48);
-  append_field(key, server);
-  append_field(key, tool);
-  switch (scope) {
-    case Scope::kGlobal:
-      key += "g";
-      break;
-    case Scope::kTenant:
-      key += "t";
-      append_field(key, tenant);
-      break;
-    case Scope::kTrajectory:
-      key += "s";
-      append_field(key, trajectory);
-      break;
-  }
+  append_key_head(key, server, tool, scope, tenant, trajectory);
   append_field(key, canonical_arguments);
+  return key;
+}
+
+std::string make_key_of_arguments(std::string_view server, std::string_view tool, Scope scope,
+                                  std::string_view tenant, std::string_view trajectory,
+                                  std::string_view arguments) {
+  std::string key;
+  const std::string_view who = scope == Scope::kTenant       ? tenant
+                               : scope == Scope::kTrajectory ? trajectory
+                                                             : std::string_view();
+  key.reserve(server.size() + tool.size() + who.size() + arguments.size() + 112);
+  append_key_head(key, server, tool, scope, tenant, trajectory);
+  const std::size_t at = key.size();
+  if (!append_canonical_json(key, arguments)) return {};
+  // The length goes before the canonical arguments, known once they are written.
+  char digits[24];
+  const std::size_t length = key.size() - at;
+  char* end = std::to_chars(digits, digits + sizeof digits - 1, length).ptr;
+  *end++ = ':';
+  const auto n = static_cast<std::size_t>(end - digits);
+  key.resize(key.size() + n);
+  std::memmove(key.data() + at + n, key.data() + at, length);
+  std::memcpy(key.data() + at, digits, n);
   return key;
 }
 

@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "cache/entry.h"
+#include "json/envelope.h"
 
 namespace toolbridge::cache {
 namespace {
@@ -13,6 +16,7 @@ std::string canon(std::string_view text) {
   auto c = canonical_json(text);
   return c ? *c : std::string("<none>");
 }
+
 
 TEST(CacheCanonical, ObjectKeysAreSortedAtEveryDepth) {
   EXPECT_EQ(canon(R"({"b":1,"a":{"d":2,"c":3}})"), R"({"a":{"c":3,"d":2},"b":1})");
@@ -96,6 +100,122 @@ TEST(CacheCanonical, EveryPrefixOfAValidDocumentIsRejectedOrComplete) {
   for (std::size_t i = 0; i < doc.size(); ++i) {
     EXPECT_EQ(canon(doc.substr(0, i)), "<none>") << i;
   }
+}
+
+TEST(CacheCanonical, MembersWithTheSameNameKeepTheirOrder) {
+  EXPECT_EQ(canon(R"({"b":1,"a":2,"b":3,"a":4})"), R"({"a":2,"a":4,"b":1,"b":3})");
+  EXPECT_NE(canon(R"({"a":1,"a":2})"), canon(R"({"a":2,"a":1})"));
+  // The same name written two ways is one name.
+  EXPECT_EQ(canon(R"({"\u0061":1,"b":0,"a":2})"), R"({"a":1,"a":2,"b":0})");
+}
+
+TEST(CacheCanonical, NamesAreOrderedByTheirDecodedBytes) {
+  // '"' (0x22) sorts before '#' (0x23) though its escape starts with '\\' (0x5c).
+  EXPECT_EQ(canon(R"({"a#":1,"a\"":2})"), R"({"a\"":2,"a#":1})");
+  EXPECT_EQ(canon(R"({"a\n":1,"a\u0001":2,"a":3})"), R"({"a":3,"a\u0001":2,"a\n":1})");
+  EXPECT_EQ(canon(R"({"\ud83d\ude00":1,"\u00e9":2,"z":3})"),
+            "{\"z\":3,\"\xC3\xA9\":2,\"\xF0\x9F\x98\x80\":1}");
+}
+
+TEST(CacheCanonical, LargeObjectsAreSortedStably) {
+  std::vector<std::string> names;
+  for (int i = 0; i < 100; ++i) names.push_back("k" + std::to_string(i));
+  std::string in = "{";
+  for (auto it = names.rbegin(); it != names.rend(); ++it) in += "\"" + *it + "\":1,";
+  in += R"("k50":2})";
+  std::sort(names.begin(), names.end());
+  std::string want = "{";
+  for (const auto& name : names) {
+    want += "\"" + name + "\":1,";
+    if (name == "k50") want += R"("k50":2,)";
+  }
+  want.back() = '}';
+  EXPECT_EQ(canon(in), want);
+}
+
+TEST(CacheCanonical, NumbersThatGrowWhenWritten) {
+  // "1E5" is "100000": the output may be longer than the text.
+  std::string in = "[", want = "[";
+  for (int i = 0; i < 200; ++i) {
+    in += i ? ",1E5,1e300" : "1E5,1e300";
+    want += i ? ",100000,1e+300" : "100000,1e+300";
+  }
+  EXPECT_EQ(canon(in + "]"), want + "]");
+}
+
+TEST(CacheCanonical, IntegersAreExactUpTo64Bits) {
+  EXPECT_EQ(canon("-9223372036854775808"), "-9223372036854775808");
+  EXPECT_EQ(canon("9223372036854775808"), "9223372036854775808");
+  // Past 64 bits a number is a double: beyond 2^53 with more than 15 digits, no form.
+  EXPECT_EQ(canon("-9223372036854775809"), "<none>");
+  EXPECT_EQ(canon("18446744073709551616"), "<none>");
+  EXPECT_EQ(canon("100000000000000000000000"), "1e+23");
+  EXPECT_EQ(canon("[0,-0,10,-10]"), "[0,0,10,-10]");
+}
+
+TEST(CacheCanonical, NumbersAreCheckedAsJson) {
+  for (const char* bad : {"01", "-", "1.", ".5", "+1", "1e", "1e+", "--1", "-01", "0x1", "NaN",
+                          "Infinity", "[1 2]", "1e2147483648"}) {
+    EXPECT_EQ(canon(bad), "<none>") << bad;
+  }
+  EXPECT_EQ(canon("1e-999"), "0");  // underflows to zero, as it always did
+  EXPECT_EQ(canon("12.5e-3"), "0.0125");
+  EXPECT_EQ(canon("1.5e-300"), "1.5e-300");
+}
+
+TEST(CacheCanonical, EscapesAreCheckedAsJson) {
+  EXPECT_EQ(canon(R"("\u00E9")"), "\"\xC3\xA9\"");  // upper-case hex
+  EXPECT_EQ(canon(R"("\uD83D\uDE00")"), "\"\xF0\x9F\x98\x80\"");
+  EXPECT_EQ(canon(R"("\u0000")"), R"("\u0000")");
+  EXPECT_EQ(canon(R"("\u001F\u007f")"), "\"\\u001f\x7F\"");
+  for (const char* bad : {R"("\ud83d")", R"("\ude00")", R"("\ud83d\u0041")", R"("\ud83dx")",
+                          R"("\u12")", R"("\uzzzz")", R"("\x")", "\"\\", "\"a\tb\""}) {
+    EXPECT_EQ(canon(bad), "<none>") << bad;
+  }
+}
+
+TEST(CacheCanonical, InvalidUtf8HasNoCanonicalForm) {
+  for (const char* bad : {"\"\xC0\xAF\"",           // overlong
+                          "\"\xE0\x80\x80\"",       // overlong
+                          "\"\xED\xA0\x80\"",       // a surrogate
+                          "\"\xF4\x90\x80\x80\"",   // past U+10FFFF
+                          "\"\xC3\"",               // cut short
+                          "{\"\xFF\":1}"}) {        // in a name
+    EXPECT_EQ(canon(bad), "<none>") << bad;
+  }
+  EXPECT_EQ(canon("\"\xF4\x8F\xBF\xBF\""), "\"\xF4\x8F\xBF\xBF\"");  // U+10FFFF
+}
+
+TEST(CacheCanonical, NestingUpToTheLimitIsAllowed) {
+  const auto nested = [](std::size_t depth) {
+    std::string s;
+    for (std::size_t i = 0; i < depth; ++i) s += i % 2 ? R"({"k":)" : "[";
+    s += "0";
+    for (std::size_t i = depth; i-- > 0;) s += i % 2 ? "}" : "]";
+    return s;
+  };
+  EXPECT_EQ(canon(nested(json::kMaxDepth)), nested(json::kMaxDepth));
+  EXPECT_EQ(canon(nested(json::kMaxDepth + 1)), "<none>");
+}
+
+TEST(CacheCanonical, AppendsAfterWhatTheOutputHolds) {
+  std::string out = "prefix:";
+  EXPECT_TRUE(append_canonical_json(out, R"({"b":[1.0],"a":"x"})"));
+  EXPECT_EQ(out, R"(prefix:{"a":"x","b":[1]})");
+  EXPECT_FALSE(append_canonical_json(out, R"({"b":[1.0],"a":)"));
+  EXPECT_EQ(out, R"(prefix:{"a":"x","b":[1]})");
+}
+
+TEST(CacheKey, OfArgumentsIsTheKeyOfTheirCanonicalForm) {
+  const std::string args = R"({"query":"cpu", "delay_ms":0.0})";
+  for (Scope scope : {Scope::kGlobal, Scope::kTenant, Scope::kTrajectory}) {
+    EXPECT_EQ(make_key_of_arguments("srv", "tool", scope, "run1", "traj", args),
+              make_key("srv", "tool", scope, "run1", "traj", *canonical_json(args)));
+  }
+  const std::string big = R"({"q":")" + std::string(5000, 'x') + R"("})";
+  EXPECT_EQ(make_key_of_arguments("s", "t", Scope::kGlobal, "", "", big),
+            make_key("s", "t", Scope::kGlobal, "", "", big));
+  EXPECT_EQ(make_key_of_arguments("s", "t", Scope::kGlobal, "", "", R"({"q":)"), "");
 }
 
 TEST(CacheKey, PartsCannotRunIntoEachOther) {
