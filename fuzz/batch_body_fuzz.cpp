@@ -1,0 +1,56 @@
+// libFuzzer target: POST /v1/batch's plain JSON reader against the DOM path it stands in for. A
+// body the plain reader takes must be one the DOM path takes too, with the same calls: the same
+// tools, timeouts and options, and arguments of the same JSON value.
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "frontend/batch.h"
+#include "frontend/batch_codec.h"
+#include "json/parse.h"
+
+namespace {
+
+namespace bj = boost::json;
+namespace frontend = toolbridge::frontend;
+namespace json = toolbridge::json;
+
+constexpr std::size_t kMaxCalls = 256;
+
+void require(bool ok) {
+  if (!ok) std::abort();
+}
+
+bj::value parsed(std::string_view text) {
+  boost::system::error_code ec;
+  bj::value v = json::parse(text, ec);
+  require(!ec);
+  return v;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  frontend::BatchRequest plain;
+  if (!frontend::read_plain_batch_request(text, plain, kMaxCalls)) return 0;
+
+  std::string problem;
+  const bj::value body = frontend::decode_body(frontend::Encoding::kJson, text, problem);
+  require(problem.empty());
+  frontend::BatchRequest dom;
+  require(frontend::read_batch_request(body, dom, kMaxCalls).empty());
+
+  require(plain.trajectory == dom.trajectory && plain.tenant == dom.tenant);
+  require(plain.fail_fast == dom.fail_fast && plain.sequential == dom.sequential);
+  require(plain.timeout == dom.timeout);
+  require(plain.calls.size() == dom.calls.size());
+  for (std::size_t i = 0; i < plain.calls.size(); ++i) {
+    const frontend::BatchCallSpec& p = plain.calls[i];
+    const frontend::BatchCallSpec& d = dom.calls[i];
+    require(p.tool == d.tool && p.timeout == d.timeout && p.error == d.error);
+    require(parsed(p.arguments) == parsed(d.arguments));
+  }
+  return 0;
+}
