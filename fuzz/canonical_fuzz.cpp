@@ -1,6 +1,7 @@
 // libFuzzer target: the cache key's canonical form of a call's arguments (src/cache/canonical.h).
-// Text that has one is JSON the gateway's parser reads; the form is itself JSON, is its own
-// canonical form, and means the same value (numbers aside, which it normalises).
+// Text that has one is JSON the gateway's parser reads; the form is itself JSON and is its own
+// canonical form (numbers are read as the nearest double, so their shortest text reads back the
+// same).
 #include <cstdint>
 #include <cstdlib>
 #include <string>

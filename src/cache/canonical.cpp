@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <array>
 #include <boost/container/small_vector.hpp>
-#include <boost/json/basic_parser_impl.hpp>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "json/envelope.h"
 #include "json/utf8.h"
@@ -16,8 +17,6 @@ namespace toolbridge::cache {
 
 namespace {
 
-namespace bj = boost::json;
-using boost::system::error_code;
 
 constexpr std::size_t kMaxSignificantDigits = 15;
 constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
@@ -54,52 +53,12 @@ std::size_t significant_digits(std::string_view number) {
   return first == 0 ? 0 : last - first + 1;
 }
 
-// The rare numbers the writer does not convert itself (past 16 digits, large exponents, integers
-// past 64 bits) are read by Boost.JSON's parser, which the canonical form has always used: the
-// same text gives the same double, so keys stay what they were.
-class NumberReader {
- public:
-  static constexpr std::size_t max_object_size = std::size_t(-1);
-  static constexpr std::size_t max_array_size = std::size_t(-1);
-  static constexpr std::size_t max_key_size = std::size_t(-1);
-  static constexpr std::size_t max_string_size = std::size_t(-1);
-
-  enum class Kind { kNone, kInt64, kUint64, kDouble } kind = Kind::kNone;
-  std::int64_t i = 0;
-  std::uint64_t u = 0;
-  double d = 0;
-
-  bool on_document_begin(error_code&) { return true; }
-  bool on_document_end(error_code&) { return true; }
-  bool on_array_begin(error_code&) { return false; }
-  bool on_array_end(std::size_t, error_code&) { return false; }
-  bool on_object_begin(error_code&) { return false; }
-  bool on_object_end(std::size_t, error_code&) { return false; }
-  bool on_string_part(bj::string_view, std::size_t, error_code&) { return false; }
-  bool on_string(bj::string_view, std::size_t, error_code&) { return false; }
-  bool on_key_part(bj::string_view, std::size_t, error_code&) { return false; }
-  bool on_key(bj::string_view, std::size_t, error_code&) { return false; }
-  bool on_number_part(bj::string_view, error_code&) { return true; }
-  bool on_int64(std::int64_t v, bj::string_view, error_code&) {
-    kind = Kind::kInt64;
-    i = v;
-    return true;
-  }
-  bool on_uint64(std::uint64_t v, bj::string_view, error_code&) {
-    kind = Kind::kUint64;
-    u = v;
-    return true;
-  }
-  bool on_double(double v, bj::string_view, error_code&) {
-    kind = Kind::kDouble;
-    d = v;
-    return true;
-  }
-  bool on_bool(bool, error_code&) { return false; }
-  bool on_null(error_code&) { return false; }
-  bool on_comment_part(bj::string_view, error_code&) { return false; }
-  bool on_comment(bj::string_view, error_code&) { return false; }
-};
+// An exponent the gateway's JSON parser refuses ("exponent overflow"): its value, leading zeros
+// aside, past 2147483647.
+bool exponent_past_int_max(std::string_view digits) {
+  while (digits.size() > 1 && digits.front() == '0') digits.remove_prefix(1);
+  return digits.size() > 10 || (digits.size() == 10 && digits > "2147483647");
+}
 
 // The decoded bytes of a name the writer escaped (it holds '"', '\\' or a control character).
 std::string unescape_canonical(std::string_view s) {
@@ -481,10 +440,11 @@ class Writer {
       while (p_ != end_ && is_digit(*p_)) ++p_;
       if (p_ == exp) return false;
       exponent_digits = std::string_view(exp, static_cast<std::size_t>(p_ - exp));
+      if (exponent_past_int_max(exponent_digits)) return false;
     }
     const std::string_view token(start, static_cast<std::size_t>(p_ - start));
     if (frac_digits.empty() && !has_exponent) {
-      // An integer Boost.JSON reads as int64 or uint64 is written as it came ("-0" as "0").
+      // An integer that fits 64 bits is written as it came ("-0" as "0").
       const bool fits =
           negative ? int_digits.size() < 19 ||
                          (int_digits.size() == 19 && int_digits <= "9223372036854775808")
@@ -498,25 +458,25 @@ class Writer {
         }
         return true;
       }
-      return read_with_boost(start, token);
+      return read_rare(token);
     }
-    // Up to 16 digits and a power of ten a double holds: the one rounding Boost.JSON makes too
-    // (mantissa and exponent as it reads them, the same division or multiplication).
-    if (int_digits.size() + frac_digits.size() > 16) return read_with_boost(start, token);
+    // Up to 16 digits and a power of ten a double holds: one multiplication or division, so one
+    // correctly rounded result (the nearest double, as for the rare numbers below).
+    if (int_digits.size() + frac_digits.size() > 16) return read_rare(token);
     std::uint64_t mantissa = 0;
     for (char c : int_digits) mantissa = mantissa * 10 + static_cast<unsigned>(c - '0');
     for (char c : frac_digits) mantissa = mantissa * 10 + static_cast<unsigned>(c - '0');
     while (exponent_digits.size() > 1 && exponent_digits.front() == '0') {
       exponent_digits.remove_prefix(1);
     }
-    if (exponent_digits.size() > 4) return read_with_boost(start, token);
+    if (exponent_digits.size() > 4) return read_rare(token);
     int exponent = 0;
     for (char c : exponent_digits) exponent = exponent * 10 + (c - '0');
     if (exponent_negative) exponent = -exponent;
     exponent -= static_cast<int>(frac_digits.size());
     if (mantissa > 9007199254740992u || exponent < -kMaxExactPowerOfTen ||
         exponent > kMaxExactPowerOfTen) {
-      return read_with_boost(start, token);
+      return read_rare(token);
     }
     double d = static_cast<double>(mantissa);
     if (negative) d = -d;
@@ -524,26 +484,23 @@ class Writer {
     return write_double(d, token);
   }
 
-  // The number `token` at `start`, read by Boost.JSON's parser with the rest of the text after
-  // it, as the whole text was read before (its fast paths depend on how much text follows).
-  bool read_with_boost(const char* start, std::string_view token) {
-    bj::basic_parser<NumberReader> parser(bj::parse_options{});
-    error_code ec;
-    parser.write_some(false, start, static_cast<std::size_t>(end_ - start), ec);
-    const NumberReader& n = parser.handler();
-    switch (n.kind) {
-      case NumberReader::Kind::kInt64:
-        write_integer(n.i);
-        return true;
-      case NumberReader::Kind::kUint64:
-        write_integer(n.u);
-        return true;
-      case NumberReader::Kind::kDouble:
-        return write_double(n.d, token);
-      case NumberReader::Kind::kNone:
-        break;
+  // The rare numbers the writer does not convert itself (past 16 digits, large exponents,
+  // integers past 64 bits): the nearest double, as std::from_chars reads it. (Boost.JSON, which
+  // read them before, can land one ULP off: 9.01e189 as 9.009999999999999e+189, whose own form
+  // then differed.) Too small for a double is 0, as it always was; too large has no form.
+  bool read_rare(std::string_view token) {
+    double d = 0;
+    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), d);
+    if (end != token.data() + token.size()) return false;
+    if (ec == std::errc::result_out_of_range) {
+      // Which way out of range: strtod (the C locale's, never changed here) says ±HUGE_VAL.
+      const std::string copy(token);
+      if (std::isinf(std::strtod(copy.c_str(), nullptr))) return false;
+      d = 0;
+    } else if (ec != std::errc()) {
+      return false;
     }
-    return false;  // e.g. an exponent past INT_MAX
+    return write_double(d, token);
   }
 
   template <typename Integer>

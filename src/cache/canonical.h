@@ -7,7 +7,8 @@
 //   - strings are decoded (\u00e9 and é are the same) and written back with the fewest escapes:
 //     only '"', '\\' and control characters are escaped (\b \f \n \r \t, else \u00XX);
 //   - numbers are normalised: an integral value of at most 2^53 in magnitude is written as an
-//     integer (1, 1.0, 1e0 and 10E-1 are all "1"; -0 is "0"), any other number as the shortest
+//     integer (1, 1.0, 1e0 and 10E-1 are all "1"; -0 is "0"), any other number (read as the
+//     nearest double; one too large for a double has no canonical form, one too small is 0) as the shortest
 //     text that reads back as the same double; a number written with more than 15 significant
 //     digits, which two different texts could share as a double, makes the arguments
 //     uncanonical (never a wrong hit: such a call is not cached);

@@ -49,13 +49,27 @@ TEST(CacheCanonical, OtherNumbersAreTheShortestRoundTrip) {
   EXPECT_NE(canon("1.5"), canon("1.25"));
 }
 
+TEST(CacheCanonical, LargeExponentsReadAsTheNearestDoubleAndTheFormIsItsOwn) {
+  // Boost.JSON, which read these before, lands one ULP off (9.009999999999999e+189).
+  EXPECT_EQ(canon("9.01e189"), "9.01e+189");
+  EXPECT_EQ(canon("0.901e190"), "9.01e+189");
+  // Found by fuzz/canonical_fuzz.cpp: the form of the form was 5.9000000000000005e+190.
+  EXPECT_EQ(canon("[5.900e190,{}]"), "[5.9e+190,{}]");
+  EXPECT_EQ(canon(canon("[5.900e190,{}]")), "[5.9e+190,{}]");
+  // Too large for a double: no form; too small: 0, as it always was.
+  EXPECT_EQ(canon("1e400"), "<none>");
+  EXPECT_EQ(canon("-1e-400"), "0");
+  EXPECT_EQ(canon("1" + std::string(400, '0') + "e-5"), "<none>");  // large despite "e-"
+  EXPECT_EQ(canon("4.9e-324"), "5e-324");                             // the least subnormal
+}
+
 TEST(CacheCanonical, NumbersTooPreciseForADoubleHaveNoCanonicalForm) {
   // Two texts that read as the same double must not share a key.
   EXPECT_EQ(canon("0.1000000000000000055511151231257827"), "<none>");
   EXPECT_EQ(canon("12345678901234567890123"), "<none>");
   // Trailing zeros add no precision.
   EXPECT_EQ(canon("0.500000000000000000000"), "0.5");
-  // Integers beyond 2^53 that Boost.JSON reads exactly (int64/uint64) stay exact.
+  // Integers beyond 2^53 that fit 64 bits stay exact.
   EXPECT_EQ(canon("9007199254740993"), "9007199254740993");
   EXPECT_EQ(canon("18446744073709551615"), "18446744073709551615");
 }
@@ -159,6 +173,11 @@ TEST(CacheCanonical, NumbersAreCheckedAsJson) {
     EXPECT_EQ(canon(bad), "<none>") << bad;
   }
   EXPECT_EQ(canon("1e-999"), "0");  // underflows to zero, as it always did
+  // Exponents past INT_MAX are not JSON to the gateway's parser, however small the number.
+  EXPECT_EQ(canon("1e-2147483647"), "0");
+  EXPECT_EQ(canon("1e-0002147483647"), "0");
+  EXPECT_EQ(canon("1e-2147483648"), "<none>");
+  EXPECT_EQ(canon("[0,1e-7000000000000000000000000000000000000000,{}]"), "<none>");
   EXPECT_EQ(canon("12.5e-3"), "0.0125");
   EXPECT_EQ(canon("1.5e-300"), "1.5e-300");
 }
