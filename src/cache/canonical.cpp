@@ -17,7 +17,6 @@ namespace toolbridge::cache {
 
 namespace {
 
-
 constexpr std::size_t kMaxSignificantDigits = 15;
 constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
 // The powers of ten a double holds exactly.
@@ -36,7 +35,9 @@ constexpr std::array<bool, 256> kPlainStringBytes = [] {
   return plain;
 }();
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 // Digits of the number's mantissa without leading and trailing zeros.
 std::size_t significant_digits(std::string_view number) {
@@ -445,11 +446,11 @@ class Writer {
     const std::string_view token(start, static_cast<std::size_t>(p_ - start));
     if (frac_digits.empty() && !has_exponent) {
       // An integer that fits 64 bits is written as it came ("-0" as "0").
-      const bool fits =
-          negative ? int_digits.size() < 19 ||
-                         (int_digits.size() == 19 && int_digits <= "9223372036854775808")
-                   : int_digits.size() < 20 ||
-                         (int_digits.size() == 20 && int_digits <= "18446744073709551615");
+      const bool fits = negative
+                            ? int_digits.size() < 19 ||
+                                  (int_digits.size() == 19 && int_digits <= "9223372036854775808")
+                            : int_digits.size() < 20 ||
+                                  (int_digits.size() == 20 && int_digits <= "18446744073709551615");
       if (fits) {
         if (negative && int_digits == "0") {
           put('0');
