@@ -11,6 +11,7 @@
 #include "gateway/methods.h"
 #include "json/envelope.h"
 #include "json/parse.h"
+#include "mcp/request_headers.h"
 
 namespace toolbridge::frontend {
 
@@ -23,23 +24,6 @@ using transport::Exchange;
 namespace {
 
 constexpr std::string_view kMetaPrefix = "io.modelcontextprotocol/";
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-mcp::HeaderView headers_of(const transport::Request& req) {
-  return {[&req](std::string_view name) -> std::optional<std::string_view> {
-            auto it = req.find(boost::beast::string_view(name.data(), name.size()));
-            if (it == req.end()) return std::nullopt;
-            return trim(std::string_view(it->value().data(), it->value().size()));
-          },
-          [&req](std::string_view name) {
-            return req.count(boost::beast::string_view(name.data(), name.size()));
-          }};
-}
 
 int error_code_of(std::string_view response) {
   const json::Envelope env = json::parse_envelope(response);
@@ -175,7 +159,7 @@ asio::awaitable<void> McpModern::post(Exchange& ex, std::string_view path_trajec
     co_return;
   }
   r.id = bj::serialize(msg->at("id"));
-  if (auto rejection = mcp::classify(*msg, headers_of(req), r.envelope)) {
+  if (auto rejection = mcp::classify(*msg, mcp::headers_of(req), r.envelope)) {
     co_await reply_error(ex, r.id, rejection->code, rejection->message, rejection->data);
     co_return;
   }
