@@ -548,3 +548,13 @@ class RawSession:
 def text_of(result: dict) -> str:
     """Concatenated text content of a CallToolResult dict."""
     return "".join(c.get("text", "") for c in result.get("content", []) if c.get("type") == "text")
+
+
+def metric(gw, name: str, **labels: str) -> float:
+    """The sum of a gateway's metric `name` over the series whose labels include `labels`."""
+    total = 0.0
+    for line in gw.metrics().splitlines():
+        m = re.match(rf"^{name}(?:\{{(.*)\}})? (\S+)$", line)
+        if m and all(f'{k}="{v}"' in (m.group(1) or "") for k, v in labels.items()):
+            total += float(m.group(2))
+    return total

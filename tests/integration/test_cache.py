@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
 
 import httpx
 import pytest
 
-from tb_support import RawSession, fixture_server, headers_for, initialize_params, parse_body, response_for, rpc, text_of
+from tb_support import RawSession, fixture_server, headers_for, initialize_params, metric, parse_body, response_for, rpc, text_of
 
 pytestmark = [pytest.mark.timeout(240)]
 
@@ -58,14 +57,6 @@ def cache_meta(result: dict) -> dict | None:
 def execution(result: dict) -> int:
     return json.loads(text_of(result))["execution"]
 
-
-def metric(gw, name: str, **labels: str) -> float:
-    total = 0.0
-    for line in gw.metrics().splitlines():
-        m = re.match(rf"^{name}(?:\{{(.*)\}})? (\S+)$", line)
-        if m and all(f'{k}="{v}"' in (m.group(1) or "") for k, v in labels.items()):
-            total += float(m.group(2))
-    return total
 
 
 def test_a_repeated_call_is_a_hit_that_says_so(gateway_factory):

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import http.client
 import json
-import re
 import time
 
 import httpx
 import pytest
 
-from tb_support import fixture_server
+from tb_support import fixture_server, metric
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -234,14 +233,6 @@ def test_python_client_parse_execute_and_stream(gw):
                                                           "arguments": json.dumps({"a": 4, "b": 5})}
         assert tool == {"role": "tool", "tool_call_id": assistant["tool_calls"][0]["id"], "content": "9"}
 
-
-def metric(gw, name: str, **labels: str) -> float:
-    total = 0.0
-    for line in gw.metrics().splitlines():
-        m = re.match(rf"^{name}(?:\{{(.*)\}})? (\S+)$", line)
-        if m and all(f'{k}="{v}"' in (m.group(1) or "") for k, v in labels.items()):
-            total += float(m.group(2))
-    return total
 
 
 def test_turns_are_parsed_and_run_in_one_request_answered_in_order(gw):

@@ -6,13 +6,12 @@ comes — with its call in flight cancelled upstream."""
 from __future__ import annotations
 
 import json
-import re
 import time
 
 import httpx
 import pytest
 
-from tb_support import fixture_server
+from tb_support import fixture_server, metric
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -23,14 +22,6 @@ def gw(module_gateway_factory):
         {"fixture": fixture_server(call_timeout="20s")},
         {"parse_max_streams": 3, "parse_stream_max_bytes": "1KiB", "parse_stream_idle": "400ms"})
 
-
-def metric(gw, name: str, **labels: str) -> float:
-    total = 0.0
-    for line in gw.metrics().splitlines():
-        m = re.match(rf"^{name}(?:\{{(.*)\}})? (\S+)$", line)
-        if m and all(f'{k}="{v}"' in (m.group(1) or "") for k, v in labels.items()):
-            total += float(m.group(2))
-    return total
 
 
 def hermes(name, arguments) -> str:
