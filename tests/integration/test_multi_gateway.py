@@ -26,8 +26,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tb_support import Gateway, RawSession, fixture_server, read_proc, rpc
-from test_cache import RedisServer, metric
+from tb_support import Gateway, RawSession, fixture_server, metric, read_proc, rpc
+from test_cache import RedisServer
 
 ROOT = Path(__file__).resolve().parents[2]
 TRAJECTORIES = 100
