@@ -73,6 +73,9 @@ class Attempt final : public upstream::CallSink,
   void on_response(std::string message) override {
     complete(classify_response(std::move(message)));
   }
+  void on_scanned_response(std::string message, json::Span result, json::Span error) override {
+    complete(classify_response(std::move(message), result, error));
+  }
   void on_notification(std::string message) override {
     if (events_) events_->on_notification(std::move(message));
   }
@@ -115,11 +118,15 @@ class Attempt final : public upstream::CallSink,
 }  // namespace
 
 Result classify_response(std::string response) {
-  Result r;
   const json::Envelope env = json::parse_envelope(response);
-  if (!env.error.empty()) {
+  return classify_response(std::move(response), env.result, env.error);
+}
+
+Result classify_response(std::string response, json::Span result_span, json::Span error) {
+  Result r;
+  if (!error.empty()) {
     boost::system::error_code ec;
-    const boost::json::value err = json::parse(env.error.in(response), ec);
+    const boost::json::value err = json::parse(error.in(response), ec);
     const auto* code = !ec && err.is_object() ? err.as_object().if_contains("code") : nullptr;
     const auto* text = !ec && err.is_object() ? err.as_object().if_contains("message") : nullptr;
     r.fault = fault_of_code(code && code->is_int64() ? code->as_int64() : 0);
@@ -129,7 +136,7 @@ Result classify_response(std::string response) {
   } else {
     // Tool results put isError at the top level, by convention after content, so the tail (or
     // head) of the result is checked rather than scanning a 1 MB payload again.
-    const std::string_view result = env.result.in(response);
+    const std::string_view result = result_span.in(response);
     const std::string_view tail = result.substr(result.size() > 256 ? result.size() - 256 : 0);
     for (std::string_view part : {tail, result.substr(0, 256)}) {
       const auto at = part.find("\"isError\"");

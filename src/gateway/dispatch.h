@@ -12,6 +12,8 @@ namespace toolbridge::gateway {
 // A server's response (already carrying the caller's id) as a Result: its error code, or a tool
 // result's isError, gives the fault.
 Result classify_response(std::string response);
+// The same for a response whose result and error spans are known (one of them empty).
+Result classify_response(std::string response, json::Span result, json::Span error);
 
 class DispatchStage final : public Stage {
  public:

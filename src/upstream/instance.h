@@ -29,6 +29,13 @@ class CallSink {
   virtual ~CallSink() = default;
   // The complete JSON-RPC response, already carrying the caller's own id.
   virtual void on_response(std::string message) = 0;
+  // The same response with where its result and error lie in `message` (one of them is empty),
+  // from the scan the instance made of it: a sink that reads them need not scan it again.
+  virtual void on_scanned_response(std::string message, json::Span result, json::Span error) {
+    (void)result;
+    (void)error;
+    on_response(std::move(message));
+  }
   // A notification that belongs to this call (progress with the caller's token, logging).
   virtual void on_notification(std::string message) = 0;
   // A request from the server (sampling/createMessage, elicitation/create, roots/list). `reply`
