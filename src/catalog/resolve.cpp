@@ -20,6 +20,11 @@ namespace {
 // params with `name` as the server knows it and _meta as the front end left it.
 std::string upstream_params(const gateway::Call& call, std::string_view key,
                             const std::string* value) {
+  if (value && !call.meta) {
+    // The usual call: only the name changes, spliced in; the rest goes as the caller wrote it.
+    if (auto spliced = json::with_member_value(call.params, call.members, key, json::quote(*value)))
+      return std::move(*spliced);
+  }
   std::vector<std::pair<std::string_view, std::string>> replace;
   std::vector<std::string_view> drop;
   if (value) replace.emplace_back(key, json::quote(*value));

@@ -367,6 +367,25 @@ std::optional<std::vector<Member>> object_members(std::string_view text) {
   return members;
 }
 
+std::optional<std::string> with_member_value(std::string_view text,
+                                             const std::vector<Member>& members,
+                                             std::string_view name, std::string_view value) {
+  std::optional<std::string> out;
+  std::size_t copied = 0;  // text before this offset is in `out`
+  for (const auto& m : members) {
+    if (m.name != name) continue;
+    if (!out) {
+      out.emplace();
+      out->reserve(text.size() + value.size());
+    }
+    out->append(text.substr(copied, m.value.offset - copied));
+    out->append(value);
+    copied = m.value.offset + m.value.length;
+  }
+  if (out) out->append(text.substr(copied));
+  return out;
+}
+
 std::string rewrite_object(std::string_view text, const std::vector<Member>& members,
                            const std::vector<std::pair<std::string_view, std::string>>& replace,
                            const std::vector<std::string_view>& drop) {

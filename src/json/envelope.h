@@ -61,6 +61,11 @@ std::optional<std::vector<Member>> object_members(std::string_view text);
 std::string rewrite_object(std::string_view text, const std::vector<Member>& members,
                            const std::vector<std::pair<std::string_view, std::string>>& replace,
                            const std::vector<std::string_view>& drop);
+// `text` with the value of every member named `name` replaced by raw JSON `value`, and every
+// other byte as it was; nullopt if no member has that name.
+std::optional<std::string> with_member_value(std::string_view text,
+                                             const std::vector<Member>& members,
+                                             std::string_view name, std::string_view value);
 
 // Is `text` (after leading whitespace) a JSON array? Batches are split with split_batch.
 bool is_batch(std::string_view text);
