@@ -483,6 +483,11 @@ std::string with_id(std::string_view message, Span id, std::string_view new_id) 
   return out;
 }
 
+Span span_after_id(Span span, Span id, std::size_t new_id_length) {
+  if (!span.empty() && span.offset > id.offset) span.offset = span.offset + new_id_length - id.length;
+  return span;
+}
+
 namespace {
 // Printable ASCII without '"' or '\\' is its own JSON string body (method names, most messages).
 bool needs_escaping(std::string_view s) {

@@ -74,6 +74,9 @@ std::optional<std::vector<std::string>> split_batch(std::string_view text, std::
 
 // Copy of `message` with the span `id` replaced by `new_id` (raw JSON).
 std::string with_id(std::string_view message, Span id, std::string_view new_id);
+// Where `span` of `message` lies in with_id(message, id, new_id), new_id being `new_id_length`
+// bytes long.
+Span span_after_id(Span span, Span id, std::size_t new_id_length);
 
 // Builders for messages the gateway writes itself. `id`, `params`, `result` are raw JSON.
 std::string make_request(std::string_view id, std::string_view method, std::string_view params);

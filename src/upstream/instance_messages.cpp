@@ -117,13 +117,9 @@ void Instance::on_response(std::string_view line, const json::Envelope& env) {
     ask_for_input(std::move(p), env.result.in(line));
     return;
   }
-  // The caller's id replaces ours: what follows it in the line moves by the difference.
-  const auto moved = [&](json::Span s) {
-    if (!s.empty() && s.offset > env.id.offset) s.offset = s.offset + p.caller_id.size() - env.id.length;
-    return s;
-  };
-  p.sink->on_scanned_response(json::with_id(line, env.id, p.caller_id), moved(env.result),
-                              moved(env.error));
+  p.sink->on_scanned_response(json::with_id(line, env.id, p.caller_id),
+                              json::span_after_id(env.result, env.id, p.caller_id.size()),
+                              json::span_after_id(env.error, env.id, p.caller_id.size()));
   if (in_flight() == 0 && on_idle) on_idle();
 }
 

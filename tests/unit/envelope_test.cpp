@@ -601,3 +601,30 @@ TEST(RewriteObject, ReplacesDropsAndAppendsWithoutTouchingOtherValues) {
 
 }  // namespace
 }  // namespace toolbridge::json
+
+TEST(WithMemberValue, SplicesEveryMemberOfTheNameAndKeepsTheRestByteForByte) {
+  const std::string text = R"({ "name" : "srv__t", "arguments":{"a" : [1, 2]}, "n\u0061me":"x"})";
+  const auto members = *object_members(text);
+  EXPECT_EQ(with_member_value(text, members, "name", quote("t")),
+            R"({ "name" : "t", "arguments":{"a" : [1, 2]}, "n\u0061me":"t"})");
+  EXPECT_EQ(with_member_value(text, members, "missing", "1"), std::nullopt);
+  EXPECT_EQ(with_member_value("{}", {}, "name", quote("t")), std::nullopt);
+}
+
+TEST(SpanAfterId, SpansAfterTheIdMoveByItsChangeInLength) {
+  for (const std::string message : {std::string(R"({"jsonrpc":"2.0","id":7,"result":{"a":1}})"),
+                                    std::string(R"({"result":{"a":1},"jsonrpc":"2.0","id":7})"),
+                                    std::string(R"({"id":12345,"error":{"code":1}})")}) {
+    const Envelope env = parse_envelope(message);
+    for (const std::string new_id : {"1", R"("a longer caller id")"}) {
+      const std::string rewritten = with_id(message, env.id, new_id);
+      const Envelope expected = parse_envelope(rewritten);
+      const Span result = span_after_id(env.result, env.id, new_id.size());
+      const Span error = span_after_id(env.error, env.id, new_id.size());
+      EXPECT_EQ(result.in(rewritten), expected.result.in(rewritten)) << message << " " << new_id;
+      EXPECT_EQ(result.offset, expected.result.offset) << message << " " << new_id;
+      EXPECT_EQ(error.in(rewritten), expected.error.in(rewritten)) << message << " " << new_id;
+      EXPECT_EQ(error.offset, expected.error.offset) << message << " " << new_id;
+    }
+  }
+}

@@ -48,6 +48,15 @@ class RecordingSink : public CallSink {
     responses.push_back(std::move(message));
     signal_.notify();
   }
+  // The spans the instance hands on are those of the response as the caller gets it.
+  void on_scanned_response(std::string message, json::Span result, json::Span error) override {
+    const json::Envelope env = json::parse_envelope(message);
+    EXPECT_EQ(result.offset, env.result.offset) << message;
+    EXPECT_EQ(result.length, env.result.length) << message;
+    EXPECT_EQ(error.offset, env.error.offset) << message;
+    EXPECT_EQ(error.length, env.error.length) << message;
+    on_response(std::move(message));
+  }
   void on_notification(std::string message) override {
     notifications.push_back(std::move(message));
     signal_.notify();
