@@ -321,12 +321,16 @@ Result CacheStage::hit(const Call& call, const Entry& e, const Tier& tier, std::
                                : Counter::kHitRedis,
         call);
   seconds_saved_ += e.upstream_seconds;
+  Result r;
   if (e.meta_hole != Entry::kAsSent) {
-    return Result{Fault::kNone, hit_response(call.id, e.result, e.meta_hole, tier.name(), age), {}};
+    r.response = hit_response(call.id, e.result, e.meta_hole, tier.name(), age);
+  } else {
+    std::string info;
+    append_hit_info(info, tier.name(), age);
+    r.response = json::make_result(call.id, with_cache_meta(e.result, info));
   }
-  std::string info;
-  append_hit_info(info, tier.name(), age);
-  return Result{Fault::kNone, json::make_result(call.id, with_cache_meta(e.result, info)), {}};
+  r.result_at = result_span(call.id, r.response);
+  return r;
 }
 
 asio::awaitable<Result> CacheStage::run(Call& call, gateway::Next next, Plan plan, std::string k,
