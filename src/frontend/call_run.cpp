@@ -108,8 +108,14 @@ std::shared_ptr<Call> make_tool_call(std::size_t index, std::string_view tool,
                                      CheckedArguments arguments, const CallScope& scope,
                                      std::chrono::milliseconds timeout) {
   auto call = std::make_shared<Call>();
-  call->id = std::to_string(index);
-  std::string& params = call->params;
+  set_tool_call(*call, index, tool, arguments, scope, timeout);
+  return call;
+}
+
+void set_tool_call(Call& call, std::size_t index, std::string_view tool, CheckedArguments arguments,
+                   const CallScope& scope, std::chrono::milliseconds timeout) {
+  call.id = std::to_string(index);
+  std::string& params = call.params;
   params.reserve(24 + tool.size() + arguments.text.size());
   params += R"({"name":)";
   const std::size_t name_at = params.size();
@@ -120,12 +126,11 @@ std::shared_ptr<Call> make_tool_call(std::size_t index, std::string_view tool,
   params += arguments.text;
   params += '}';
   // What json::object_members(params) would find: the two members just written.
-  call->members.reserve(2);
-  call->members.push_back(json::Member{"name", json::Span{name_at, name_length}});
-  call->members.push_back(
+  call.members.reserve(2);
+  call.members.push_back(json::Member{"name", json::Span{name_at, name_length}});
+  call.members.push_back(
       json::Member{"arguments", json::Span{arguments_at, arguments.text.size()}});
-  set_scope(*call, scope, timeout);
-  return call;
+  set_scope(call, scope, timeout);
 }
 
 CallRun::CallRun(asio::io_context& io, const gateway::Pipeline& pipeline, bool fail_fast,

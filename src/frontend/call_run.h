@@ -53,6 +53,10 @@ struct CheckedArguments {
 std::shared_ptr<gateway::Call> make_tool_call(std::size_t index, std::string_view tool,
                                               CheckedArguments arguments, const CallScope& scope,
                                               std::chrono::milliseconds timeout);
+// The same, made in `call` (a new Call): for a request that allocates its calls together.
+void set_tool_call(gateway::Call& call, std::size_t index, std::string_view tool,
+                   CheckedArguments arguments, const CallScope& scope,
+                   std::chrono::milliseconds timeout);
 
 // The calls of one request in flight: their results, and who waits for them. Shared by the
 // handler, each call's completion and the peer-closed callback.
