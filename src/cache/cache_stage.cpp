@@ -274,8 +274,13 @@ Tier* CacheStage::tier_for(config::CacheTier t) const {
 }
 
 void CacheStage::count(Counter which, const Call& call) {
-  // One label string per tool and counter, made the first time: a hit costs an increment.
-  std::uint64_t*& cell = counters_[call.route.display_name][static_cast<std::size_t>(which)];
+  // One label string per tool and counter, made the first time: a hit costs an increment. A
+  // batch's calls of one tool come together: its row is found once for them.
+  if (!last_counters_ || last_counted_ != call.route.display_name) {
+    last_counters_ = &counters_[call.route.display_name];
+    last_counted_ = call.route.display_name;
+  }
+  std::uint64_t*& cell = (*last_counters_)[static_cast<std::size_t>(which)];
   if (!cell) {
     const auto tier = [](Counter c) -> std::string_view {
       return c == Counter::kHitMemory ? "memory" : c == Counter::kHitDisk ? "disk" : "redis";
