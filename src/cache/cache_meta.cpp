@@ -140,10 +140,13 @@ void append_hit_info(std::string& out, std::string_view tier, std::int64_t age_m
   out += '}';
 }
 
+namespace {
+constexpr std::string_view kHead = R"({"jsonrpc":"2.0","id":)";
+constexpr std::string_view kResult = R"(,"result":)";
+}  // namespace
+
 std::string hit_response(std::string_view id, std::string_view text, std::size_t hole,
                          std::string_view tier, std::int64_t age_ms) {
-  constexpr std::string_view kHead = R"({"jsonrpc":"2.0","id":)";
-  constexpr std::string_view kResult = R"(,"result":)";
   constexpr std::size_t kInfo = 64;  // {"hit":true,"tier":"...","age_ms":...} but the tier
   if (id.empty()) id = "null";
   std::string out;
@@ -156,6 +159,13 @@ std::string hit_response(std::string_view id, std::string_view text, std::size_t
   out += text.substr(hole);
   out += '}';
   return out;
+}
+
+json::Span result_span(std::string_view id, std::string_view response) {
+  const std::size_t at =
+      kHead.size() + (id.empty() ? std::string_view("null") : id).size() + kResult.size();
+  if (response.size() <= at) return {};
+  return json::Span{at, response.size() - at - 1};
 }
 
 }  // namespace toolbridge::cache

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "json/envelope.h"
+
 namespace toolbridge::cache {
 
 inline constexpr std::string_view kCacheMetaKey = "toolbridge/cache";
@@ -39,5 +41,9 @@ void append_hit_info(std::string& out, std::string_view tier, std::int64_t age_m
 // json::make_result(id, with_cache_meta(result, info)), in one allocation.
 std::string hit_response(std::string_view id, std::string_view text, std::size_t hole,
                          std::string_view tier, std::int64_t age_ms);
+
+// Where the result sits in `response`, written for request `id` by hit_response or
+// json::make_result: last, before the closing brace.
+json::Span result_span(std::string_view id, std::string_view response);
 
 }  // namespace toolbridge::cache

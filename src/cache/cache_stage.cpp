@@ -274,8 +274,13 @@ Tier* CacheStage::tier_for(config::CacheTier t) const {
 }
 
 void CacheStage::count(Counter which, const Call& call) {
-  // One label string per tool and counter, made the first time: a hit costs an increment.
-  std::uint64_t*& cell = counters_[call.route.display_name][static_cast<std::size_t>(which)];
+  // One label string per tool and counter, made the first time: a hit costs an increment. A
+  // batch's calls of one tool come together: its row is found once for them.
+  if (!last_counters_ || last_counted_ != call.route.display_name) {
+    last_counters_ = &counters_[call.route.display_name];
+    last_counted_ = call.route.display_name;
+  }
+  std::uint64_t*& cell = (*last_counters_)[static_cast<std::size_t>(which)];
   if (!cell) {
     const auto tier = [](Counter c) -> std::string_view {
       return c == Counter::kHitMemory ? "memory" : c == Counter::kHitDisk ? "disk" : "redis";
@@ -321,12 +326,16 @@ Result CacheStage::hit(const Call& call, const Entry& e, const Tier& tier, std::
                                : Counter::kHitRedis,
         call);
   seconds_saved_ += e.upstream_seconds;
+  Result r;
   if (e.meta_hole != Entry::kAsSent) {
-    return Result{Fault::kNone, hit_response(call.id, e.result, e.meta_hole, tier.name(), age), {}};
+    r.response = hit_response(call.id, e.result, e.meta_hole, tier.name(), age);
+  } else {
+    std::string info;
+    append_hit_info(info, tier.name(), age);
+    r.response = json::make_result(call.id, with_cache_meta(e.result, info));
   }
-  std::string info;
-  append_hit_info(info, tier.name(), age);
-  return Result{Fault::kNone, json::make_result(call.id, with_cache_meta(e.result, info)), {}};
+  r.result_at = result_span(call.id, r.response);
+  return r;
 }
 
 asio::awaitable<Result> CacheStage::run(Call& call, gateway::Next next, Plan plan, std::string k,

@@ -73,9 +73,10 @@ class CacheStage final : public gateway::Stage {
   Coalescer coalescer_;
   double seconds_saved_ = 0;
   // Per tool (its display name): the metric cells of its hits, misses and shared calls.
-  std::unordered_map<std::string,
-                     std::array<std::uint64_t*, static_cast<std::size_t>(Counter::kCount)>>
-      counters_;
+  using CounterRow = std::array<std::uint64_t*, static_cast<std::size_t>(Counter::kCount)>;
+  std::unordered_map<std::string, CounterRow> counters_;
+  CounterRow* last_counters_ = nullptr;  // the row of `last_counted_` (nodes never move)
+  std::string last_counted_;
 };
 
 }  // namespace toolbridge::cache

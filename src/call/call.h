@@ -54,6 +54,10 @@ struct Result {
   std::string response;
   // Why, in words an agent can act on (gateway faults; for kServerError, the server's message).
   std::string why;
+  // Where the result's value sits in `response`, when whoever wrote it knew (a cache hit): a
+  // front end need not scan for it. Empty if unknown. A stage that rewrites `response` leaves it
+  // stale, so readers check that it still frames the result (frontend/batch_codec.cpp).
+  json::Span result_at;
 
   static Result failure(Fault f, std::string why) { return Result{f, {}, std::move(why)}; }
   bool answered_by_server() const { return !response.empty(); }

@@ -110,6 +110,8 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
   run->calls.resize(n);
   run->results.resize(n);
   run->done_at.resize(n, arrived);
+  // The calls live and die with this request: one allocation holds them all.
+  const auto block = std::make_shared<Call[]>(n);
   for (std::size_t i = 0; i < n; ++i) {
     BatchCallSpec& spec = request.calls[i];
     if (!spec.error.empty()) {
@@ -119,7 +121,8 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
     const auto timeout = spec.timeout.count() > 0 ? spec.timeout : request.timeout;
     // Either path leaves one JSON object: the body's own bytes, or a value serialised.
     const CheckedArguments arguments{spec.arguments};
-    run->calls[i] = make_tool_call(i, spec.tool, arguments, scope, timeout);
+    set_tool_call(block[i], i, spec.tool, arguments, scope, timeout);
+    run->calls[i] = std::shared_ptr<Call>(block, &block[i]);
   }
   ex.on_peer_closed([weak = std::weak_ptr<CallRun>(run)] {
     if (auto r = weak.lock()) r->abandon("the client disconnected");

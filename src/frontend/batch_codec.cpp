@@ -147,6 +147,28 @@ namespace {
 // 64 significand bits: a double (53) times 1000 (10) is exact, so its rounding below is too.
 static_assert(std::numeric_limits<long double>::digits >= 64, "append_ms needs x87 long double");
 
+// `ms` in thousandths, rounded to nearest, ties to even, from the exact product.
+std::uint64_t exact_thousandths(double ms) {
+  const long double thousandths = static_cast<long double>(ms) * 1000;
+  const long double whole = std::floor(thousandths);
+  const long double rest = thousandths - whole;  // exact: the low bits of `thousandths`
+  auto n = static_cast<std::uint64_t>(whole);
+  if (rest > 0.5L || (rest == 0.5L && (n & 1) != 0)) ++n;  // to nearest, ties to even
+  return n;
+}
+
+// The same in double arithmetic where it cannot differ: below 2^32 the product is within 2^-21
+// of the exact one, so one farther than 1e-6 from a half rounds as the exact one does. Timings
+// almost always are; the x87 path above costs about twice as many instructions.
+std::uint64_t thousandths(double ms) {
+  const double product = ms * 1000;
+  if (product >= 4294967296.0) return exact_thousandths(ms);
+  auto n = static_cast<std::uint64_t>(product);
+  const double rest = product - static_cast<double>(n);  // exact
+  if (std::abs(rest - 0.5) <= 1e-6) return exact_thousandths(ms);
+  return rest > 0.5 ? n + 1 : n;
+}
+
 }  // namespace
 
 void append_ms(std::string& out, double ms) {
@@ -155,11 +177,7 @@ void append_ms(std::string& out, double ms) {
     out += fmt::format("{:.3f}", ms);
     return;
   }
-  const long double thousandths = static_cast<long double>(ms) * 1000;
-  const long double whole = std::floor(thousandths);
-  const long double rest = thousandths - whole;  // exact: the low bits of `thousandths`
-  auto n = static_cast<std::uint64_t>(whole);
-  if (rest > 0.5L || (rest == 0.5L && (n & 1) != 0)) ++n;  // to nearest, ties to even
+  const std::uint64_t n = thousandths(ms);
   char digits[24];
   const auto end = std::to_chars(digits, digits + sizeof digits, n / 1000).ptr;
   out.append(digits, end);
@@ -171,6 +189,33 @@ void append_ms(std::string& out, double ms) {
 }
 
 namespace {
+
+// What the answer takes from a response the server answered: its result or its error object.
+struct Answer {
+  std::string_view result;
+  std::string_view error;
+};
+
+// The result value `r.result_at` frames, if it still does: a stage that rewrote the response
+// after it was set (repair reporting its changes, an id of another length spliced in) moved or
+// changed what it framed, and then the response is scanned.
+std::string_view known_result(const gateway::Result& r) {
+  constexpr std::string_view kName = R"("result":)";
+  const json::Span at = r.result_at;
+  const std::string_view response = r.response;
+  if (at.empty() || at.offset < kName.size() || at.offset + at.length + 1 != response.size() ||
+      response.back() != '}' || response.substr(at.offset - kName.size(), kName.size()) != kName) {
+    return {};
+  }
+  return at.in(response);
+}
+
+Answer answer_of(const gateway::Result& r) {
+  if (r.response.empty()) return {};
+  if (const std::string_view known = known_result(r); !known.empty()) return {known, {}};
+  const json::Envelope env = json::parse_envelope(r.response);
+  return {env.result.in(r.response), env.error.in(r.response)};
+}
 
 void append_entry(std::string& out, const BatchEntry& e) {
   out += R"({"tool":)";
@@ -186,23 +231,16 @@ void append_outcome(std::string& out, const BatchEntry& e) {
   out += R"("outcome":")";
   out += outcome_name(e.result.fault);
   out += '"';
-  const std::string& response = e.result.response;
-  bool done = false;
-  if (!response.empty()) {
-    // The server's own answer: its result (tool results, isError ones included) or its error
-    // object, as it sent it.
-    const json::Envelope env = json::parse_envelope(response);
-    if (!env.result.empty()) {
-      out += R"(,"result":)";
-      out += env.result.in(response);
-      done = true;
-    } else if (!env.error.empty()) {
-      out += R"(,"error":)";
-      out += env.error.in(response);
-      done = true;
-    }
-  }
-  if (!done) {
+  // The server's own answer: its result (tool results, isError ones included) or its error
+  // object, as it sent it.
+  const Answer answer = answer_of(e.result);
+  if (!answer.result.empty()) {
+    out += R"(,"result":)";
+    out += answer.result;
+  } else if (!answer.error.empty()) {
+    out += R"(,"error":)";
+    out += answer.error;
+  } else {
     out += R"(,"error":{"code":)";
     out += std::to_string(gateway::error_code(e.result.fault));
     out += R"(,"message":)";
@@ -282,18 +320,12 @@ std::string encode_msgpack(const std::vector<BatchEntry>& entries, double total_
     pack_str(p, e.tool);
     pack_str(p, "outcome");
     pack_str(p, outcome_name(e.result.fault));
-    const std::string& response = e.result.response;
-    bool done = false;
-    if (!response.empty()) {
-      const json::Envelope env = json::parse_envelope(response);
-      if (!env.result.empty() || !env.error.empty()) {
-        const bool ok = !env.result.empty();
-        pack_str(p, ok ? "result" : "error");
-        pack_raw(p, (ok ? env.result : env.error).in(response));
-        done = true;
-      }
-    }
-    if (!done) {
+    const Answer answer = answer_of(e.result);
+    if (!answer.result.empty() || !answer.error.empty()) {
+      const bool ok = !answer.result.empty();
+      pack_str(p, ok ? "result" : "error");
+      pack_raw(p, ok ? answer.result : answer.error);
+    } else {
       pack_str(p, "error");
       p.pack_map(2);
       pack_str(p, "code");

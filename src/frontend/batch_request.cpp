@@ -84,18 +84,6 @@ BatchCallSpec read_call(const bj::value& v, std::size_t index) {
 
 // ---- The JSON body read from its text (read_plain_batch_request) ----
 
-// The content of the JSON string token `raw` if it needs no unescaping and is ASCII (so Boost.JSON
-// would read the same bytes); nullopt otherwise.
-std::optional<std::string_view> plain_string(std::string_view raw) {
-  if (raw.size() < 2 || raw.front() != '"') return std::nullopt;
-  const std::string_view content = raw.substr(1, raw.size() - 2);
-  const bool plain = std::all_of(content.begin(), content.end(), [](char c) {
-    return c != '\\' && static_cast<unsigned char>(c) < 0x80;
-  });
-  if (!plain) return std::nullopt;
-  return content;
-}
-
 // A timeout_ms written as a whole number in range; other forms (fractions, exponents) and
 // refused values are left to the DOM path.
 std::optional<std::chrono::milliseconds> plain_timeout(std::string_view raw) {
@@ -109,163 +97,297 @@ std::optional<std::chrono::milliseconds> plain_timeout(std::string_view raw) {
   return std::chrono::milliseconds(ms);
 }
 
-// A name given twice: Boost.JSON keeps the last value at the first one's place, which the DOM path
-// reproduces. Called only for a few members.
-bool has_duplicates(const std::vector<json::Member>& members) {
-  for (std::size_t i = 0; i < members.size(); ++i) {
-    for (std::size_t j = i + 1; j < members.size(); ++j) {
-      if (members[i].name == members[j].name) return true;
+// One pass over a JSON body that reads the batch out of it while checking it as Boost.JSON would
+// (grammar, UTF-8, UTF-16 surrogate pairs, json::kMaxDepth, exponent digits). Anything it would
+// not read exactly as the DOM path does (a malformed body, an entry in error, a name or tool with
+// escapes, a refusal) makes it decline: false, and that path answers.
+class PlainReader {
+ public:
+  PlainReader(std::string_view text, std::size_t max_calls) : t_(text), max_calls_(max_calls) {}
+
+  bool body(BatchRequest& out) {
+    ws();
+    if (!eat('{')) return false;
+    unsigned seen = 0;  // a bit per member name: one given twice is the DOM path's
+    for (;;) {
+      ws();
+      const int which = body_member();
+      ws();
+      if (which < 0 || !eat(':')) return false;
+      ws();
+      if ((seen & (1u << which)) != 0) return false;
+      seen |= 1u << which;
+      if (!member(which, out)) return false;
+      ws();
+      if (eat('}')) break;
+      if (!eat(',')) return false;
+    }
+    ws();
+    return p_ == t_.size() && (seen & 1u) != 0;  // calls given
+  }
+
+ private:
+  static int member_index(std::string_view name) {
+    constexpr std::string_view kNames[] = {"calls", "trajectory", "tenant",
+                                           "mode",  "sequential", "timeout_ms"};
+    for (int i = 0; i < 6; ++i) {
+      if (name == kNames[i]) return i;
+    }
+    return -1;
+  }
+
+  // Which of them the name at p_ is, -1 for another; names with escapes are read too (the DOM
+  // path reads them by their value).
+  int body_member() {
+    const std::size_t start = p_;
+    if (const auto name = plain_string()) return member_index(*name);
+    p_ = start;
+    if (peek() != '"' || !string()) return -1;
+    boost::system::error_code ec;
+    const bj::value name = bj::parse(t_.substr(start, p_ - start), ec);
+    return !ec && name.is_string() ? member_index(name.get_string()) : -1;
+  }
+
+  bool member(int which, BatchRequest& out) {
+    switch (which) {
+      case 0:
+        return calls(out.calls);
+      case 1: {
+        const auto trajectory = plain_string();
+        if (!trajectory || !gateway::trajectory_name_error(*trajectory).empty()) return false;
+        out.trajectory = *trajectory;
+        return true;
+      }
+      case 2: {
+        const auto tenant = plain_string();
+        if (!tenant || !valid_tenant(*tenant)) return false;
+        out.tenant = *tenant;
+        return true;
+      }
+      case 3: {
+        const auto mode = plain_string();
+        if (!mode || (*mode != "all" && *mode != "fail_fast")) return false;
+        out.fail_fast = *mode == "fail_fast";
+        return true;
+      }
+      case 4:
+        out.sequential = peek() == 't';
+        return literal(out.sequential ? "true" : "false");
+      default:
+        return timeout(out.timeout);
     }
   }
-  return false;
-}
 
-// The array `text` (JSON the scanner has validated, nested in `outer` containers) walked again for
-// what the scanner lets through and Boost.JSON refuses: a string with invalid UTF-8 or a UTF-16
-// surrogate escape without its other half, nesting past json::kMaxDepth. Its elements' spans go to
-// `elements`. False if it holds any of those.
-bool plain_array(std::string_view text, std::size_t outer, std::vector<json::Span>& elements) {
-  const std::size_t n = text.size();
-  const auto surrogate = [&](std::size_t at, unsigned low, unsigned high) {
-    if (at + 6 > n || text[at] != '\\' || text[at + 1] != 'u') return false;
-    const auto unit = json::hex4(text.substr(at + 2, 4));
-    return unit && *unit >= low && *unit <= high;
-  };
-  std::size_t depth = 0;
-  std::size_t start = 0;     // of the element being walked (0, the '[': none yet)
-  std::size_t last_end = 0;  // past its last byte that is not whitespace
-  for (std::size_t i = 0; i < n;) {
-    const char c = text[i];
-    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
-      ++i;
-      continue;
+  // The calls array (in the body object): each element must be a call object.
+  bool calls(std::vector<BatchCallSpec>& out) {
+    if (!eat('[')) return false;
+    out.reserve(std::min<std::size_t>(max_calls_, 16));
+    for (;;) {
+      ws();
+      if (out.size() == max_calls_) return false;
+      if (!call(out.emplace_back())) return false;
+      ws();
+      if (eat(']')) return true;
+      if (!eat(',')) return false;
     }
-    if (depth == 1 && (c == ',' || c == ']')) {
-      if (start != 0) elements.push_back(json::Span{start, last_end - start});
-      start = 0;
-    } else if (depth == 1 && start == 0) {
-      start = i;
-    }
-    if (c == '"') {
-      for (++i; i < n && text[i] != '"';) {
-        const auto b = static_cast<unsigned char>(text[i]);
-        if (b >= 0x80) {
-          const std::size_t length = json::utf8_sequence_length(text.substr(i));
-          if (length == 0) return false;
-          i += length;
-        } else if (b != '\\') {
-          ++i;
-        } else if (i + 1 < n && text[i + 1] == 'u') {
-          if (surrogate(i, 0xDC00, 0xDFFF)) return false;  // a low half alone
-          if (!surrogate(i, 0xD800, 0xDBFF)) {
-            i += 6;
-          } else if (surrogate(i + 6, 0xDC00, 0xDFFF)) {
-            i += 12;
-          } else {
-            return false;
-          }
-        } else {
-          i += 2;
+  }
+
+  bool call(BatchCallSpec& out) {
+    if (!eat('{')) return false;
+    bool tool_seen = false, arguments_seen = false, timeout_seen = false;
+    for (;;) {
+      ws();
+      const auto name = plain_string();
+      ws();
+      if (!name || !eat(':')) return false;
+      ws();
+      if (*name == "tool" && !std::exchange(tool_seen, true)) {
+        const auto tool = plain_string();
+        if (!tool || tool->empty() || tool->size() > kMaxBatchToolName) return false;
+        out.tool = *tool;
+      } else if (*name == "arguments" && !std::exchange(arguments_seen, true)) {
+        const std::size_t start = p_;
+        if (peek() == '{') {
+          if (!object(3)) return false;  // in the body, its calls and its call
+          out.arguments = t_.substr(start, p_ - start);
+        } else if (!literal("null")) {
+          return false;
         }
+      } else if (*name == "timeout_ms" && !std::exchange(timeout_seen, true)) {
+        if (!timeout(out.timeout)) return false;
+      } else {
+        return false;  // another member, or one given twice
       }
-      if (i >= n) return false;
-      ++i;  // the closing quote
-    } else {
-      if (c == '[' || c == '{') {
-        if (outer + ++depth > json::kMaxDepth) return false;
-      } else if (c == ']' || c == '}') {
-        if (depth-- == 0) return false;
-      }
-      ++i;
+      ws();
+      if (eat('}')) return tool_seen;
+      if (!eat(',')) return false;
     }
-    last_end = i;
   }
-  return depth == 0;
-}
 
-// Where the value at `i` of validated JSON ends: past its closing quote or bracket, or its last
-// character. Never past `text`.
-std::size_t value_end(std::string_view text, std::size_t i) {
-  const std::size_t n = text.size();
-  std::size_t depth = 0;
-  while (i < n) {
-    const char c = text[i];
-    if (c == '"') {
-      for (++i; i < n && text[i] != '"'; ++i) {
-        if (text[i] == '\\') ++i;
-      }
-      ++i;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-      ++i;
-    } else if (c == '}' || c == ']') {
-      if (depth == 0) return i;  // the end of what encloses a literal or a number
-      --depth;
-      ++i;
-    } else if (depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r')) {
-      return i;
-    } else {
-      ++i;
+  bool timeout(std::chrono::milliseconds& out) {
+    const std::size_t start = p_;
+    if (!number()) return false;
+    const auto ms = plain_timeout(t_.substr(start, p_ - start));
+    if (!ms) return false;
+    out = *ms;
+    return true;
+  }
+
+  // The content of the string token at p_ if it is ASCII that needs no unescaping (Boost.JSON
+  // reads the same bytes); nullopt otherwise.
+  std::optional<std::string_view> plain_string() {
+    if (!eat('"')) return std::nullopt;
+    const std::size_t start = p_;
+    for (; p_ < t_.size(); ++p_) {
+      const auto b = static_cast<unsigned char>(t_[p_]);
+      if (b == '"') return t_.substr(start, p_++ - start);
+      if (b == '\\' || b < 0x20 || b >= 0x80) return std::nullopt;
     }
-    if (depth == 0 && (c == '"' || c == '}' || c == ']')) return std::min(i, n);
+    return std::nullopt;
   }
-  return n;
-}
 
-std::size_t skip_ws(std::string_view text, std::size_t i) {
-  while (i < text.size() &&
-         (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r')) {
-    ++i;
+  // `depth`: how many arrays and objects enclose the value.
+  bool value(std::size_t depth) {
+    switch (peek()) {
+      case '{':
+        return object(depth);
+      case '[':
+        return array(depth);
+      case '"':
+        return string();
+      case 't':
+        return literal("true");
+      case 'f':
+        return literal("false");
+      case 'n':
+        return literal("null");
+      default:
+        return number();
+    }
   }
-  return i;
-}
 
-// One call of a well-formed batch, `text` validated by the body's scan and by plain_array (so
-// walked here without checking it again); false for anything an error entry or the DOM path must
-// answer, and for member names written with escapes.
-bool read_plain_call(std::string_view text, BatchCallSpec& out) {
-  if (text.size() < 2 || text.front() != '{') return false;
-  bool tool_seen = false, arguments_seen = false, timeout_seen = false;
-  std::size_t i = skip_ws(text, 1);
-  if (i < text.size() && text[i] == '}') return false;  // no tool
-  while (i < text.size() && text[i] == '"') {
-    const std::size_t name_end = value_end(text, i);
-    const std::string_view name = text.substr(i + 1, name_end - i - 2);
-    i = skip_ws(text, name_end);
-    if (i >= text.size() || text[i] != ':') return false;
-    i = skip_ws(text, i + 1);
-    const std::size_t value_start = i;
-    i = value_end(text, i);
-    const std::string_view raw = text.substr(value_start, i - value_start);
-    if (raw.empty()) return false;
-    if (name == "tool" && !std::exchange(tool_seen, true)) {
-      const auto tool = plain_string(raw);
-      if (!tool || tool->empty() || tool->size() > kMaxBatchToolName) return false;
-      out.tool = *tool;
-    } else if (name == "arguments" && !std::exchange(arguments_seen, true)) {
-      if (raw.front() == '{') {
-        out.arguments = raw;
-      } else if (raw != "null") {
+  bool object(std::size_t depth) {
+    if (depth >= json::kMaxDepth) return false;
+    ++p_;
+    ws();
+    if (eat('}')) return true;
+    for (;;) {
+      ws();
+      if (peek() != '"' || !string()) return false;
+      ws();
+      if (!eat(':')) return false;
+      ws();
+      if (!value(depth + 1)) return false;
+      ws();
+      if (eat('}')) return true;
+      if (!eat(',')) return false;
+    }
+  }
+
+  bool array(std::size_t depth) {
+    if (depth >= json::kMaxDepth) return false;
+    ++p_;
+    ws();
+    if (eat(']')) return true;
+    for (;;) {
+      ws();
+      if (!value(depth + 1)) return false;
+      ws();
+      if (eat(']')) return true;
+      if (!eat(',')) return false;
+    }
+  }
+
+  // A string Boost.JSON reads: no control characters, well-formed UTF-8, known escapes, and
+  // surrogate escapes only in pairs.
+  bool string() {
+    for (++p_; p_ < t_.size();) {
+      const auto b = static_cast<unsigned char>(t_[p_]);
+      if (b == '"') {
+        ++p_;
+        return true;
+      }
+      if (b < 0x20) return false;
+      if (b >= 0x80) {
+        const std::size_t length = json::utf8_sequence_length(t_.substr(p_));
+        if (length == 0) return false;
+        p_ += length;
+      } else if (b != '\\') {
+        ++p_;
+      } else if (!escape()) {
         return false;
       }
-    } else if (name == "timeout_ms" && !std::exchange(timeout_seen, true)) {
-      const auto timeout = plain_timeout(raw);
-      if (!timeout) return false;
-      out.timeout = *timeout;
-    } else {
-      return false;  // another member, one given twice, or a name with an escape
     }
-    i = skip_ws(text, i);
-    if (i < text.size() && text[i] == ',') {
-      i = skip_ws(text, i + 1);
-    } else if (i + 1 == text.size() && text[i] == '}') {
-      return tool_seen;
-    } else {
-      return false;
+    return false;
+  }
+
+  bool escape() {
+    if (p_ + 1 >= t_.size()) return false;
+    const char e = t_[p_ + 1];
+    if (e != 'u') {
+      p_ += 2;
+      return std::string_view("\"\\/bfnrt").find(e) != std::string_view::npos;
+    }
+    const auto unit = hex4(p_);
+    if (!unit || (*unit >= 0xDC00 && *unit <= 0xDFFF)) return false;  // a low half alone
+    p_ += 6;
+    if (*unit < 0xD800 || *unit > 0xDBFF) return true;
+    const auto low = hex4(p_);
+    if (!low || *low < 0xDC00 || *low > 0xDFFF) return false;  // a high half alone
+    p_ += 6;
+    return true;
+  }
+
+  // The unit of the \u escape at `at`.
+  std::optional<unsigned> hex4(std::size_t at) const {
+    if (at + 6 > t_.size() || t_[at] != '\\' || t_[at + 1] != 'u') return std::nullopt;
+    return json::hex4(t_.substr(at + 2, 4));
+  }
+
+  bool literal(std::string_view word) {
+    if (t_.substr(p_, word.size()) != word) return false;
+    p_ += word.size();
+    return true;
+  }
+
+  bool digits() {
+    const std::size_t start = p_;
+    while (p_ < t_.size() && t_[p_] >= '0' && t_[p_] <= '9') ++p_;
+    return p_ > start;
+  }
+
+  bool number() {
+    eat('-');
+    if (!eat('0') && !digits()) return false;
+    if (eat('.') && !digits()) return false;
+    if (peek() != 'e' && peek() != 'E') return true;
+    ++p_;
+    if (!eat('+')) eat('-');
+    const std::size_t start = p_;
+    while (peek() == '0') ++p_;
+    const std::size_t significant = p_;
+    digits();
+    // Boost.JSON refuses exponents past INT_MAX (json::kMaxExponentDigits, as the envelope).
+    return p_ > start && p_ - significant <= json::kMaxExponentDigits;
+  }
+
+  char peek() const { return p_ < t_.size() ? t_[p_] : '\0'; }
+  bool eat(char c) {
+    if (peek() != c) return false;
+    ++p_;
+    return true;
+  }
+  void ws() {
+    while (p_ < t_.size() &&
+           (t_[p_] == ' ' || t_[p_] == '\t' || t_[p_] == '\n' || t_[p_] == '\r')) {
+      ++p_;
     }
   }
-  return false;
-}
+
+  std::string_view t_;
+  std::size_t p_ = 0;
+  const std::size_t max_calls_;
+};
 
 BatchRefusal bad(std::string message) {
   return BatchRefusal{400, "invalid_request", std::move(message)};
@@ -323,46 +445,7 @@ BatchRefusal read_batch_request(const bj::value& body, BatchRequest& out, std::s
 }
 
 bool read_plain_batch_request(std::string_view body, BatchRequest& out, std::size_t max_calls) {
-  const auto members = json::object_members(body);
-  if (!members || members->size() > 6 || has_duplicates(*members)) return false;
-  std::string_view calls;
-  for (const json::Member& m : *members) {
-    const std::string_view raw = m.value.in(body);
-    if (m.name == "calls") {
-      calls = raw;
-    } else if (m.name == "trajectory") {
-      const auto trajectory = plain_string(raw);
-      if (!trajectory || !gateway::trajectory_name_error(*trajectory).empty()) return false;
-      out.trajectory = *trajectory;
-    } else if (m.name == "tenant") {
-      const auto tenant = plain_string(raw);
-      if (!tenant || !valid_tenant(*tenant)) return false;
-      out.tenant = *tenant;
-    } else if (m.name == "mode") {
-      if (raw != R"("all")" && raw != R"("fail_fast")") return false;
-      out.fail_fast = raw == R"("fail_fast")";
-    } else if (m.name == "sequential") {
-      if (raw != "true" && raw != "false") return false;
-      out.sequential = raw == "true";
-    } else if (m.name == "timeout_ms") {
-      const auto timeout = plain_timeout(raw);
-      if (!timeout) return false;
-      out.timeout = *timeout;
-    } else {
-      return false;
-    }
-  }
-  if (calls.empty() || calls.front() != '[') return false;
-  std::vector<json::Span> elements;
-  elements.reserve(std::min<std::size_t>(max_calls, 64));
-  // The body object encloses the array.
-  if (!plain_array(calls, 1, elements)) return false;
-  if (elements.empty() || elements.size() > max_calls) return false;
-  out.calls.resize(elements.size());
-  for (std::size_t i = 0; i < elements.size(); ++i) {
-    if (!read_plain_call(elements[i].in(calls), out.calls[i])) return false;
-  }
-  return true;
+  return PlainReader(body, max_calls).body(out);
 }
 
 }  // namespace toolbridge::frontend

@@ -108,8 +108,14 @@ std::shared_ptr<Call> make_tool_call(std::size_t index, std::string_view tool,
                                      CheckedArguments arguments, const CallScope& scope,
                                      std::chrono::milliseconds timeout) {
   auto call = std::make_shared<Call>();
-  call->id = std::to_string(index);
-  std::string& params = call->params;
+  set_tool_call(*call, index, tool, arguments, scope, timeout);
+  return call;
+}
+
+void set_tool_call(Call& call, std::size_t index, std::string_view tool, CheckedArguments arguments,
+                   const CallScope& scope, std::chrono::milliseconds timeout) {
+  call.id = std::to_string(index);
+  std::string& params = call.params;
   params.reserve(24 + tool.size() + arguments.text.size());
   params += R"({"name":)";
   const std::size_t name_at = params.size();
@@ -120,12 +126,11 @@ std::shared_ptr<Call> make_tool_call(std::size_t index, std::string_view tool,
   params += arguments.text;
   params += '}';
   // What json::object_members(params) would find: the two members just written.
-  call->members.reserve(2);
-  call->members.push_back(json::Member{"name", json::Span{name_at, name_length}});
-  call->members.push_back(
+  call.members.reserve(2);
+  call.members.push_back(json::Member{"name", json::Span{name_at, name_length}});
+  call.members.push_back(
       json::Member{"arguments", json::Span{arguments_at, arguments.text.size()}});
-  set_scope(*call, scope, timeout);
-  return call;
+  set_scope(call, scope, timeout);
 }
 
 CallRun::CallRun(asio::io_context& io, const gateway::Pipeline& pipeline, bool fail_fast,
@@ -142,7 +147,38 @@ void CallRun::start() {
   done_at.resize(calls.size(), Call::Clock::now());
   results.resize(calls.size());
   if (sequential_) return next();
-  for (std::size_t i = 0; i < calls.size(); ++i) launch(i);
+  starting_ = true;
+  answered_.reserve(calls.size());
+  while (next_ < calls.size()) {
+    const std::size_t i = next_++;
+    if (finished_without_running(i)) continue;
+    asio::co_spawn(io_, run_from(shared_from_this(), i), [](std::exception_ptr failure) {
+      if (failure) std::rethrow_exception(failure);
+    });
+  }
+  starting_ = false;
+  for (auto& [i, result] : std::exchange(answered_, {})) finish(i, std::move(result));
+}
+
+asio::awaitable<void> CallRun::run_from(std::shared_ptr<CallRun> self, std::size_t i) {
+  for (;;) {
+    std::optional<Result> result;
+    try {
+      result = co_await self->pipeline_.run(*self->calls[i]);
+    } catch (...) {
+      spdlog::error("call {} ({}): the pipeline failed", i, self->calls[i]->route.display_name);
+      result = Result::failure(Fault::kUnavailable, "internal error while running the call");
+    }
+    if (!self->starting_) {  // it waited: the run has started every call
+      self->finish(i, std::move(*result));
+      co_return;
+    }
+    self->answered_.emplace_back(i, std::move(*result));
+    do {
+      if (self->next_ == self->calls.size()) co_return;
+      i = self->next_++;
+    } while (self->finished_without_running(i));
+  }
 }
 
 std::size_t CallRun::add(std::shared_ptr<Call> call, std::optional<Result> preset) {
@@ -168,10 +204,21 @@ void CallRun::abandon(const std::string& reason) {
   cancel_all(reason);
 }
 
+bool CallRun::finished_without_running(std::size_t i) {
+  if (results[i]) {
+    finish(i, std::move(*results[i]));  // an entry that cannot run
+  } else if (abandoned_) {
+    finish(i, Result::failure(Fault::kCancelled, "the client disconnected"));
+  } else if (stopped_by) {
+    finish(i, Result::failure(Fault::kCancelled, skipped_why()));
+  } else {
+    return false;
+  }
+  return true;
+}
+
 void CallRun::launch(std::size_t i) {
-  if (results[i]) return finish(i, std::move(*results[i]));  // an entry that cannot run
-  if (abandoned_) return finish(i, Result::failure(Fault::kCancelled, "the client disconnected"));
-  if (stopped_by) return finish(i, Result::failure(Fault::kCancelled, skipped_why()));
+  if (finished_without_running(i)) return;
   Call& call = *calls[i];  // kept alive by `calls` until this run ends
   asio::co_spawn(
       io_, pipeline_.run(call),

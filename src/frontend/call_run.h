@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "call/call.h"
@@ -52,6 +53,10 @@ struct CheckedArguments {
 std::shared_ptr<gateway::Call> make_tool_call(std::size_t index, std::string_view tool,
                                               CheckedArguments arguments, const CallScope& scope,
                                               std::chrono::milliseconds timeout);
+// The same, made in `call` (a new Call): for a request that allocates its calls together.
+void set_tool_call(gateway::Call& call, std::size_t index, std::string_view tool,
+                   CheckedArguments arguments, const CallScope& scope,
+                   std::chrono::milliseconds timeout);
 
 // The calls of one request in flight: their results, and who waits for them. Shared by the
 // handler, each call's completion and the peer-closed callback.
@@ -83,7 +88,13 @@ class CallRun : public std::enable_shared_from_this<CallRun> {
   std::optional<std::size_t> stopped_by;  // the call whose failure stopped a fail_fast run
 
  private:
+  // Answers call i without running it if it cannot run (preset), the client left or a fail_fast
+  // run stopped; false if it is to run.
+  bool finished_without_running(std::size_t i);
   void launch(std::size_t i);
+  // Runs call i and, while the run is starting, the calls after it for as long as each is answered
+  // without waiting (cache hits): a coroutine is started only for a call that waits.
+  static boost::asio::awaitable<void> run_from(std::shared_ptr<CallRun> self, std::size_t i);
   void next();
   void finish(std::size_t i, gateway::Result result);
   std::string skipped_why() const;
@@ -99,6 +110,10 @@ class CallRun : public std::enable_shared_from_this<CallRun> {
   std::size_t held_bytes_ = 0;  // of the results kept for the answer
   std::size_t max_result_bytes_ = 0;
   bool abandoned_ = false;
+  bool starting_ = false;  // start() is launching the calls of a concurrent run
+  // Calls answered while start() launched them, finished once it has launched every call (as
+  // each call's own coroutine would have finished it).
+  std::vector<std::pair<std::size_t, gateway::Result>> answered_;
 };
 
 }  // namespace toolbridge::frontend

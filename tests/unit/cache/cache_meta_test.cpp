@@ -78,5 +78,22 @@ TEST(CacheMeta, AHitResponseIsTheResultWithItsInfo) {
   }
 }
 
+TEST(CacheMeta, TheResultSpanFramesTheResultAHitAnswersWith) {
+  for (const auto& [result, answer] : kCases) {
+    const auto layout = cache_meta_layout(result);
+    ASSERT_TRUE(layout);
+    std::string info;
+    append_hit_info(info, "memory", 42);
+    const std::string full = with_cache_meta(result, info);
+    for (const char* id : {"1", R"("abc")", ""}) {
+      const std::string hit = hit_response(id, layout->text, layout->holes.front(), "memory", 42);
+      EXPECT_EQ(result_span(id, hit).in(hit), full);
+      const std::string as_sent = json::make_result(id, full);
+      EXPECT_EQ(result_span(id, as_sent).in(as_sent),
+                json::parse_envelope(as_sent).result.in(as_sent));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace toolbridge::cache

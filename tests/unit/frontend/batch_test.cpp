@@ -9,6 +9,7 @@
 
 #include "frontend/batch_codec.h"
 #include "frontend/call_run.h"
+#include "json/envelope.h"
 #include "json/parse.h"
 
 namespace toolbridge::frontend {
@@ -163,6 +164,38 @@ TEST(BatchCodec, MsgpackRoundTripsToTheSameDocumentAsJson) {
   ASSERT_TRUE(problem.empty()) << problem;
   boost::system::error_code ec;
   EXPECT_EQ(from_msgpack, json::parse(json_out, ec));
+}
+
+// A result whose place its writer knew (a cache hit) is taken from there: the same bytes a scan
+// finds. A span that a later rewrite of the response left stale is not trusted.
+TEST(BatchCodec, AKnownResultSpanGivesTheEntryAScanGives) {
+  const std::string hit =
+      R"({"jsonrpc":"2.0","id":12,"result":{"content":[],"_meta":{"toolbridge/cache":{}}}})";
+  const json::Span span = json::parse_envelope(hit).result;
+  ASSERT_FALSE(span.empty());
+  const auto entry = [](const std::string& response, json::Span at) {
+    BatchEntry e;
+    e.tool = "a__b";
+    e.result = Result{Fault::kNone, response, {}};
+    e.result.result_at = at;
+    e.queue_ms = 0.5;
+    return std::vector<BatchEntry>{e};
+  };
+  const std::string rewritten[] = {
+      hit,
+      json::with_id(hit, json::parse_envelope(hit).id, "123456"),
+      json::with_id(hit, json::parse_envelope(hit).id, "34"),  // same length: still framed
+      R"({"jsonrpc":"2.0","id":12,"result":{"content":[],"_meta":{"toolbridge/cache":{}},"x":1}})",
+      R"({"jsonrpc":"2.0","id":12,"error":{"code":-32000,"message":"boom"}})",
+      R"({"jsonrpc":"2.0","id":12,"result":{}})",
+  };
+  for (const std::string& response : rewritten) {
+    for (const Encoding encoding : {Encoding::kJson, Encoding::kMsgpack}) {
+      EXPECT_EQ(encode_response(encoding, entry(response, span), 1.5),
+                encode_response(encoding, entry(response, json::Span{}), 1.5))
+          << response;
+    }
+  }
 }
 
 TEST(BatchCodec, MsgpackBodiesThatCannotBeJsonAreRefused) {
