@@ -599,9 +599,6 @@ TEST(RewriteObject, ReplacesDropsAndAppendsWithoutTouchingOtherValues) {
             R"({"name":"c","name":"c"})");
 }
 
-}  // namespace
-}  // namespace toolbridge::json
-
 TEST(WithMemberValue, SplicesEveryMemberOfTheNameAndKeepsTheRestByteForByte) {
   const std::string text = R"({ "name" : "srv__t", "arguments":{"a" : [1, 2]}, "n\u0061me":"x"})";
   const auto members = *object_members(text);
@@ -612,11 +609,11 @@ TEST(WithMemberValue, SplicesEveryMemberOfTheNameAndKeepsTheRestByteForByte) {
 }
 
 TEST(SpanAfterId, SpansAfterTheIdMoveByItsChangeInLength) {
-  for (const std::string message : {std::string(R"({"jsonrpc":"2.0","id":7,"result":{"a":1}})"),
+  for (const std::string& message : {std::string(R"({"jsonrpc":"2.0","id":7,"result":{"a":1}})"),
                                     std::string(R"({"result":{"a":1},"jsonrpc":"2.0","id":7})"),
                                     std::string(R"({"id":12345,"error":{"code":1}})")}) {
     const Envelope env = parse_envelope(message);
-    for (const std::string new_id : {"1", R"("a longer caller id")"}) {
+    for (const std::string_view new_id : {"1", R"("a longer caller id")"}) {
       const std::string rewritten = with_id(message, env.id, new_id);
       const Envelope expected = parse_envelope(rewritten);
       const Span result = span_after_id(env.result, env.id, new_id.size());
@@ -628,3 +625,6 @@ TEST(SpanAfterId, SpansAfterTheIdMoveByItsChangeInLength) {
     }
   }
 }
+
+}  // namespace
+}  // namespace toolbridge::json
