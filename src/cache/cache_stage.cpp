@@ -127,6 +127,11 @@ std::optional<std::string_view> find_arguments(std::string_view params) {
 
 // The arguments as the server will get them (after repair).
 std::string_view arguments(const Call& call) {
+  if (!call.arguments_rewritten) {
+    // As the caller wrote them: their place in params is known, no scan.
+    const std::string_view written = call.member("arguments");
+    return written.empty() ? std::string_view("{}") : written;
+  }
   const std::string_view params =
       call.upstream_params.empty() ? std::string_view(call.params) : call.upstream_params;
   if (const auto found = find_arguments(params)) return *found;

@@ -136,6 +136,9 @@ class Call {
   int attempts = 0;                      // retries so far
   int sends = 0;                         // times it was handed to an instance
   std::vector<CallRepair> repairs;       // what repair changed (tool name, arguments)
+  // Repair rewrote the arguments in upstream_params. Until it does, they are member("arguments")
+  // of params byte for byte (resolve changes only the name and _meta).
+  bool arguments_rewritten = false;
   bool cached = false;                   // answered from the result cache
   // When the call was first handed to an instance (time_point{} if it never was: refused, shed,
   // expired in a queue, answered without a server): the time before is queueing (admission,

@@ -98,6 +98,7 @@ std::optional<Result> RepairStage::prepare(Call& call) {
     if (params) {
       call.upstream_params = json::rewrite_object(call.upstream_params, *params,
                                                   {{"arguments", *fixed.arguments}}, {});
+      call.arguments_rewritten = true;
       for (auto& c : fixed.changes) {
         spdlog::debug("tools/call {} {}: {} {} '{}' -> '{}'", call.id, call.route.label, c.kind,
                       c.path, c.from, c.to);
