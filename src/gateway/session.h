@@ -4,6 +4,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/container/deque.hpp>
+#include <boost/container/flat_map.hpp>
 #include <boost/container/small_vector.hpp>
 #include <chrono>
 #include <deque>
@@ -127,12 +128,13 @@ class Session : public std::enable_shared_from_this<Session> {
   bool answer_outbound(std::string_view id_text, bool is_error, std::string raw);
   void fail_all_outbound(const std::string& why);
 
-  // Calls in flight, by the client's raw request id, for notifications/cancelled.
+  // Calls in flight, by the client's raw request id, for notifications/cancelled. A flat map:
+  // a session mostly has one or a few, and its vector is reused from call to call.
   struct InFlight {
     std::weak_ptr<Call> call;
     std::weak_ptr<PostStream> stream;  // the POST that owes the answer
   };
-  std::map<std::string, InFlight, std::less<>> in_flight;
+  boost::container::flat_map<std::string, InFlight, std::less<>> in_flight;
 
  private:
   std::string id_;
