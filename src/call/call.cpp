@@ -85,6 +85,27 @@ int error_code(Fault f) {
   }
 }
 
+const std::string& Call::server_params() {
+  if (!upstream_params.empty()) return upstream_params;
+  const std::string name = server_name.empty() ? std::string() : json::quote(server_name);
+  if (!name.empty() && !meta) {
+    // The usual call: only the name changes, spliced in; the rest goes as the caller wrote it.
+    if (auto spliced = json::with_member_value(params, members, "name", name))
+      return upstream_params = std::move(*spliced);
+  }
+  std::vector<std::pair<std::string_view, std::string>> replace;
+  std::vector<std::string_view> drop;
+  if (!name.empty()) replace.emplace_back("name", name);
+  if (meta) {
+    if (meta->empty())
+      drop.emplace_back("_meta");
+    else
+      replace.emplace_back("_meta", *meta);
+  }
+  if (replace.empty() && drop.empty()) return upstream_params = params;
+  return upstream_params = json::rewrite_object(params, members, replace, drop);
+}
+
 std::string_view Call::member(std::string_view name) const {
   for (const auto& m : members) {
     if (m.name == name) return m.value.in(params);

@@ -130,7 +130,12 @@ class Call {
 
   // Decided by the stages.
   Route route;
-  std::string upstream_params;  // what the server is sent (names as the server knows them)
+  // The name the server knows a tool or prompt by (resolve sets it; empty: params' name stays).
+  std::string server_name;
+  // What the server is sent (names as the server knows them, _meta as the front end left it):
+  // built by server_params() when a stage first needs it, so a call answered before dispatch (a
+  // cache hit) never builds it. Empty until then.
+  std::string upstream_params;
   Clock::time_point deadline = Clock::time_point::max();
   std::chrono::milliseconds timeout{0};  // the budget the deadline was set from
   int attempts = 0;                      // retries so far
@@ -147,6 +152,8 @@ class Call {
   int instance_pid = 0;  // the instance that answered it last (0: none, or a remote server)
 
   bool is_tool_call() const { return method == "tools/call"; }
+  // upstream_params, built from params, server_name and meta if it is not yet.
+  const std::string& server_params();
   // The raw value of a top-level member of params; empty if absent.
   std::string_view member(std::string_view name) const;
   // A string member, unescaped; empty if absent or not a string.

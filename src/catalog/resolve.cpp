@@ -15,31 +15,6 @@ namespace bj = boost::json;
 using gateway::Fault;
 using gateway::Result;
 
-namespace {
-
-// params with `name` as the server knows it and _meta as the front end left it.
-std::string upstream_params(const gateway::Call& call, std::string_view key,
-                            const std::string* value) {
-  if (value && !call.meta) {
-    // The usual call: only the name changes, spliced in; the rest goes as the caller wrote it.
-    if (auto spliced = json::with_member_value(call.params, call.members, key, json::quote(*value)))
-      return std::move(*spliced);
-  }
-  std::vector<std::pair<std::string_view, std::string>> replace;
-  std::vector<std::string_view> drop;
-  if (value) replace.emplace_back(key, json::quote(*value));
-  if (call.meta) {
-    if (call.meta->empty())
-      drop.emplace_back("_meta");
-    else
-      replace.emplace_back("_meta", *call.meta);
-  }
-  if (replace.empty() && drop.empty()) return call.params;
-  return json::rewrite_object(call.params, call.members, replace, drop);
-}
-
-}  // namespace
-
 ResolveStage::ResolveStage(const Catalog& catalog,
                            const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
                            const bool& stopping, std::string separator)
@@ -137,7 +112,7 @@ std::optional<Result> ResolveStage::resolve_named(gateway::Call& call) const {
                   tool ? entry->original : "")) {
       return Result::failure(Fault::kUnavailable, "unknown server " + entry->server);
     }
-    call.upstream_params = upstream_params(call, "name", &entry->original);
+    call.server_name = entry->original;  // the params the server gets: Call::server_params()
     return std::nullopt;
   }
   // resources/read, resources/subscribe, resources/unsubscribe: routed by URI.
@@ -150,8 +125,7 @@ std::optional<Result> ResolveStage::resolve_named(gateway::Call& call) const {
   if (!route_to(call, *server, call.method, *server + " " + call.method, "")) {
     return Result::failure(Fault::kUnavailable, "unknown server " + *server);
   }
-  call.upstream_params = upstream_params(call, "uri", nullptr);
-  return std::nullopt;
+  return std::nullopt;  // params go as they are, but for _meta: Call::server_params()
 }
 
 std::optional<Result> ResolveStage::resolve_completion(gateway::Call& call) const {

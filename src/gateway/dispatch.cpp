@@ -198,7 +198,7 @@ asio::awaitable<Result> DispatchStage::send(Call& call,
   call.instance_pid = instance->pid();
   ++call.sends;
   call.set_in_flight(attempt);
-  instance->call(call.method, call.upstream_params, call.id, call.progress_token, attempt,
+  instance->call(call.method, call.server_params(), call.id, call.progress_token, attempt,
                  std::max(left, std::chrono::milliseconds(1)), call.route.display_name);
   Result result;
   if (attempt->done()) {

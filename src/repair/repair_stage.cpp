@@ -94,7 +94,7 @@ std::optional<Result> RepairStage::prepare(Call& call) {
   ArgumentRepair fixed;
   if (needed) fixed = repair_arguments(raw, schema, settings);
   if (fixed.arguments) {
-    auto params = json::object_members(call.upstream_params);
+    auto params = json::object_members(call.server_params());
     if (params) {
       call.upstream_params = json::rewrite_object(call.upstream_params, *params,
                                                   {{"arguments", *fixed.arguments}}, {});
