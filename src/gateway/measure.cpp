@@ -39,6 +39,18 @@ MeasureStage::Series& MeasureStage::series(const Call& call) {
   return it->second;
 }
 
+std::chrono::system_clock::time_point MeasureStage::wall_time(Call::Clock::time_point t,
+                                                              Call::Clock::time_point now) {
+  using std::chrono::system_clock;
+  if (offset_read_ == Call::Clock::time_point{} || now - offset_read_ > std::chrono::seconds(1)) {
+    wall_offset_ = system_clock::now().time_since_epoch() -
+                   std::chrono::duration_cast<system_clock::duration>(now.time_since_epoch());
+    offset_read_ = now;
+  }
+  return system_clock::time_point(
+      std::chrono::duration_cast<system_clock::duration>(t.time_since_epoch()) + wall_offset_);
+}
+
 void MeasureStage::fill(telemetry::CallRecord& r, const Call& call, const Result& result,
                         std::uint64_t seq, Call::Clock::time_point now) {
   r.seq = seq;
@@ -46,9 +58,7 @@ void MeasureStage::fill(telemetry::CallRecord& r, const Call& call, const Result
   const bool sent = call.sent != Call::Clock::time_point{};
   r.queue_s = sent ? seconds(call.sent - call.started) : r.total_s;
   r.execution_s = sent ? seconds(now - call.sent) : 0;
-  const auto wall = std::chrono::system_clock::now() -
-                    std::chrono::duration_cast<std::chrono::system_clock::duration>(now -
-                                                                                    call.started);
+  const auto wall = wall_time(call.started, now);
   r.time_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(wall.time_since_epoch()).count();
   r.trajectory = logged_trajectory(call);

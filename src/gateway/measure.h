@@ -32,13 +32,19 @@ class MeasureStage final : public Stage {
   };
   Series& series(const Call& call);
   // Fills `r` (a reused record: every field is set) with what the call did.
-  static void fill(telemetry::CallRecord& r, const Call& call, const Result& result,
-                   std::uint64_t seq, Call::Clock::time_point now);
+  void fill(telemetry::CallRecord& r, const Call& call, const Result& result, std::uint64_t seq,
+            Call::Clock::time_point now);
+  // The wall-clock time of `t`, from the steady clock and an offset read again every second
+  // (one system clock read a second instead of one a call).
+  std::chrono::system_clock::time_point wall_time(Call::Clock::time_point t,
+                                                  Call::Clock::time_point now);
 
   telemetry::Metrics& metrics_;
   telemetry::CallLog& log_;
   telemetry::CallTrace* trace_;
   std::unordered_map<std::string, Series> series_;  // by display name (unique per pair)
+  std::chrono::system_clock::duration wall_offset_{};
+  Call::Clock::time_point offset_read_{};
 };
 
 }  // namespace toolbridge::gateway
