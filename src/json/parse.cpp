@@ -7,14 +7,18 @@
 namespace toolbridge::json {
 
 namespace {
-// Boost.JSON reads 1e999 as infinity and would write it back as `Infinity`, which is not JSON: a
-// server's schema with such a bound would make every client's tools/list unreadable.
+// Boost.JSON reads 1e999 as infinity and 0e999 as NaN (0 times an infinite power of ten), and
+// would write them back as `Infinity` and `NaN`, which are not JSON: a server's schema with such
+// a bound would make every client's tools/list unreadable, and a call's arguments could reach
+// its server as no JSON at all. They become the largest double and zero.
 void clamp_non_finite(boost::json::value& v) {
   switch (v.kind()) {
     case boost::json::kind::double_:
       if (std::isinf(v.get_double())) {
         const double max = std::numeric_limits<double>::max();
         v = v.get_double() > 0 ? max : -max;
+      } else if (std::isnan(v.get_double())) {
+        v = 0.0;  // JSON has no NaN: only a zero with a huge exponent reads as one
       }
       return;
     case boost::json::kind::array:

@@ -40,3 +40,16 @@ TEST(JsonParse, NumbersPastADoubleStayJsonWhenWrittenBack) {
   EXPECT_FALSE(ec) << text;
   EXPECT_EQ(v.at("ok").as_double(), 1.5);
 }
+
+TEST(JsonParse, AZeroWithAHugeExponentIsZeroNotNaN) {
+  boost::system::error_code ec;
+  const auto v = json::parse(R"({"a":0E1100,"b":[-0e999,0.0e400]})", ec);
+  ASSERT_FALSE(ec) << ec.message();
+  const std::string text = boost::json::serialize(v);
+  EXPECT_EQ(text.find("NaN"), std::string::npos) << text;
+  json::parse(text, ec);
+  EXPECT_FALSE(ec) << text;
+  EXPECT_EQ(v.at("a").as_double(), 0.0);
+  EXPECT_EQ(v.at("b").as_array()[0].as_double(), 0.0);
+  EXPECT_EQ(v.at("b").as_array()[1].as_double(), 0.0);
+}
