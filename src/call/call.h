@@ -144,7 +144,7 @@ class Call {
   // Repair rewrote the arguments in upstream_params. Until it does, they are member("arguments")
   // of params byte for byte (resolve changes only the name and _meta).
   bool arguments_rewritten = false;
-  bool cached = false;                   // answered from the result cache
+  bool cached = false;  // answered from the result cache
   // When the call was first handed to an instance (time_point{} if it never was: refused, shed,
   // expired in a queue, answered without a server): the time before is queueing (admission,
   // waiting for an instance), the time after is execution.

@@ -484,7 +484,8 @@ std::string with_id(std::string_view message, Span id, std::string_view new_id) 
 }
 
 Span span_after_id(Span span, Span id, std::size_t new_id_length) {
-  if (!span.empty() && span.offset > id.offset) span.offset = span.offset + new_id_length - id.length;
+  if (!span.empty() && span.offset > id.offset)
+    span.offset = span.offset + new_id_length - id.length;
   return span;
 }
 

@@ -241,8 +241,10 @@ bool ToolSchema::valid_by_scan(std::string_view raw,
   std::uint64_t present_bits = 0;
   std::vector<bool> present_many(params.size() > 64 ? params.size() : 0, false);
   const auto mark = [&](std::size_t i) {
-    if (i < 64) present_bits |= std::uint64_t{1} << i;
-    else present_many[i] = true;
+    if (i < 64)
+      present_bits |= std::uint64_t{1} << i;
+    else
+      present_many[i] = true;
   };
   const auto seen = [&](std::size_t i) {
     return i < 64 ? (present_bits >> i & 1) != 0 : static_cast<bool>(present_many[i]);

@@ -610,8 +610,8 @@ TEST(WithMemberValue, SplicesEveryMemberOfTheNameAndKeepsTheRestByteForByte) {
 
 TEST(SpanAfterId, SpansAfterTheIdMoveByItsChangeInLength) {
   for (const std::string& message : {std::string(R"({"jsonrpc":"2.0","id":7,"result":{"a":1}})"),
-                                    std::string(R"({"result":{"a":1},"jsonrpc":"2.0","id":7})"),
-                                    std::string(R"({"id":12345,"error":{"code":1}})")}) {
+                                     std::string(R"({"result":{"a":1},"jsonrpc":"2.0","id":7})"),
+                                     std::string(R"({"id":12345,"error":{"code":1}})")}) {
     const Envelope env = parse_envelope(message);
     for (const std::string_view new_id : {"1", R"("a longer caller id")"}) {
       const std::string rewritten = with_id(message, env.id, new_id);
