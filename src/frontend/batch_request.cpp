@@ -11,7 +11,7 @@
 #include "call/trajectory_name.h"
 #include "frontend/batch.h"
 #include "json/envelope.h"
-#include "json/utf8.h"
+#include "json/scan.h"
 
 namespace toolbridge::frontend {
 
@@ -142,7 +142,7 @@ class PlainReader {
     const std::size_t start = p_;
     if (const auto name = plain_string()) return member_index(*name);
     p_ = start;
-    if (peek() != '"' || !string()) return -1;
+    if (peek() != '"' || !skip_value(0)) return -1;
     boost::system::error_code ec;
     const bj::value name = bj::parse(t_.substr(start, p_ - start), ec);
     return !ec && name.is_string() ? member_index(name.get_string()) : -1;
@@ -208,7 +208,7 @@ class PlainReader {
       } else if (*name == "arguments" && !std::exchange(arguments_seen, true)) {
         const std::size_t start = p_;
         if (peek() == '{') {
-          if (!object(3)) return false;  // in the body, its calls and its call
+          if (!skip_value(3)) return false;  // in the body, its calls and its call
           out.arguments = t_.substr(start, p_ - start);
         } else if (!literal("null")) {
           return false;
@@ -226,7 +226,7 @@ class PlainReader {
 
   bool timeout(std::chrono::milliseconds& out) {
     const std::size_t start = p_;
-    if (!number()) return false;
+    if (!skip_value(0)) return false;  // a number encloses nothing
     const auto ms = plain_timeout(t_.substr(start, p_ - start));
     if (!ms) return false;
     out = *ms;
@@ -246,129 +246,18 @@ class PlainReader {
     return std::nullopt;
   }
 
-  // `depth`: how many arrays and objects enclose the value.
-  bool value(std::size_t depth) {
-    switch (peek()) {
-      case '{':
-        return object(depth);
-      case '[':
-        return array(depth);
-      case '"':
-        return string();
-      case 't':
-        return literal("true");
-      case 'f':
-        return literal("false");
-      case 'n':
-        return literal("null");
-      default:
-        return number();
-    }
-  }
-
-  bool object(std::size_t depth) {
-    if (depth >= json::kMaxDepth) return false;
-    ++p_;
-    ws();
-    if (eat('}')) return true;
-    for (;;) {
-      ws();
-      if (peek() != '"' || !string()) return false;
-      ws();
-      if (!eat(':')) return false;
-      ws();
-      if (!value(depth + 1)) return false;
-      ws();
-      if (eat('}')) return true;
-      if (!eat(',')) return false;
-    }
-  }
-
-  bool array(std::size_t depth) {
-    if (depth >= json::kMaxDepth) return false;
-    ++p_;
-    ws();
-    if (eat(']')) return true;
-    for (;;) {
-      ws();
-      if (!value(depth + 1)) return false;
-      ws();
-      if (eat(']')) return true;
-      if (!eat(',')) return false;
-    }
-  }
-
-  // A string Boost.JSON reads: no control characters, well-formed UTF-8, known escapes, and
-  // surrogate escapes only in pairs.
-  bool string() {
-    for (++p_; p_ < t_.size();) {
-      const auto b = static_cast<unsigned char>(t_[p_]);
-      if (b == '"') {
-        ++p_;
-        return true;
-      }
-      if (b < 0x20) return false;
-      if (b >= 0x80) {
-        const std::size_t length = json::utf8_sequence_length(t_.substr(p_));
-        if (length == 0) return false;
-        p_ += length;
-      } else if (b != '\\') {
-        ++p_;
-      } else if (!escape()) {
-        return false;
-      }
-    }
-    return false;
-  }
-
-  bool escape() {
-    if (p_ + 1 >= t_.size()) return false;
-    const char e = t_[p_ + 1];
-    if (e != 'u') {
-      p_ += 2;
-      return std::string_view("\"\\/bfnrt").find(e) != std::string_view::npos;
-    }
-    const auto unit = hex4(p_);
-    if (!unit || (*unit >= 0xDC00 && *unit <= 0xDFFF)) return false;  // a low half alone
-    p_ += 6;
-    if (*unit < 0xD800 || *unit > 0xDBFF) return true;
-    const auto low = hex4(p_);
-    if (!low || *low < 0xDC00 || *low > 0xDFFF) return false;  // a high half alone
-    p_ += 6;
-    return true;
-  }
-
-  // The unit of the \u escape at `at`.
-  std::optional<unsigned> hex4(std::size_t at) const {
-    if (at + 6 > t_.size() || t_[at] != '\\' || t_[at + 1] != 'u') return std::nullopt;
-    return json::hex4(t_.substr(at + 2, 4));
+  // The value at p_, which `depth` arrays and objects enclose, stepped over if json::parse
+  // would read it.
+  bool skip_value(std::size_t depth) {
+    const json::ValueScan scan = json::scan_value(t_, p_, depth);
+    p_ = scan.end;
+    return scan.parses();
   }
 
   bool literal(std::string_view word) {
     if (t_.substr(p_, word.size()) != word) return false;
     p_ += word.size();
     return true;
-  }
-
-  bool digits() {
-    const std::size_t start = p_;
-    while (p_ < t_.size() && t_[p_] >= '0' && t_[p_] <= '9') ++p_;
-    return p_ > start;
-  }
-
-  bool number() {
-    eat('-');
-    if (!eat('0') && !digits()) return false;
-    if (eat('.') && !digits()) return false;
-    if (peek() != 'e' && peek() != 'E') return true;
-    ++p_;
-    if (!eat('+')) eat('-');
-    const std::size_t start = p_;
-    while (peek() == '0') ++p_;
-    const std::size_t significant = p_;
-    digits();
-    // Boost.JSON refuses exponents past INT_MAX (json::kMaxExponentDigits, as the envelope).
-    return p_ > start && p_ - significant <= json::kMaxExponentDigits;
   }
 
   char peek() const { return p_ < t_.size() ? t_[p_] : '\0'; }

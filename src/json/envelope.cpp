@@ -8,6 +8,7 @@
 
 #include <boost/json.hpp>
 
+#include "json/scan.h"
 #include "json/utf8.h"
 
 namespace toolbridge::json {
@@ -18,7 +19,7 @@ namespace {
 // costs one pass over its bytes. Positions are byte offsets into `t`.
 class Scanner {
  public:
-  explicit Scanner(std::string_view t) : t_(t) {}
+  explicit Scanner(std::string_view t, std::size_t at = 0) : t_(t), p_(at) {}
 
   std::size_t pos() const { return p_; }
   bool at_end() const { return p_ >= t_.size(); }
@@ -257,6 +258,15 @@ std::string unescape(std::string_view token) {
 }
 
 }  // namespace
+
+ValueScan scan_value(std::string_view text, std::size_t offset, std::size_t depth) {
+  Scanner s(text, offset);
+  ValueScan out;
+  out.valid = s.value(depth) && !s.too_deep();
+  out.needs_repair = s.needs_repair();
+  out.end = s.pos();
+  return out;
+}
 
 Envelope parse_envelope(std::string_view text) {
   Scanner s(text);
