@@ -8,6 +8,7 @@
 
 #include <boost/json.hpp>
 
+#include "base/marks.h"
 #include "json/scan.h"
 #include "json/utf8.h"
 
@@ -402,18 +403,7 @@ std::string rewrite_object(std::string_view text, const std::vector<Member>& mem
   std::string out;
   out.reserve(text.size() + 32);
   out += '{';
-  // Which replacements found their member (a bit each: no allocation for the usual one or two).
-  std::vector<bool> used_many(replace.size() > 64 ? replace.size() : 0, false);
-  std::uint64_t used_few = 0;
-  auto mark = [&](std::size_t i) {
-    if (i < 64)
-      used_few |= std::uint64_t{1} << i;
-    else
-      used_many[i] = true;
-  };
-  auto used = [&](std::size_t i) {
-    return i < 64 ? (used_few >> i & 1) != 0 : static_cast<bool>(used_many[i]);
-  };
+  base::Marks used(replace.size());  // the replacements that found their member
   auto add = [&](std::string_view name, std::string_view value) {
     if (out.size() > 1) out += ',';
     out += quote(name);
@@ -426,13 +416,13 @@ std::string rewrite_object(std::string_view text, const std::vector<Member>& mem
     for (std::size_t i = 0; i < replace.size(); ++i) {
       if (replace[i].first == m.name) {
         value = replace[i].second;
-        mark(i);
+        used.mark(i);
       }
     }
     add(m.name, value);
   }
   for (std::size_t i = 0; i < replace.size(); ++i) {
-    if (!used(i)) add(replace[i].first, replace[i].second);
+    if (!used.marked(i)) add(replace[i].first, replace[i].second);
   }
   out += '}';
   return out;

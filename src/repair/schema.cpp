@@ -13,6 +13,7 @@
 #include <valijson/validation_results.hpp>
 #include <valijson/validator.hpp>
 
+#include "base/marks.h"
 #include "repair/names.h"
 
 namespace toolbridge::repair {
@@ -237,18 +238,7 @@ bool ToolSchema::valid_by_scan(std::string_view raw,
   if (!scannable_ || !compiled()) return false;
   // Each required parameter present (a name given twice counts once).
   const auto& params = root_.parameters;
-  // Which were seen: a bit each (a vector only past 64 parameters, so most calls allocate none).
-  std::uint64_t present_bits = 0;
-  std::vector<bool> present_many(params.size() > 64 ? params.size() : 0, false);
-  const auto mark = [&](std::size_t i) {
-    if (i < 64)
-      present_bits |= std::uint64_t{1} << i;
-    else
-      present_many[i] = true;
-  };
-  const auto seen = [&](std::size_t i) {
-    return i < 64 ? (present_bits >> i & 1) != 0 : static_cast<bool>(present_many[i]);
-  };
+  base::Marks present(params.size());  // which were given
   for (const auto& m : members) {
     const Parameter* p = parameter(m.name);
     if (!p) {
@@ -262,10 +252,10 @@ bool ToolSchema::valid_by_scan(std::string_view raw,
     if (!p->quoted_enum.empty() &&
         std::find(p->quoted_enum.begin(), p->quoted_enum.end(), value) == p->quoted_enum.end())
       return false;
-    mark(static_cast<std::size_t>(p - params.data()));
+    present.mark(static_cast<std::size_t>(p - params.data()));
   }
   for (std::size_t i = 0; i < params.size(); ++i) {
-    if (params[i].required && !seen(i)) return false;
+    if (params[i].required && !present.marked(i)) return false;
   }
   return true;
 }
