@@ -2,9 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http.hpp>
+#include <optional>
 
 #include "call/trace_context.h"
 #include "frontend/client_identity.h"
@@ -199,15 +202,17 @@ asio::awaitable<void> McpHttp::post(Exchange& ex, std::string_view trajectory) {
   session->last_seen = Session::Clock::now();
   auto stream = std::make_shared<gateway::PostStream>(gateway_.io(), session, accepts_sse);
   // A malformed traceparent is ignored, as W3C Trace Context says a receiver must.
-  if (const std::string_view tp = header(req, gateway::kTraceparent); gateway::valid_traceparent(tp))
+  if (const std::string_view tp = header(req, gateway::kTraceparent);
+      gateway::valid_traceparent(tp))
     stream->traceparent = std::string(tp);
   bool any_request = false;
+  std::shared_ptr<gateway::Call> call;  // the one call of a POST that is not a batch
   for (std::size_t i = 0; i < messages.envelopes.size(); ++i) {
     const json::Envelope& env = messages.envelopes[i];
     if (env.kind == json::Kind::kRequest || env.kind == json::Kind::kInvalid) any_request = true;
     const std::string_view text =
         messages.batch ? std::string_view(messages.texts[i]) : std::string_view(body);
-    gateway_.methods().handle(session, stream, env, text);
+    gateway_.methods().handle(session, stream, env, text, messages.batch ? nullptr : &call);
   }
   if (!any_request) {
     stream->detached = true;
@@ -221,7 +226,40 @@ asio::awaitable<void> McpHttp::post(Exchange& ex, std::string_view trajectory) {
     auto st = weak_stream.lock();
     if (s && st) gateway_.methods().abandon(s, st, "the agent disconnected");
   });
-  co_await answer(ex, stream, messages.batch, found.headers);
+  if (call) {
+    co_await run_and_answer(ex, session, std::move(stream), std::move(call), found.headers);
+  } else {
+    co_await answer(ex, std::move(stream), messages.batch, found.headers);
+  }
+}
+
+asio::awaitable<void> McpHttp::run_and_answer(Exchange& ex, std::shared_ptr<Session> session,
+                                              std::shared_ptr<gateway::PostStream> stream,
+                                              std::shared_ptr<gateway::Call> call,
+                                              const Headers& headers) {
+  // The writer's state lives in this frame, which outlives the writer: it is awaited below.
+  bool writing = false;
+  std::optional<asio::steady_timer> written;
+  stream->on_first_event = [&] {
+    writing = true;
+    written.emplace(gateway_.io(), asio::steady_timer::time_point::max());
+    asio::co_spawn(gateway_.io(), answer(ex, stream, false, headers),
+                   [&writing, &written](const std::exception_ptr& failure) {
+                     if (failure) spdlog::error("a POST's event stream failed");
+                     writing = false;
+                     written->cancel();
+                   });
+  };
+  co_await gateway_.methods().run(session, stream, std::move(call));
+  stream->on_first_event = nullptr;
+  if (!written) {
+    co_await answer(ex, std::move(stream), false, headers);
+    co_return;
+  }
+  while (writing) {
+    boost::system::error_code ec;
+    co_await written->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
 }
 
 asio::awaitable<void> McpHttp::answer(Exchange& ex, std::shared_ptr<gateway::PostStream> stream,

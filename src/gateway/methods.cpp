@@ -173,14 +173,14 @@ void Methods::handle(const std::shared_ptr<Session>& session,
 
 void Methods::handle(const std::shared_ptr<Session>& session,
                      const std::shared_ptr<PostStream>& stream, const json::Envelope& env,
-                     std::string_view message) {
+                     std::string_view message, std::shared_ptr<Call>* deferred) {
   if (env.needs_repair) {
     // Nothing a client sent is echoed raw: its invalid bytes (and lone surrogates) become U+FFFD.
     const std::string repaired = json::repair_strings(message);
     const json::Envelope fixed = json::parse_envelope(repaired);
-    return handle(session, stream, fixed, repaired);
+    return handle(session, stream, fixed, repaired, deferred);
   }
-  Incoming in{session, stream, env, message, std::string(env.id.in(message))};
+  Incoming in{session, stream, env, message, std::string(env.id.in(message)), deferred};
   switch (env.kind) {
     case json::Kind::kInvalid: {
       const bool parse = env.problem.starts_with("not JSON");
@@ -417,24 +417,43 @@ void Methods::run_call(const Incoming& in) {
   if (!call) return answer(in, json::make_error(in.id, json::kInvalidParams, error));
   ++in.stream->outstanding;
   in.session->in_flight[call->id] = Session::InFlight{call, in.stream};
+  if (in.deferred) {
+    *in.deferred = std::move(call);
+    return;
+  }
   // The completion handler owns the call, so the chain can work on a reference to it.
   asio::co_spawn(gateway_.io(), gateway_.pipeline().run(*call),
                  [weak_session = std::weak_ptr<Session>(in.session), stream = in.stream, call](
                      std::exception_ptr failure, Result result) {
-                   if (auto s = weak_session.lock()) {
-                     auto it = s->in_flight.find(call->id);
-                     if (it != s->in_flight.end() && it->second.call.lock() == call)
-                       s->in_flight.erase(it);
-                   }
-                   // A cancelled call was settled when it was cancelled: nothing is owed.
-                   if (call->cancelled()) return;
-                   if (failure) {
-                     result = Result::failure(Fault::kUnavailable,
-                                              "internal error while running the call");
-                     spdlog::error("{} {}: the pipeline failed", call->method, call->id);
-                   }
-                   stream->on_response(to_jsonrpc(*call, std::move(result)));
+                   settle(weak_session, *stream, *call, failure, std::move(result));
                  });
+}
+
+asio::awaitable<void> Methods::run(std::weak_ptr<Session> session,
+                                   std::shared_ptr<PostStream> stream, std::shared_ptr<Call> call) {
+  std::exception_ptr failure;
+  Result result;
+  try {
+    result = co_await gateway_.pipeline().run(*call);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  settle(session, *stream, *call, failure, std::move(result));
+}
+
+void Methods::settle(const std::weak_ptr<Session>& session, PostStream& stream, const Call& call,
+                     const std::exception_ptr& failure, Result result) {
+  if (auto s = session.lock()) {
+    auto it = s->in_flight.find(call.id);
+    if (it != s->in_flight.end() && it->second.call.lock().get() == &call) s->in_flight.erase(it);
+  }
+  // A cancelled call was settled when it was cancelled: nothing is owed.
+  if (call.cancelled()) return;
+  if (failure) {
+    result = Result::failure(Fault::kUnavailable, "internal error while running the call");
+    spdlog::error("{} {}: the pipeline failed", call.method, call.id);
+  }
+  stream.on_response(to_jsonrpc(call, std::move(result)));
 }
 
 }  // namespace toolbridge::gateway

@@ -1,6 +1,7 @@
 #include "gateway/session.h"
 
 #include <boost/json.hpp>
+#include <utility>
 
 #include "json/envelope.h"
 #include "json/parse.h"
@@ -39,6 +40,7 @@ void PostStream::on_response(std::string message) {
 void PostStream::on_notification(std::string message) {
   if (!detached && can_stream_) {
     channel.push(std::move(message));
+    if (on_first_event) std::exchange(on_first_event, nullptr)();
     return;
   }
   if (auto s = session_.lock()) s->push_unsolicited(std::move(message));
@@ -71,6 +73,7 @@ void PostStream::on_server_request(const std::string& method, std::string params
       json::make_request(std::to_string(id), method, without_input_key(std::move(params)));
   if (!detached && can_stream_) {
     channel.push(std::move(message));
+    if (on_first_event) std::exchange(on_first_event, nullptr)();
   } else if (!session->push_unsolicited(std::move(message))) {
     session->answer_outbound(
         std::to_string(id), true,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 import pytest
@@ -213,3 +214,25 @@ def test_body_over_cap_is_413(gateway_factory):
         assert text_of(again["result"]) == "still here"
     finally:
         s.close()
+
+
+def test_progress_reaches_the_agent_while_its_call_runs(session):
+    # A POST of one call runs the call in the request's own coroutine; the events the call sends
+    # meanwhile must still go out as they come, not with the answer.
+    body = json.dumps(rpc("tools/call", {"name": "fixture__progress",
+                                         "arguments": {"steps": 2, "delay_ms": 700},
+                                         "_meta": {"progressToken": "p21"}}, 21))
+    arrivals: list[tuple[float, dict]] = []
+    start = time.monotonic()
+    with session.client.stream("POST", session.url, content=body,
+                               headers=headers_for(session.session_id, session.version)) as resp:
+        assert resp.status_code == 200, resp.read()[:300]
+        assert resp.headers["content-type"].startswith("text/event-stream")
+        for line in resp.iter_lines():
+            if line.startswith("data:"):
+                arrivals.append((time.monotonic() - start, json.loads(line[5:])))
+    methods = [m.get("method", "answer") for _, m in arrivals]
+    assert methods == ["notifications/progress", "notifications/progress", "answer"], methods
+    assert text_of(arrivals[-1][1]["result"]) == "done"
+    first_progress, answered = arrivals[0][0], arrivals[-1][0]
+    assert answered - first_progress > 1.0, f"progress came {answered - first_progress:.2f} s before the answer"
