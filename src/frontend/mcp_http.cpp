@@ -237,28 +237,43 @@ asio::awaitable<void> McpHttp::run_and_answer(Exchange& ex, std::shared_ptr<Sess
                                               std::shared_ptr<gateway::PostStream> stream,
                                               std::shared_ptr<gateway::Call> call,
                                               const Headers& headers) {
-  // The writer's state lives in this frame, which outlives the writer: it is awaited below.
-  bool writing = false;
-  std::optional<asio::steady_timer> written;
-  stream->on_first_event = [&] {
-    writing = true;
-    written.emplace(gateway_.io(), asio::steady_timer::time_point::max());
-    asio::co_spawn(gateway_.io(), answer(ex, stream, false, headers),
-                   [&writing, &written](const std::exception_ptr& failure) {
-                     if (failure) spdlog::error("a POST's event stream failed");
-                     writing = false;
-                     written->cancel();
-                   });
-  };
-  co_await gateway_.methods().run(session, stream, std::move(call));
+  // The writer of the call's events, started by the first one. Its state lives in this frame,
+  // which outlives it: the writer is awaited below.
+  struct Writer {
+    McpHttp& self;
+    Exchange& ex;
+    const std::shared_ptr<gateway::PostStream>& stream;
+    const Headers& headers;
+    bool running = false;
+    std::optional<asio::steady_timer> done;
+    void start() {
+      running = true;
+      done.emplace(self.gateway_.io(), asio::steady_timer::time_point::max());
+      asio::co_spawn(self.gateway_.io(), self.answer(ex, stream, false, headers),
+                     [this](const std::exception_ptr& failure) {
+                       if (failure) spdlog::error("a POST's event stream failed");
+                       running = false;
+                       done->cancel();
+                     });
+    }
+  } writer{*this, ex, stream, headers};
+  stream->on_first_event = [&writer] { writer.start(); };
+  std::exception_ptr failure;
+  gateway::Result result;
+  try {
+    result = co_await gateway_.pipeline().run(*call);
+  } catch (...) {
+    failure = std::current_exception();
+  }
   stream->on_first_event = nullptr;
-  if (!written) {
+  gateway::Methods::settle(session, *stream, *call, failure, std::move(result));
+  if (!writer.done) {
     co_await answer(ex, std::move(stream), false, headers);
     co_return;
   }
-  while (writing) {
+  while (writer.running) {
     boost::system::error_code ec;
-    co_await written->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_await writer.done->async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
 }
 

@@ -429,18 +429,6 @@ void Methods::run_call(const Incoming& in) {
                  });
 }
 
-asio::awaitable<void> Methods::run(std::weak_ptr<Session> session,
-                                   std::shared_ptr<PostStream> stream, std::shared_ptr<Call> call) {
-  std::exception_ptr failure;
-  Result result;
-  try {
-    result = co_await gateway_.pipeline().run(*call);
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  settle(session, *stream, *call, failure, std::move(result));
-}
-
 void Methods::settle(const std::weak_ptr<Session>& session, PostStream& stream, const Call& call,
                      const std::exception_ptr& failure, Result result) {
   if (auto s = session.lock()) {

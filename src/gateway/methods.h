@@ -3,7 +3,6 @@
 // logging/setLevel, toolbridge/release) is a handler; the methods servers answer (tools/call,
 // prompts/get, resources/*, completion/complete) become Calls run through the pipeline. Every
 // front end that speaks JSON-RPC MCP hands its messages here.
-#include <boost/asio/awaitable.hpp>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -30,16 +29,17 @@ class Methods {
   // Handles one message of a POST (or of the legacy transport). Requests either answer at once
   // (into stream->responses) or are run through the pipeline with the stream as their sink, each
   // in a coroutine of its own. Given `deferred`, a call that would run through the pipeline is
-  // left there instead (registered as in flight, owed to the stream), for the caller to run in
-  // its own coroutine with run(): a POST of one request saves a spawn.
+  // left there instead (registered as in flight, owed to the stream), for the caller to run
+  // through the pipeline in its own coroutine and settle(): a POST of one request saves a spawn.
   void handle(const std::shared_ptr<Session>& session, const std::shared_ptr<PostStream>& stream,
               std::string_view message);
   void handle(const std::shared_ptr<Session>& session, const std::shared_ptr<PostStream>& stream,
               const json::Envelope& env, std::string_view message,
               std::shared_ptr<Call>* deferred = nullptr);
-  // Runs a call handle() deferred and hands its answer to the stream.
-  boost::asio::awaitable<void> run(std::weak_ptr<Session> session,
-                                   std::shared_ptr<PostStream> stream, std::shared_ptr<Call> call);
+  // Where a call's Result goes once the pipeline is done with it (or failed with `failure`): a
+  // caller that ran a deferred call hands its Result here.
+  static void settle(const std::weak_ptr<Session>& session, PostStream& stream, const Call& call,
+                     const std::exception_ptr& failure, Result result);
   // The client that sent this POST hung up: its calls are cancelled upstream (their slots freed)
   // and nothing more is owed to it.
   void abandon(const std::shared_ptr<Session>& session, const std::shared_ptr<PostStream>& stream,
@@ -74,9 +74,6 @@ class Methods {
   void release(const Incoming& in);
   // tools/call, prompts/get, resources/*, completion/complete.
   void run_call(const Incoming& in);
-  // Where a call's Result goes once the pipeline is done with it (or failed with `failure`).
-  static void settle(const std::weak_ptr<Session>& session, PostStream& stream, const Call& call,
-                     const std::exception_ptr& failure, Result result);
   // The call as the pipeline needs it, or an error response for malformed params or _meta.
   std::shared_ptr<Call> make_call(const Incoming& in, std::string& error);
 

@@ -8,7 +8,7 @@
 namespace toolbridge::policy {
 
 std::string Breaker::admit() {
-  if (!enabled()) return {};
+  if (!enabled() || state_ == State::kClosed) return {};  // the usual case reads no clock
   const auto now = clock_->now();
   if (state_ == State::kOpen && now >= open_until_) {
     state_ = State::kHalfOpen;

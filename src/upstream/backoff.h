@@ -27,6 +27,9 @@ class Backoff {
   void stable_exit(time_point now);
 
   bool waiting(time_point now) const { return now < retry_at_; }
+  // Whether waiting() can be true at all: false until the first failure (so a caller with no
+  // failure behind it need not read a clock).
+  bool ever_scheduled() const { return retry_at_ != time_point{}; }
   time_point retry_at() const { return retry_at_; }
   int consecutive_failures() const { return failures_; }
 

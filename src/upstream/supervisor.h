@@ -80,7 +80,7 @@ class Supervisor : public std::enable_shared_from_this<Supervisor> {
   bool stopped() const { return stopped_; }
   bool failing() const { return failing_; }
   bool dormant() const { return dormant_; }
-  bool backing_off() const { return backoff_.waiting(clock_.now()); }
+  bool backing_off() const { return backoff_.ever_scheduled() && backoff_.waiting(clock_.now()); }
   time_point retry_at() const { return backoff_.retry_at(); }
   // False when each per_session instance is made for its session (args use ${session.id}).
   bool spares_serve_sessions() const { return !uses_id_; }
