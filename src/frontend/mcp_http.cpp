@@ -174,62 +174,77 @@ McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, cons
   return out;
 }
 
-asio::awaitable<void> McpHttp::post(Exchange& ex, std::string_view trajectory) {
+McpHttp::Accepted McpHttp::accept_post(const Exchange& ex, std::string_view trajectory) {
   const auto& req = ex.request();
-  if (McpModern::claims(req)) {
-    co_await modern_.post(ex, trajectory);
-    co_return;
-  }
+  Accepted out;
   bool accepts_sse = false;
   const auto [media_status, media_error] = check_media_types(req, accepts_sse);
   if (!media_error.empty()) {
-    const std::string body = json::make_error({}, json::kInvalidRequest, media_error);
-    co_await ex.reply(media_status, "application/json", body, {});
-    co_return;
+    out.status = media_status;
+    out.error = json::make_error({}, json::kInvalidRequest, media_error);
+    return out;
   }
   const std::string& body = req.body();
-  const Messages messages = read_messages(body);
+  Messages messages = read_messages(body);
   if (!messages.error.empty()) {
-    co_await ex.reply(http::status::bad_request, "application/json", messages.error, {});
-    co_return;
+    out.status = http::status::bad_request;
+    out.error = std::move(messages.error);
+    return out;
   }
   SessionOrError found = session_for(ex, messages, body, trajectory);
+  out.headers = std::move(found.headers);
   if (!found.error.empty()) {
-    co_await ex.reply(found.status, "application/json", found.error, found.headers);
-    co_return;
+    out.status = found.status;
+    out.error = std::move(found.error);
+    return out;
   }
-  const auto& session = found.session;
-  session->last_seen = Session::Clock::now();
-  auto stream = std::make_shared<gateway::PostStream>(gateway_.io(), session, accepts_sse);
+  out.session = std::move(found.session);
+  out.session->last_seen = Session::Clock::now();
+  out.stream = std::make_shared<gateway::PostStream>(gateway_.io(), out.session, accepts_sse);
   // A malformed traceparent is ignored, as W3C Trace Context says a receiver must.
   if (const std::string_view tp = header(req, gateway::kTraceparent);
       gateway::valid_traceparent(tp))
-    stream->traceparent = std::string(tp);
-  bool any_request = false;
-  std::shared_ptr<gateway::Call> call;  // the one call of a POST that is not a batch
+    out.stream->traceparent = std::string(tp);
+  out.batch = messages.batch;
   for (std::size_t i = 0; i < messages.envelopes.size(); ++i) {
     const json::Envelope& env = messages.envelopes[i];
-    if (env.kind == json::Kind::kRequest || env.kind == json::Kind::kInvalid) any_request = true;
+    if (env.kind == json::Kind::kRequest || env.kind == json::Kind::kInvalid) out.owed = true;
     const std::string_view text =
         messages.batch ? std::string_view(messages.texts[i]) : std::string_view(body);
-    gateway_.methods().handle(session, stream, env, text, messages.batch ? nullptr : &call);
+    gateway_.methods().handle(out.session, out.stream, env, text,
+                              messages.batch ? nullptr : &out.call);
   }
-  if (!any_request) {
-    stream->detached = true;
-    co_await ex.reply(http::status::accepted, "", std::string(), found.headers);
+  return out;
+}
+
+asio::awaitable<void> McpHttp::post(Exchange& ex, std::string_view trajectory) {
+  if (McpModern::claims(ex.request())) {
+    co_await modern_.post(ex, trajectory);
+    co_return;
+  }
+  // Everything up to the wait for answers is done outside this coroutine: its frame stays small.
+  Accepted a = accept_post(ex, trajectory);
+  if (!a.error.empty()) {
+    co_await ex.reply(a.status, "application/json", std::move(a.error), a.headers);
+    co_return;
+  }
+  if (!a.owed) {
+    a.stream->detached = true;
+    co_await ex.reply(http::status::accepted, "", std::string(), a.headers);
     co_return;
   }
   // A client that hangs up before its answer frees its calls' slots at once.
-  ex.on_peer_closed([this, weak_session = std::weak_ptr<Session>(session),
-                     weak_stream = std::weak_ptr<gateway::PostStream>(stream)] {
+  ex.on_peer_closed([this, weak_session = std::weak_ptr<Session>(a.session),
+                     weak_stream = std::weak_ptr<gateway::PostStream>(a.stream)] {
     auto s = weak_session.lock();
     auto st = weak_stream.lock();
     if (s && st) gateway_.methods().abandon(s, st, "the agent disconnected");
   });
-  if (call) {
-    co_await run_and_answer(ex, session, std::move(stream), std::move(call), found.headers);
+  if (a.call) {
+    co_await run_and_answer(ex, std::move(a.session), std::move(a.stream), std::move(a.call),
+                            a.headers);
   } else {
-    co_await answer(ex, std::move(stream), messages.batch, found.headers);
+    co_await answer(ex, std::move(a.stream), a.batch, a.headers);
   }
 }
 

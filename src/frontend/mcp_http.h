@@ -42,6 +42,18 @@ class McpHttp {
   };
   SessionOrError session_for(const transport::Exchange& ex, const Messages& m,
                              std::string_view body, std::string_view path_trajectory);
+  // A POST up to the wait for its answers: checked, its messages handed to the method table.
+  struct Accepted {
+    std::string error;  // the JSON-RPC error to answer with `status` instead
+    boost::beast::http::status status = boost::beast::http::status::ok;
+    transport::Headers headers;
+    std::shared_ptr<gateway::Session> session;
+    std::shared_ptr<gateway::PostStream> stream;
+    std::shared_ptr<gateway::Call> call;  // the one call of a POST that is not a batch, to run
+    bool batch = false;
+    bool owed = false;  // some message is a request: answers are owed
+  };
+  Accepted accept_post(const transport::Exchange& ex, std::string_view trajectory);
   boost::asio::awaitable<void> answer(transport::Exchange& ex,
                                       std::shared_ptr<gateway::PostStream> stream, bool batch,
                                       const transport::Headers& headers);
