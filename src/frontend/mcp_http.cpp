@@ -233,57 +233,50 @@ asio::awaitable<void> McpHttp::post(Exchange& ex, std::string_view trajectory) {
     co_await ex.reply(http::status::accepted, "", std::string(), a.headers);
     co_return;
   }
-  // A client that hangs up before its answer frees its calls' slots at once.
+  // A client that hangs up before its answer frees its calls' slots at once. (The callback is
+  // posted: it may run after this coroutine has ended.)
   ex.on_peer_closed([this, weak_session = std::weak_ptr<Session>(a.session),
                      weak_stream = std::weak_ptr<gateway::PostStream>(a.stream)] {
     auto s = weak_session.lock();
     auto st = weak_stream.lock();
     if (s && st) gateway_.methods().abandon(s, st, "the agent disconnected");
   });
-  if (a.call) {
-    co_await run_and_answer(ex, std::move(a.session), std::move(a.stream), std::move(a.call),
-                            a.headers);
-  } else {
-    co_await answer(ex, std::move(a.stream), a.batch, a.headers);
+  if (!a.call) {
+    co_await answer(ex, a.stream, a.batch, a.headers);
+    co_return;
   }
-}
-
-asio::awaitable<void> McpHttp::run_and_answer(Exchange& ex, std::shared_ptr<Session> session,
-                                              std::shared_ptr<gateway::PostStream> stream,
-                                              std::shared_ptr<gateway::Call> call,
-                                              const Headers& headers) {
-  // The writer of the call's events, started by the first one. Its state lives in this frame,
-  // which outlives it: the writer is awaited below.
+  // A POST of one call runs it here (no spawn, no wake-up when it ends). The events the call
+  // sends meanwhile are written by answer() in a writer the first one starts; its state lives
+  // in this frame, which outlives it: the writer is awaited below.
   struct Writer {
     McpHttp& self;
     Exchange& ex;
-    const std::shared_ptr<gateway::PostStream>& stream;
-    const Headers& headers;
+    const Accepted& a;
     bool running = false;
     std::optional<asio::steady_timer> done;
     void start() {
       running = true;
       done.emplace(self.gateway_.io(), asio::steady_timer::time_point::max());
-      asio::co_spawn(self.gateway_.io(), self.answer(ex, stream, false, headers),
+      asio::co_spawn(self.gateway_.io(), self.answer(ex, a.stream, false, a.headers),
                      [this](const std::exception_ptr& failure) {
                        if (failure) spdlog::error("a POST's event stream failed");
                        running = false;
                        done->cancel();
                      });
     }
-  } writer{*this, ex, stream, headers};
-  stream->on_first_event = [&writer] { writer.start(); };
+  } writer{*this, ex, a};
+  a.stream->on_first_event = [&writer] { writer.start(); };
   std::exception_ptr failure;
   gateway::Result result;
   try {
-    result = co_await gateway_.pipeline().run(*call);
+    result = co_await gateway_.pipeline().run(*a.call);
   } catch (...) {
     failure = std::current_exception();
   }
-  stream->on_first_event = nullptr;
-  gateway::Methods::settle(session, *stream, *call, failure, std::move(result));
+  a.stream->on_first_event = nullptr;
+  gateway::Methods::settle(a.session, *a.stream, *a.call, failure, std::move(result));
   if (!writer.done) {
-    co_await answer(ex, std::move(stream), false, headers);
+    co_await answer(ex, a.stream, false, a.headers);
     co_return;
   }
   while (writer.running) {

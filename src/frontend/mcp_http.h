@@ -57,13 +57,6 @@ class McpHttp {
   boost::asio::awaitable<void> answer(transport::Exchange& ex,
                                       std::shared_ptr<gateway::PostStream> stream, bool batch,
                                       const transport::Headers& headers);
-  // A POST of one call runs it in its own coroutine (no spawn, no wake-up); the events the call
-  // sends meanwhile are written by answer() started for them, and the last write waits for it.
-  boost::asio::awaitable<void> run_and_answer(transport::Exchange& ex,
-                                              std::shared_ptr<gateway::Session> session,
-                                              std::shared_ptr<gateway::PostStream> stream,
-                                              std::shared_ptr<gateway::Call> call,
-                                              const transport::Headers& headers);
 
   gateway::Gateway& gateway_;
   McpModern modern_;  // stateless (2026-07-28) requests on the same endpoint

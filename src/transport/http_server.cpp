@@ -43,6 +43,7 @@ struct HttpServer::Connection {
   SweepClock::time_point since;
   std::function<void()> on_peer_closed;
   std::string head;             // response status line and headers, reused from request to request
+  std::string body;             // the body of the reply being written
   bool counted = true;          // still counted in live_ and per_client_
   Exchange::Verified verified;  // the credential this connection last authenticated with
   // TLS over `socket` (null: plain HTTP); its context is the one current when it was accepted.
@@ -135,13 +136,15 @@ class BeastExchange final : public Exchange {
   const Request& request() const override { return req_; }
   const std::string& client() const override { return conn_.client; }
 
+  // Not a coroutine: the head and body wait in the connection, and write_reply() is the only
+  // frame a reply costs.
   asio::awaitable<void> reply(http::status status, std::string_view content_type, std::string body,
                               const Headers& headers) override {
     response_head(conn_.head, req_, status, content_type, headers,
                   static_cast<long long>(body.size()));
-    const std::array<asio::const_buffer, 2> buffers{asio::buffer(conn_.head), asio::buffer(body)};
-    co_await write(buffers);
+    conn_.body = std::move(body);
     replied_ = true;
+    return write_reply();
   }
 
   asio::awaitable<bool> begin_stream(http::status status, std::string_view content_type,
@@ -196,6 +199,27 @@ class BeastExchange final : public Exchange {
     conn_.since = now_;
     boost::system::error_code ec;
     co_await write_to(conn_, buffers, ec);
+    conn_.phase = Connection::Phase::kHandling;
+    conn_.since = now_;
+    if (ec) broken_ = true;
+  }
+
+  // write() of the connection's head and body, with the socket's write awaited here directly.
+  asio::awaitable<void> write_reply() {
+    if (broken_) co_return;
+    conn_.phase = Connection::Phase::kWriting;
+    conn_.since = now_;
+    const std::array<asio::const_buffer, 2> buffers{asio::buffer(conn_.head),
+                                                    asio::buffer(conn_.body)};
+    boost::system::error_code ec;
+    if (conn_.tls) {
+      co_await asio::async_write(*conn_.tls, buffers,
+                                 asio::redirect_error(asio::use_awaitable, ec));
+    } else {
+      co_await asio::async_write(conn_.socket, buffers,
+                                 asio::redirect_error(asio::use_awaitable, ec));
+    }
+    std::string().swap(conn_.body);
     conn_.phase = Connection::Phase::kHandling;
     conn_.since = now_;
     if (ec) broken_ = true;
