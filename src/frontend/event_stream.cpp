@@ -30,9 +30,9 @@ asio::awaitable<bool> pump_events(transport::Exchange& ex, gateway::Channel& cha
   auto last_write = std::chrono::steady_clock::now();
   while (ok && !channel.closed && !(options.stop && options.stop())) {
     if (channel.queue.empty()) {
-      channel.wake.expires_after(options.poll);
+      channel.wake().expires_after(options.poll);
       boost::system::error_code ec;
-      co_await channel.wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      co_await channel.wake().async_wait(asio::redirect_error(asio::use_awaitable, ec));
       if (!ec && channel.queue.empty()) {
         ok = !ex.peer_closed();
         if (ok && std::chrono::steady_clock::now() - last_write >= options.keepalive) {

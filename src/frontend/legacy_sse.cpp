@@ -184,9 +184,9 @@ asio::awaitable<void> LegacySse::deliver(std::shared_ptr<Session> session,
       }
     }
     if (stream->finished()) break;
-    stream->channel.wake.expires_at(asio::steady_timer::time_point::max());
+    stream->channel.wake().expires_at(asio::steady_timer::time_point::max());
     boost::system::error_code ec;
-    co_await stream->channel.wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_await stream->channel.wake().async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
   stream->detached = true;
 }

@@ -332,11 +332,11 @@ asio::awaitable<void> McpHttp::answer(Exchange& ex, std::shared_ptr<gateway::Pos
         co_return;
       }
     }
-    stream->channel.wake.expires_at(asio::steady_timer::time_point::max());
+    stream->channel.wake().expires_at(asio::steady_timer::time_point::max());
     if (stream->channel.queue.empty() &&
         !(stream->finished() || (streaming && sent < stream->responses.size()))) {
       boost::system::error_code ec;
-      co_await stream->channel.wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      co_await stream->channel.wake().async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
   }
   stream->detached = true;

@@ -29,9 +29,9 @@ constexpr auto kKeepalive = std::chrono::seconds(15);
 constexpr auto kGatherWindow = std::chrono::milliseconds(5);
 
 asio::awaitable<void> wait(gateway::Channel& channel, std::chrono::steady_clock::duration most) {
-  channel.wake.expires_after(most);
+  channel.wake().expires_after(most);
   boost::system::error_code ec;
-  co_await channel.wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  co_await channel.wake().async_wait(asio::redirect_error(asio::use_awaitable, ec));
 }
 
 // The response re-addressed to the request that is being answered now.

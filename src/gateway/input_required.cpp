@@ -116,7 +116,7 @@ void Conversation::on_server_request(const std::string& method, std::string para
   }
   while (waiting_.contains(key)) key += "'";
   asks_.push_back(Ask{key, method, params.empty() ? std::string("{}") : params, std::move(reply)});
-  channel.wake.cancel();
+  channel.notify();
 }
 
 std::string Conversation::input_required_result(const std::string& request_state) {

@@ -250,7 +250,7 @@ void Methods::on_cancelled(const Incoming& in) {
   // The cancelled request gets no response; the POST that carried it is released now.
   if (auto stream = entry.stream.lock(); stream && stream->outstanding > 0) {
     --stream->outstanding;
-    stream->channel.wake.cancel();
+    stream->channel.notify();
   }
 }
 
@@ -267,7 +267,7 @@ void Methods::abandon(const std::shared_ptr<Session>& session,
     call->cancel(reason);
     if (stream->outstanding > 0) --stream->outstanding;
   }
-  stream->channel.wake.cancel();
+  stream->channel.notify();
 }
 
 void Methods::initialize(const Incoming& in) {

@@ -34,7 +34,7 @@ void PostStream::on_response(std::string message) {
     return;
   }
   responses.push_back(std::move(message));
-  channel.wake.cancel();
+  channel.notify();
 }
 
 void PostStream::on_notification(std::string message) {

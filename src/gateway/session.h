@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "call/call.h"
@@ -20,15 +21,23 @@
 namespace toolbridge::gateway {
 
 // Messages waiting to be written to one HTTP response stream (a POST's SSE answer or the GET
-// stream). Producers push; the connection coroutine waits on `wake` and drains.
+// stream). Producers push; the connection coroutine waits on wake() and drains.
 class Channel {
  public:
   // A client that stops reading must not grow the gateway without bound: past this many queued
   // bytes its stream is closed (it can reconnect; the spec allows dropping undelivered events).
   static constexpr std::size_t kMaxQueuedBytes = 16u << 20;
 
-  explicit Channel(boost::asio::io_context& io)
-      : wake(io, boost::asio::steady_timer::time_point::max()) {}
+  explicit Channel(boost::asio::io_context& io) : io_(io) {}
+  // The timer a writer waits on (made at first use: most POSTs never wait, and making a timer
+  // looks up the timer service under a lock). notify() cancels a wait.
+  boost::asio::steady_timer& wake() {
+    if (!wake_) wake_.emplace(io_, boost::asio::steady_timer::time_point::max());
+    return *wake_;
+  }
+  void notify() {
+    if (wake_) wake_->cancel();
+  }
   void push(std::string message) {
     if (closed) return;
     queued_bytes += message.size();
@@ -39,7 +48,7 @@ class Channel {
       return;
     }
     queue.push_back(std::move(message));
-    wake.cancel();
+    notify();
   }
   std::string pop() {
     std::string m = std::move(queue.front());
@@ -49,15 +58,18 @@ class Channel {
   }
   void close() {
     closed = true;
-    wake.cancel();
+    notify();
   }
   // boost's deque allocates nothing until the first push (std::deque allocates when built, and a
   // Channel is built for every POST).
   boost::container::deque<std::string> queue;
   std::size_t queued_bytes = 0;
   bool overflowed = false;
-  boost::asio::steady_timer wake;
   bool closed = false;
+
+ private:
+  boost::asio::io_context& io_;
+  std::optional<boost::asio::steady_timer> wake_;
 };
 
 class Session;
