@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include "call/stoppable_wait.h"
 #include "json/parse.h"
 #include "policy/deadline.h"
 #include "repair/tool_name.h"
@@ -51,7 +52,11 @@ boost::asio::awaitable<Result> ResolveStage::after_start(gateway::Call& call,
   // The call's own budget (the server's call_timeout, shortened by toolbridge/timeout_ms).
   const auto budget = policy::call_budget(up->config(), {}, call.requested_timeout);
   const auto deadline = call.started + budget;
-  co_await up->until_started(deadline);
+  if (!call.cancelled()) {
+    const auto waiting = std::make_shared<gateway::StoppableWait>();
+    call.set_in_flight(waiting);
+    co_await up->until_started(deadline, &waiting->stop);
+  }
   if (stopping_ || call.cancelled()) {
     co_return Result::failure(stopping_ ? Fault::kShuttingDown : Fault::kCancelled,
                               "the call was cancelled while its server was starting");

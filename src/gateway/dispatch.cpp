@@ -10,6 +10,7 @@
 #include <boost/json.hpp>
 #include <optional>
 
+#include "call/stoppable_wait.h"
 #include "json/parse.h"
 #include "upstream/upstream.h"
 
@@ -167,8 +168,11 @@ asio::awaitable<Result> DispatchStage::wait_and_send(Call& call, std::string err
                                                  up.config().checkout_timeout));
   asio::steady_timer pause(io_);
   upstream::Upstream::Pick picked;
+  if (call.cancelled()) co_return Result::failure(Fault::kCancelled, "cancelled");
+  const auto waiting = std::make_shared<StoppableWait>();
+  call.set_in_flight(waiting);
   for (;;) {
-    picked = co_await up.checkout(call.trajectory, limit);
+    picked = co_await up.checkout(call.trajectory, limit, &waiting->stop);
     if (call.cancelled()) co_return Result::failure(Fault::kCancelled, "cancelled");
     if (picked.instance || call.attempts == 0 || clock_.now() >= limit || stopping_) break;
     pause.expires_after(20ms);

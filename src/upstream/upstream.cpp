@@ -306,12 +306,17 @@ std::string Upstream::checkout_timeout_message(const std::string& key) const {
       last_error.empty() ? "" : "; last failure: " + last_error);
 }
 
-asio::awaitable<Upstream::Pick> Upstream::checkout(std::string key, Clock::time_point deadline) {
+asio::awaitable<Upstream::Pick> Upstream::checkout(std::string key, Clock::time_point deadline,
+                                                  WaitStop* stop) {
   for (;;) {
     Pick p = pick(key);
     if (p.instance || !p.wait) {
       if (!p.instance) awaiting_spare_.erase(key);
       co_return p;
+    }
+    if (stop && stop->stopped()) {
+      awaiting_spare_.erase(key);
+      co_return Pick{};
     }
     if (clock_.now() >= deadline) {
       awaiting_spare_.erase(key);
@@ -319,16 +324,19 @@ asio::awaitable<Upstream::Pick> Upstream::checkout(std::string key, Clock::time_
     }
     auto t = std::make_shared<asio::steady_timer>(io_, deadline);
     waiters_.push_back(t);
+    if (stop) stop->timer_ = t;
     boost::system::error_code ec;
     co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (!ec) std::erase(waiters_, t);  // timed out rather than woken
   }
 }
 
-asio::awaitable<void> Upstream::until_started(Clock::time_point deadline) {
-  while (!catalog() && state() == State::kStarting && clock_.now() < deadline) {
+asio::awaitable<void> Upstream::until_started(Clock::time_point deadline, WaitStop* stop) {
+  while (!catalog() && state() == State::kStarting && clock_.now() < deadline &&
+         !(stop && stop->stopped())) {
     auto t = std::make_shared<asio::steady_timer>(io_, deadline);
     waiters_.push_back(t);
+    if (stop) stop->timer_ = t;
     boost::system::error_code ec;
     co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (!ec) std::erase(waiters_, t);  // timed out rather than woken

@@ -29,6 +29,22 @@
 
 namespace toolbridge::upstream {
 
+// Ends a wait of Upstream::checkout() or until_started() early. The waiter hands it to whoever may
+// call off the wait (a call's cancel), which calls stop(): the wait returns at once.
+class WaitStop {
+ public:
+  void stop() {
+    stopped_ = true;
+    if (auto t = timer_.lock()) t->cancel();
+  }
+  bool stopped() const { return stopped_; }
+
+ private:
+  friend class Upstream;
+  bool stopped_ = false;
+  std::weak_ptr<boost::asio::steady_timer> timer_;  // the wait's timer while it waits
+};
+
 class Upstream : public std::enable_shared_from_this<Upstream>, private SupervisorCallbacks {
  public:
   using Clock = Instance::Clock;
@@ -56,12 +72,15 @@ class Upstream : public std::enable_shared_from_this<Upstream>, private Supervis
   };
   // `key` is the session (trajectory) the call belongs to; only per_session uses it.
   Pick pick(const std::string& key);
-  // pick(), waiting until `deadline` for an instance when pick() says wait.
-  boost::asio::awaitable<Pick> checkout(std::string key, Clock::time_point deadline);
+  // pick(), waiting until `deadline` for an instance when pick() says wait, or until `stop` (if
+  // given) is stopped: then no instance, no error.
+  boost::asio::awaitable<Pick> checkout(std::string key, Clock::time_point deadline,
+                                        WaitStop* stop = nullptr);
 
   // While the server is starting and has never listed its tools: waits until it is ready, its
   // start failed, or `deadline`. Calls to its tools that arrive during start-up wait here.
-  boost::asio::awaitable<void> until_started(Clock::time_point deadline);
+  boost::asio::awaitable<void> until_started(Clock::time_point deadline,
+                                             WaitStop* stop = nullptr);
 
   // per_session: ends the binding of `key` at once: stops its instance (calls in flight fail)
   // and removes its directory. Returns the number of instances released (0 or 1).

@@ -120,3 +120,50 @@ def test_agent_cancellation_reaches_the_server_and_releases_the_request(gateway_
     assert gw.health()["servers"]["fixture"]["in_flight"] == 0
     # The session and the server keep working.
     assert text_of(s.call_tool("fixture__echo", {"text": "after"}, 43)["result"]) == "after"
+
+
+def cancel_while_waiting(s: RawSession, gw, req_id: int, name: str, waiting) -> tuple[float, int]:
+    """Posts a call that will wait, cancels it once `waiting(health)` holds; returns how long
+    the call's POST took and its status."""
+    out = {}
+
+    def call():
+        t0 = time.monotonic()
+        out["response"] = s.post({"jsonrpc": "2.0", "id": req_id, "method": "tools/call",
+                                  "params": {"name": name, "arguments": {"text": "x"}}})
+        out["elapsed"] = time.monotonic() - t0
+
+    t = threading.Thread(target=call)
+    t.start()
+    gw.wait_health(waiting, 5, "the call waiting")
+    time.sleep(0.5)  # the call is in its wait by now
+    r = s.post({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": req_id, "reason": "user gave up"}})
+    assert r.status_code == 202
+    t.join(15)
+    return out["elapsed"], out["response"].status_code
+
+
+def test_cancel_releases_a_call_waiting_for_its_server_to_start(gateway_factory):
+    gw = gateway_factory({"fixture": fixture_server("--init-delay-ms", "6000", call_timeout="30s")},
+                         {"ready_timeout": "0"}, ready=[])
+    s = RawSession(gw.mcp_url).initialize()
+    elapsed, status = cancel_while_waiting(
+        s, gw, 51, "fixture__echo", lambda h: h["servers"]["fixture"]["state"] == "starting")
+    assert elapsed < 3, f"the cancelled call's POST took {elapsed:.1f} s (the server starts in 6 s)"
+    assert status == 202
+    gw.wait_ready(["fixture"], 30)
+    assert text_of(s.call_tool("fixture__echo", {"text": "after"}, 52)["result"]) == "after"
+
+
+def test_cancel_releases_a_call_waiting_for_an_instance(gateway_factory):
+    gw = gateway_factory({"fixture": fixture_server(policy="per_session", spares=0, max_instances=1,
+                                                    checkout_timeout="20s", call_timeout="30s")})
+    a = RawSession(gw.mcp_url).initialize()
+    b = RawSession(gw.mcp_url).initialize()
+    assert text_of(a.call_tool("fixture__echo", {"text": "a"}, 1)["result"]) == "a"
+    elapsed, status = cancel_while_waiting(
+        b, gw, 61, "fixture__echo", lambda h: h["servers"]["fixture"]["sessions_bound"] == 1)
+    assert elapsed < 3, f"the cancelled call's POST took {elapsed:.1f} s (checkout_timeout 20 s)"
+    assert status == 202
+    assert text_of(a.call_tool("fixture__echo", {"text": "still a"}, 2)["result"]) == "still a"
