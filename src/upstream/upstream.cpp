@@ -307,7 +307,7 @@ std::string Upstream::checkout_timeout_message(const std::string& key) const {
 }
 
 asio::awaitable<Upstream::Pick> Upstream::checkout(std::string key, Clock::time_point deadline,
-                                                  WaitStop* stop) {
+                                                   WaitStop* stop) {
   for (;;) {
     Pick p = pick(key);
     if (p.instance || !p.wait) {
