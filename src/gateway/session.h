@@ -96,7 +96,7 @@ class PostStream : public upstream::CallSink, public std::enable_shared_from_thi
   bool detached = false;
   // The POST's `traceparent` header (validated; empty if none): its calls carry it on.
   std::string traceparent;
-  // Set while the POST's own coroutine runs its call (Methods::run) instead of writing events:
+  // Set while the POST's own coroutine runs its call (McpHttp::post) instead of writing events:
   // the first event queued for the client (a notification, a server's request) calls it, once,
   // so that something writes them out while the call runs.
   std::function<void()> on_first_event;
