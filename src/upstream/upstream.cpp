@@ -327,7 +327,8 @@ asio::awaitable<Upstream::Pick> Upstream::checkout(std::string key, Clock::time_
     if (stop) stop->timer_ = t;
     boost::system::error_code ec;
     co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (!ec) std::erase(waiters_, t);  // timed out rather than woken
+    // Timed out or stopped rather than woken (a wake-up takes the whole list).
+    if (!ec || (stop && stop->stopped())) std::erase(waiters_, t);
   }
 }
 
@@ -339,7 +340,8 @@ asio::awaitable<void> Upstream::until_started(Clock::time_point deadline, WaitSt
     if (stop) stop->timer_ = t;
     boost::system::error_code ec;
     co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (!ec) std::erase(waiters_, t);  // timed out rather than woken
+    // Timed out or stopped rather than woken (a wake-up takes the whole list).
+    if (!ec || (stop && stop->stopped())) std::erase(waiters_, t);
   }
 }
 
