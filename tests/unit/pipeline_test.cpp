@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "pipeline_support.h"
 #include "stage_support.h"
 
 namespace toolbridge::gateway {
@@ -56,15 +57,8 @@ TEST(Next, AChainThatNobodyAnswersSaysSo) {
 }
 
 TEST(Pipeline, IsBuiltInTheOrderOfTheDataFlow) {
-  boost::asio::io_context io;
-  config::Config cfg;
-  catalog::Catalog catalog;
-  std::vector<std::shared_ptr<upstream::Upstream>> upstreams;
-  telemetry::Metrics metrics;
-  bool stopping = false;
-  telemetry::CallLog log;
-  const Pipeline p(PipelineParts{io, cfg, catalog, upstreams, metrics, stopping, log});
-  EXPECT_EQ(p.stage_names(),
+  const testing::EmptyPipeline empty;
+  EXPECT_EQ(empty.pipeline.stage_names(),
             (std::vector<std::string_view>{"resolve", "authorize", "measure", "owner", "repair",
                                            "cache", "shared_rate", "admission", "retry", "breaker",
                                            "deadline", "dispatch"}));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gateway/pipeline.h"
+#include "unit/pipeline_support.h"
 
 namespace toolbridge::frontend {
 namespace {
@@ -16,8 +17,8 @@ namespace {
 using gateway::Fault;
 using gateway::Result;
 
-// A pipeline with no servers: every tool is unknown, so the resolve stage answers each call at
-// once, as the memory cache answers a hit.
+// A pipeline with no servers (EmptyPipeline): the resolve stage answers each call at once, as the
+// memory cache answers a hit.
 class CallRunTest : public ::testing::Test {
  protected:
   std::shared_ptr<CallRun> run_of(const std::vector<std::string>& tools, bool fail_fast) {
@@ -43,15 +44,9 @@ class CallRunTest : public ::testing::Test {
     io_.run();
   }
 
-  boost::asio::io_context io_;
-  config::Config config_;
-  catalog::Catalog catalog_;
-  std::vector<std::shared_ptr<upstream::Upstream>> upstreams_;
-  telemetry::Metrics metrics_;
-  bool stopping_ = false;
-  telemetry::CallLog log_;
-  gateway::Pipeline pipeline_{
-      gateway::PipelineParts{io_, config_, catalog_, upstreams_, metrics_, stopping_, log_}};
+  testing::EmptyPipeline empty_;
+  boost::asio::io_context& io_ = empty_.io;
+  gateway::Pipeline& pipeline_ = empty_.pipeline;
   CallScope scope_;
 };
 
