@@ -512,16 +512,24 @@ class Writer {
     put(buffer, static_cast<std::size_t>(end - buffer));
   }
 
+  // `d` is what `token` (not a plain 64-bit integer) reads as. Past 15 significant digits two
+  // texts can read as one double, even one that is an integer ("9.007199254740993e15"): no form.
+  // Above 2^53 the form is scientific: the shortest fixed text of such a double may be
+  // its exact value ("40000000000000598016" for 4.00000000000006e19), an integer of more than 15
+  // digits that would then have no form of its own.
   bool write_double(double d, std::string_view token) {
     if (!std::isfinite(d)) return false;
+    if (significant_digits(token) > kMaxSignificantDigits) return false;
     number_room();
-    if (std::trunc(d) == d && std::fabs(d) <= kMaxExactInteger) {
+    const bool large = std::fabs(d) > kMaxExactInteger;
+    if (std::trunc(d) == d && !large) {
       write_integer(static_cast<std::int64_t>(d));
       return true;
     }
-    if (significant_digits(token) > kMaxSignificantDigits) return false;
     char buffer[32];
-    const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, d);
+    const auto [end, ec] =
+        large ? std::to_chars(buffer, buffer + sizeof buffer, d, std::chars_format::scientific)
+              : std::to_chars(buffer, buffer + sizeof buffer, d);
     if (ec != std::errc()) return false;
     put(buffer, static_cast<std::size_t>(end - buffer));
     return true;

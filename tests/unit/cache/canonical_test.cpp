@@ -167,6 +167,66 @@ TEST(CacheCanonical, IntegersAreExactUpTo64Bits) {
   EXPECT_EQ(canon("[0,-0,10,-10]"), "[0,0,10,-10]");
 }
 
+// Found by fuzz/canonical_fuzz.cpp (issue 32): past 2^64 the integer was read as a double whose
+// shortest fixed text is its exact value, 40000000000000598016, which has no form of its own.
+TEST(CacheCanonical, LargeIntegersPast64BitsAreScientific) {
+  EXPECT_EQ(canon("[0,40000000000000600000,{}]"), "[0,4.00000000000006e+19,{}]");
+  EXPECT_EQ(canon("[0,4.00000000000006e+19,{}]"), "[0,4.00000000000006e+19,{}]");
+  EXPECT_EQ(canon("4.00000000000006E19"), "4.00000000000006e+19");
+  EXPECT_EQ(canon("-40000000000000600000"), "-4.00000000000006e+19");
+  EXPECT_EQ(canon("18446744073709600000"), "1.84467440737096e+19");  // just past 2^64
+  // Past 2^63 a negative integer is a double; a positive one still fits 64 bits, exactly.
+  EXPECT_EQ(canon("-9223372036854780000"), "-9.22337203685478e+18");
+  EXPECT_EQ(canon("9223372036854780000"), "9223372036854780000");
+  EXPECT_EQ(canon("9.22337203685478e18"), "9.22337203685478e+18");
+}
+
+TEST(CacheCanonical, AroundTwoToThe53) {
+  EXPECT_EQ(canon("9007199254740992"), "9007199254740992");
+  EXPECT_EQ(canon("9007199254740993"), "9007199254740993");  // a literal integer: exact
+  EXPECT_EQ(canon("9.00719925474099e15"), "9007199254740990");
+  EXPECT_EQ(canon("9.00719925474099e16"), "9.00719925474099e+16");
+  // 16 digits that read as the double 2^53 must not share its key.
+  EXPECT_EQ(canon("9.007199254740993e15"), "<none>");
+  EXPECT_EQ(canon("9007199254740993.0"), "<none>");
+}
+
+// Every number of 16 to 21 digits with at most 15 significant ones, around 2^53, 2^63 and 2^64,
+// both signs, as an integer and with exponents: its form is its own, and the texts of one
+// value that is not a 64-bit integer literal share one form.
+TEST(CacheCanonical, TheFormOfEveryLargeNumberIsItsOwn) {
+  const std::vector<std::string> mantissas = {
+      "1",         "4",          "400000000000006", "900719925474099", "922337203685477",
+      "922337203685478", "184467440737095", "184467440737096", "999999999999999",
+      "123456789012345", "5",     "17",         "9223372036854775807", "18446744073709551615"};
+  int checked = 0;
+  for (const auto& m : mantissas) {
+    for (std::size_t digits = 16; digits <= 21; ++digits) {
+      if (m.size() > digits) continue;
+      const std::size_t zeros = digits - m.size();
+      for (const char* sign : {"", "-"}) {
+        const std::string integer = sign + m + std::string(zeros, '0');
+        const std::string scientific =
+            std::string(sign) + m.substr(0, 1) + (m.size() > 1 ? "." + m.substr(1) : "") + "e" +
+            std::to_string(digits - 1);
+        const std::string exponent = std::string(sign) + m + "e" + std::to_string(zeros);
+        for (const auto& text : {integer, scientific, exponent}) {
+          const auto form = canonical_json(text);
+          if (!form) continue;
+          EXPECT_EQ(canon(*form), *form) << text;
+          ++checked;
+        }
+        const auto from_scientific = canonical_json(scientific);
+        EXPECT_EQ(canonical_json(exponent), from_scientific) << exponent;
+        const bool fits = canonical_json(integer) == integer;
+        if (!fits) EXPECT_EQ(canonical_json(integer), from_scientific) << integer;
+        if (m.size() <= 15) EXPECT_TRUE(from_scientific.has_value()) << scientific;
+      }
+    }
+  }
+  EXPECT_GT(checked, 300);
+}
+
 TEST(CacheCanonical, NumbersAreCheckedAsJson) {
   for (const char* bad : {"01", "-", "1.", ".5", "+1", "1e", "1e+", "--1", "-01", "0x1", "NaN",
                           "Infinity", "[1 2]", "1e2147483648"}) {
