@@ -90,7 +90,7 @@ int main(int argc, char** argv) {
   app.add_flag("--trace", options.trace,
                "overhead: also measure the call trace's CPU cost (two gateways, alternating windows; table notes)");
   app.add_option("--window", options.window_seconds, "seconds measured per row (default: 1 short, 5 full)");
-  app.add_option("--concurrency", options.concurrency, "overhead, peers: concurrency levels (default 1 8 64 256)")
+  app.add_option("--concurrency", options.concurrency, "overhead, peers: concurrency levels (default 1 8 64 256 1024 4096)")
       ->delimiter(',');
   app.add_option("--rate", options.rate,
                  "overhead, peers: open loop at this many calls/s (latency from each call's scheduled time)");
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
     ScenarioResult (*run)(const Options&);
   };
   const std::vector<Scenario> scenarios{
-      {"overhead", "echo through the gateway vs a direct stdio session at concurrency 1..256", run_overhead},
+      {"overhead", "echo through the gateway vs a direct stdio session at concurrency 1..4096", run_overhead},
       {"payload", "1 KB .. 10 MB results through the gateway: throughput and CPU per MB", run_payload},
       {"spawn-per-call", "spawn + initialize + call + exit per call vs the gateway", run_spawn_per_call},
       {"startup", "K slow-initialising servers: one by one vs parallel start, with and without a cap", run_startup},

@@ -90,7 +90,7 @@ ScenarioResult run_peers(const Options& o) {
   std::vector<std::size_t> levels = o.concurrency;
   if (levels.empty())
     levels =
-        o.short_mode ? std::vector<std::size_t>{1, 8} : std::vector<std::size_t>{1, 8, 64, 256};
+        o.short_mode ? std::vector<std::size_t>{1, 8} : std::vector<std::size_t>{1, 8, 64, 256, 1024, 4096};
   const auto win = window(o, 0.5, 3.0);
   const std::size_t warmup = o.short_mode ? 2 : 5;
   std::map<std::size_t, double> toolbridge_rate;

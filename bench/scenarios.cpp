@@ -120,7 +120,7 @@ ScenarioResult run_overhead(const Options& o) {
                           {"bench CPU µs/call", 1},
                           {"gw RSS MiB", 1}})};
   std::vector<std::size_t> levels = o.concurrency;
-  if (levels.empty()) levels = o.short_mode ? std::vector<std::size_t>{1, 8, 64} : std::vector<std::size_t>{1, 8, 64, 256};
+  if (levels.empty()) levels = o.short_mode ? std::vector<std::size_t>{1, 8, 64} : std::vector<std::size_t>{1, 8, 64, 256, 1024, 4096};
   const auto win = window(o, 1.0, 5.0);
   const std::size_t warmup = o.short_mode ? 3 : 10;
   const double gw_floor = o.floor.tcp_rtt_us + o.floor.pipe_rtt_us;
