@@ -17,6 +17,13 @@ Endpoints:
        N: requests affected (default 1; -1 for all of them).
   POST /reset                      empties the KV cache and counters
 
+Scripted agent: a chat request whose first user message holds a task marker
+`[eval-task id=ID turns=N format=hermes|use_mcp_tool]` is answered, instead of filler words, with
+the turn's text of a scripted agent (`script_turn`): 1-3 tool calls in that format, with the
+mistakes models make at fixed rates, and a final answer at turn N-1. The turn is the number of
+assistant messages in the request. Deterministic per (task, turn): any stack sees the same
+outputs. The bench's checks import `script_turn` from this file.
+
 Start: worker.py --port 0 [options]; prints "PORT <n>" on stdout once listening.
 """
 from __future__ import annotations
@@ -25,6 +32,8 @@ import argparse
 import asyncio
 import json
 import os
+import random
+import re
 import sys
 import time
 from collections import OrderedDict
@@ -80,7 +89,7 @@ class Worker:
         self.fault_count = 0
         self.fault_retry_after = 1
         self.stats = {"requests": 0, "prompt_tokens": 0, "cached_tokens": 0, "computed_tokens": 0,
-                      "completion_tokens": 0, "faults": 0, "max_running": 0}
+                      "completion_tokens": 0, "faults": 0, "max_running": 0, "scripted": 0}
         self.created = int(time.time())
         self.seq = 0
 
@@ -117,6 +126,129 @@ class Worker:
             if isinstance(v, int) and v > 0:
                 n = min(n, v)
         return max(1, n)
+
+
+# ---- the scripted agent ----
+
+EVAL_TASK = re.compile(r"\[eval-task id=([A-Za-z0-9_.:-]{1,64}) turns=(\d{1,4}) format=(hermes|use_mcp_tool)\]")
+# The tools the script calls (bench/python/eval_tools.py serves them): server, tool, text
+# parameter, integer parameter.
+SCRIPT_TOOLS = (("search", "web_search", "query", "num_results"),
+                ("scrape", "scrape_page", "url", "max_chars"),
+                ("sandbox", "run_python_code", "code", "timeout"))
+TOOL_WEIGHTS = (0.5, 0.3, 0.2)
+# Per written call, at most one mistake, at these rates (the rest are written correctly).
+MISTAKE_RATES = (("no_server", 0.08),    # hermes: the tool's own name; use_mcp_tool: the tool as the server
+                 ("wrong_case", 0.05),   # Search__Web_Search, <tool_name>Web_Search
+                 ("num_string", 0.08),   # "num_results": "5"
+                 ("unparseable", 0.03))  # "num_results": five  (no reader can take it)
+FENCED_RATE = 0.06                       # per turn: an example call inside a code fence, never to run
+CALLS_WEIGHTS = (0.5, 0.35, 0.15)        # 1, 2 or 3 calls a turn
+QUERY_POOL = 300                         # search queries, Zipf-distributed: repeated across tasks
+PAGE_POOL = 400
+FILLER = ("let me check the source first then compare the figures with the other report and "
+          "see whether the dates agree before answering").split()
+
+
+def _zipf(rng: random.Random, n: int, s: float = 1.1) -> int:
+    weights = _zipf.cache.get((n, s))
+    if weights is None:
+        weights = _zipf.cache[(n, s)] = [1 / (k + 1) ** s for k in range(n)]
+    return rng.choices(range(n), weights=weights)[0]
+
+
+_zipf.cache = {}
+
+
+def script_call(rng: random.Random, task: str, turn: int, k: int) -> dict:
+    server, tool, text_param, int_param = rng.choices(SCRIPT_TOOLS, weights=TOOL_WEIGHTS)[0]
+    if server == "search":
+        args = {"query": f"query {_zipf(rng, QUERY_POOL)} about the topic"}
+        int_value = rng.choice((3, 5, 8))
+    elif server == "scrape":
+        args = {"url": f"https://example.org/page/{_zipf(rng, PAGE_POOL, 0.8)}"}
+        int_value = rng.choice((2000, 4000))
+    else:
+        args = {"code": f"print(sum(i * i for i in range({rng.randrange(10, 10000)})))  # {task} {turn} {k}"}
+        int_value = rng.choice((10, 30))
+    r = rng.random()
+    mistake = "none"
+    for kind, rate in MISTAKE_RATES:
+        if r < rate:
+            mistake = kind
+            break
+        r -= rate
+    if mistake in ("num_string", "unparseable") or rng.random() < 0.6:
+        args[int_param] = int_value
+    return {"server": server, "tool": tool, "name": f"{server}__{tool}", "arguments": args,
+            "int_param": int_param, "mistake": mistake, "fenced": False}
+
+
+def render_call(call: dict, fmt: str) -> str:
+    args = dict(call["arguments"])
+    mistake = call["mistake"]
+    bare = None
+    if mistake == "num_string":
+        args[call["int_param"]] = str(args[call["int_param"]])
+    elif mistake == "unparseable":
+        bare = args[call["int_param"]]
+        args[call["int_param"]] = "@BARE@"
+    body = json.dumps(args)
+    if bare is not None:
+        body = body.replace('"@BARE@"', f"n{bare}")  # a bare word: needs a guess, never repaired
+    server, tool = call["server"], call["tool"]
+    if fmt == "hermes":
+        name = call["name"]
+        if mistake == "no_server":
+            name = tool
+        elif mistake == "wrong_case":
+            name = "__".join(p.title() for p in name.split("__"))
+        return f'<tool_call>\n{{"name": "{name}", "arguments": {body}}}\n</tool_call>'
+    if mistake == "no_server":
+        server = tool
+    elif mistake == "wrong_case":
+        tool = tool.title()
+    return (f"<use_mcp_tool>\n<server_name>{server}</server_name>\n<tool_name>{tool}</tool_name>\n"
+            f"<arguments>\n{body}\n</arguments>\n</use_mcp_tool>")
+
+
+def script_turn(task: str, turn: int, turns: int, fmt: str) -> dict:
+    """The scripted agent's output at `turn` (0-based) of a task of `turns` turns: its text and
+    the calls written in it (each: server, tool, name, arguments as meant, mistake, fenced)."""
+    rng = random.Random(f"eval/{task}/{turn}")
+    words = " ".join(rng.choice(FILLER) for _ in range(rng.randrange(30, 70)))
+    lead = f"<think>\n{words}\n</think>\n" if fmt == "hermes" else f"{words}\n\n"
+    if turn >= turns - 1:
+        return {"text": f"{lead}Final answer: \\boxed{{{rng.randrange(10 ** 6)}}}", "calls": [], "final": True}
+    n = rng.choices((1, 2, 3), weights=CALLS_WEIGHTS)[0]
+    calls, seen = [], set()
+    while len(calls) < n:
+        c = script_call(rng, task, turn, len(calls))
+        key = json.dumps([c["name"], c["arguments"]], sort_keys=True)
+        if key not in seen:  # a turn never writes the same call twice
+            seen.add(key)
+            calls.append(c)
+    parts = [lead + "I will use the tools."]
+    if rng.random() < FENCED_RATE:
+        example = {"server": "search", "tool": "web_search", "name": "search__web_search",
+                   "arguments": {"query": f"example query {task} {turn}"}, "int_param": "num_results",
+                   "mistake": "none", "fenced": True}
+        parts.append("The call format, for example:\n```\n" + render_call(example, fmt) + "\n```")
+        calls.append(example)
+    parts += [render_call(c, fmt) for c in calls if not c["fenced"]]
+    return {"text": "\n".join(parts), "calls": calls, "final": False}
+
+
+def scripted_text(body: dict) -> str | None:
+    """The scripted agent's answer to a chat request with a task marker; None without one."""
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    first_user = next((m for m in messages if m.get("role") == "user"), None)
+    content = first_user.get("content") if first_user else None
+    m = EVAL_TASK.search(content) if isinstance(content, str) else None
+    if not m:
+        return None
+    turn = sum(1 for x in messages if x.get("role") == "assistant")
+    return script_turn(m.group(1), turn, int(m.group(2)), m.group(3))["text"]
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -192,7 +324,8 @@ async def handle_generate(w: Worker, conn: Conn, path: str, body: dict) -> None:
         return
     prompt = w.prompt_of(path, body)
     tokens = prompt.split()
-    n_out = w.output_tokens(body)
+    script = scripted_text(body) if path == "/v1/chat/completions" else None
+    n_out = len(script.split()) if script is not None else w.output_tokens(body)
     stream = body.get("stream") is True
     async with w.slots:
         w.running += 1
@@ -212,24 +345,28 @@ async def handle_generate(w: Worker, conn: Conn, path: str, body: dict) -> None:
             usage = {"prompt_tokens": len(tokens), "completion_tokens": n_out,
                      "total_tokens": len(tokens) + n_out,
                      "prompt_tokens_details": {"cached_tokens": cached}}
-            words = [f"w{i}" for i in range(n_out)]
+            if script is not None:
+                w.stats["scripted"] += 1
+                words = re.findall(r"\s*\S+", script)  # n_out tokens, each with the space before it
+            else:
+                words = [f"w{i}" if i == 0 else f" w{i}" for i in range(n_out)]
+            finish = "stop" if script is not None else "length"
             step = args.decode_ms_per_token / 1e3
             chat = path == "/v1/chat/completions"
             obj = "chat.completion" if chat else "text_completion"
             if not stream:
                 await asyncio.sleep(step * n_out)
-                text = " ".join(words)
+                text = "".join(words)
                 choice = ({"index": 0, "message": {"role": "assistant", "content": text},
-                           "finish_reason": "length"} if chat else
-                          {"index": 0, "text": text, "finish_reason": "length"})
+                           "finish_reason": finish} if chat else
+                          {"index": 0, "text": text, "finish_reason": finish})
                 await conn.send_json(200, {"id": rid, "object": obj, "created": w.created,
                                            "model": args.model, "system_fingerprint": args.name,
                                            "choices": [choice], "usage": usage})
                 return
             await conn.begin_chunked("text/event-stream")
             obj += ".chunk" if chat else ""
-            for i, word in enumerate(words):
-                piece = word if i == 0 else " " + word
+            for i, piece in enumerate(words):
                 choice = ({"index": 0, "delta": ({"role": "assistant", "content": piece} if i == 0
                                                  else {"content": piece}), "finish_reason": None}
                           if chat else {"index": 0, "text": piece, "finish_reason": None})
@@ -243,7 +380,7 @@ async def handle_generate(w: Worker, conn: Conn, path: str, body: dict) -> None:
             last = {"id": rid, "object": obj, "created": w.created, "model": args.model,
                     "system_fingerprint": args.name,
                     "choices": [{"index": 0, ("delta" if chat else "text"): ({} if chat else ""),
-                                 "finish_reason": "length"}], "usage": usage}
+                                 "finish_reason": finish}], "usage": usage}
             await conn.chunk(b"data: " + json.dumps(last).encode() + b"\n\ndata: [DONE]\n\n")
             await conn.end_chunked()
         finally:

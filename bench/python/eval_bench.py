@@ -1,0 +1,583 @@
+"""A whole evaluation, two ways, in one run: N tasks C at a time, each a multi-turn agent loop
+(eval_agent.py) against simulated inference workers (tests/llm_worker, scripted agent mode) and
+three simulated tool servers (eval_tools.py), through today's stack and through toolbridge, with
+ablation rows (toolbridge with one feature turned off). Prints one table; `--json FILE` writes
+it, `--table-json` prints it as JSON for `toolbridge-bench eval`.
+
+    .venv/bin/python bench/python/eval_bench.py --short
+    .venv/bin/python bench/python/eval_bench.py --tasks 64 --concurrency 32 --max-turns 40 --ablations
+
+The rows run one after another on the same workers (their caches and counters reset between
+rows); every row's processes are started for it and stopped after it. Not part of the product.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO / "tests" / "llm_worker"))
+
+import worker as llm_worker  # noqa: E402  (the scripted agent: what each turn wrote)
+from eval_agent import canonical  # noqa: E402
+from eval_tools import TOOLS  # noqa: E402
+
+# Deadlines per server (seconds, before --scale): a hung scrape passes its deadline; a sandbox
+# call slowed by contention should not.
+DEADLINES = {"search": 30.0, "scrape": 15.0, "sandbox": 300.0}
+
+
+# ---- processes ----
+
+def cpu_of(pid: int) -> tuple[float, float]:
+    """(own, reaped children's) CPU seconds of a live process; (nan, nan) if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return math.nan, math.nan
+    tick = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick
+
+
+def children_of(pid: int) -> list[int]:
+    out = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(x) for x in f.read().split()]
+    except OSError:
+        pass
+    return out
+
+
+def cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+class Proc:
+    """A process this bench started: its own group, stopped (TERM, then KILL) and reaped."""
+
+    def __init__(self, argv: list[str], ready: re.Pattern, timeout: float, stderr_path: str | None = None,
+                 stdout_ready: bool = True):
+        self.stderr_path = stderr_path
+        err = open(stderr_path, "wb") if stderr_path else subprocess.DEVNULL
+        self.p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                                  start_new_session=True)
+        self.match = None
+        deadline = time.monotonic() + timeout
+        lines = []
+        while time.monotonic() < deadline:
+            line = self.p.stdout.readline()
+            if not line:
+                break
+            lines.append(line.decode(errors="replace"))
+            self.match = ready.search(lines[-1])
+            if self.match:
+                break
+        if not self.match:
+            self.stop()
+            raise RuntimeError(f"{argv[0]} {' '.join(argv[1:3])}: not ready within {timeout:.0f} s; said: "
+                               f"{''.join(lines)[-300:]!r}{self.stderr_tail()}")
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self) -> None:
+        for _ in self.p.stdout:
+            pass
+
+    def stderr_tail(self, n: int = 2000) -> str:
+        if not self.stderr_path:
+            return ""
+        try:
+            return "\n" + Path(self.stderr_path).read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+    @property
+    def pid(self) -> int:
+        return self.p.pid
+
+    def stop(self, grace: float = 10.0) -> int | None:
+        if self.p.poll() is None:
+            try:
+                os.killpg(self.p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.p.wait(grace)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.p.wait()
+        return self.p.returncode
+
+
+def http_json(url: str, body: dict | None = None, timeout: float = 10.0):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        raw = r.read()
+    return json.loads(raw) if raw else {}
+
+
+# ---- the workload ----
+
+def make_tasks(n: int, max_turns: int, min_turns: int) -> list[dict]:
+    """Task-dependent turn counts (log-normal around 40 % of max_turns), half hermes, half
+    MiroFlow's use_mcp_tool."""
+    tasks = []
+    for i in range(n):
+        rng = random.Random(f"eval-task/{i}")
+        mid = max(min_turns, 0.4 * max_turns)
+        turns = int(round(math.exp(rng.gauss(math.log(mid), 0.5))))
+        tasks.append({"id": f"t{i:04d}", "turns": max(min_turns, min(max_turns, turns)),
+                      "format": "hermes" if i % 2 == 0 else "use_mcp_tool"})
+    return tasks
+
+
+def tool_argv(a: argparse.Namespace, state_dir: str) -> list[str]:
+    return [a.python, str(HERE / "eval_tools.py"), "--impl", a.tool_impl, "--scale", f"{a.scale:g}",
+            "--state-dir", state_dir]
+
+
+def ms(seconds: float) -> str:
+    return f"{max(1, int(round(seconds * 1000)))}ms"
+
+
+def gateway_yaml(a: argparse.Namespace, ports: list[int], state_dir: str, routing: str = "prefix_aware",
+                 admission: bool = True, cache: bool = True, repair: bool = True) -> str:
+    argv = tool_argv(a, state_dir)
+    y = ["gateway:", "  log_level: warn", "  max_connections_per_client: 4096", "servers:"]
+    for server in TOOLS:
+        y += [f"  {server}:", f"    command: {json.dumps(argv[0])}",
+              f"    args: {json.dumps(argv[1:] + ['--kind', server])}",
+              "    policy: pool", f"    max_instances: {a.pool}",
+              f"    call_timeout: {ms(DEADLINES[server] * a.scale)}"]
+        if not repair:
+            y.append("    repair: 'off'")
+        if server == "search" and cache:
+            y.append("    cache: {tools: [web_search], ttl: 1h}")
+        if server == "sandbox" and admission:
+            y.append("    concurrency_limit: adaptive")
+    y += ["models:", f"  {llm_worker_model()}:", f"    routing: {routing}", "    workers:"]
+    y += [f"      - {{url: 'http://127.0.0.1:{p}', name: w{i}}}" for i, p in enumerate(ports)]
+    return "\n".join(y) + "\n"
+
+
+def llm_worker_model() -> str:
+    return "sim-model"
+
+
+# ---- one row ----
+
+ROWS = {
+    "today": "today's stack: sglang-router cache_aware, spawn per call (MCP SDK), regex parsing",
+    "today-rr": "today's stack, model calls round robin from the client (no router)",
+    "toolbridge": "toolbridge: prefix_aware router, POST /v1/parse execute, pools, adaptive sandbox, search cache",
+    "tb-round-robin": "toolbridge, router round_robin",
+    "tb-no-admission": "toolbridge, no concurrency limit on the sandbox",
+    "tb-no-cache": "toolbridge, no result cache on search",
+    "tb-no-repair": "toolbridge, repair off on every server",
+}
+
+
+class Bench:
+    def __init__(self, a: argparse.Namespace):
+        self.a = a
+        self.tmp = tempfile.mkdtemp(prefix="tb-eval-")
+        self.workers: list[Proc] = []
+        self.ports: list[int] = []
+        self.tasks = make_tasks(a.tasks, a.max_turns, a.min_turns)
+        self.problems: list[str] = []
+        self.findings: list[str] = []
+
+    def start_workers(self) -> None:
+        a = self.a
+        for i in range(a.workers):
+            argv = [a.python, str(REPO / "tests" / "llm_worker" / "worker.py"), "--port", "0", "--name", f"w{i}",
+                    "--model", llm_worker_model(),
+                    "--prefill-us-per-token", f"{200 * a.scale:g}", "--decode-ms-per-token", f"{20 * a.scale:g}",
+                    "--max-running", "64", "--cache-tokens", str(a.cache_tokens), "--block", "16"]
+            w = Proc(argv, re.compile(r"PORT (\d+)"), 30)
+            self.workers.append(w)
+            self.ports.append(int(w.match.group(1)))
+
+    def worker_stats(self) -> list[dict]:
+        return [http_json(f"http://127.0.0.1:{p}/stats") for p in self.ports]
+
+    def reset_workers(self) -> None:
+        for p in self.ports:
+            http_json(f"http://127.0.0.1:{p}/reset", {})
+
+    def workers_cpu(self) -> float:
+        return sum(cpu_of(w.pid)[0] for w in self.workers)
+
+    def stop(self) -> None:
+        for w in self.workers:
+            w.stop()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # The agent loop of one row, in its own process: its CPU and its children's are its own.
+    def run_agent(self, spec: dict) -> tuple[dict, float]:
+        p = subprocess.Popen([self.a.python, str(HERE / "eval_agent.py")], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        out, err = p.communicate(json.dumps(spec).encode(), timeout=self.a.row_timeout)
+        if p.returncode != 0:
+            raise RuntimeError(f"eval_agent.py exited {p.returncode}: {err.decode(errors='replace')[-1500:]}")
+        return json.loads(out), 0.0
+
+    def spec(self, stack: str, llm_urls: list[str], state_dir: str, gateway_url: str = "") -> dict:
+        a = self.a
+        return {"stack": stack, "llm_urls": llm_urls, "gateway_url": gateway_url, "tenant": "eval",
+                "system_words": a.system_words, "max_turns": a.max_turns, "concurrency": a.concurrency,
+                "tool_command": tool_argv(a, state_dir),
+                "deadlines": {s: d * a.scale for s, d in DEADLINES.items()}, "tasks": self.tasks}
+
+    def row(self, name: str) -> dict:
+        state_dir = tempfile.mkdtemp(prefix=f"{name}-", dir=self.tmp)
+        self.reset_workers()
+        w_cpu0 = self.workers_cpu()
+        row = {"row": name}
+        if name.startswith("today"):
+            router = None
+            if name == "today":
+                router = self.start_router()
+                urls = [f"http://127.0.0.1:{router[1]}/v1"]
+                self.reset_workers()
+            else:
+                urls = [f"http://127.0.0.1:{p}/v1" for p in self.ports]
+            r_cpu0 = cpu_of(router[0].pid)[0] if router else math.nan
+            try:
+                out, _ = self.run_agent(self.spec("today", urls, state_dir))
+            finally:
+                r_cpu1 = cpu_of(router[0].pid)[0] if router else math.nan
+                if router:
+                    router[0].stop()
+            row.update(router_cpu_s=r_cpu1 - r_cpu0, servers_cpu_s=out["children_cpu_s"],
+                       spawned=out["spawned"])
+        else:
+            kw = {"tb-round-robin": {"routing": "round_robin"}, "tb-no-admission": {"admission": False},
+                  "tb-no-cache": {"cache": False}, "tb-no-repair": {"repair": False}}.get(name, {})
+            cfg = Path(self.tmp) / f"{name}.yaml"
+            cfg.write_text(gateway_yaml(self.a, self.ports, state_dir, **kw))
+            log = str(Path(self.tmp) / f"{name}.stderr")
+            gw = Proc([self.a.toolbridge, "serve", "--config", str(cfg), "--listen", "127.0.0.1:0", "--wait-ready"],
+                      re.compile(r"listening on (http://\S+)"), 60, stderr_path=log)
+            base = gw.match.group(1).rstrip("/")
+            seen: set[int] = set()
+            stop_sampling = threading.Event()
+
+            def sample() -> None:  # the tool server processes the gateway runs, over the row
+                while not stop_sampling.is_set():
+                    seen.update(c for c in children_of(gw.pid) if "eval_tools.py" in cmdline(c))
+                    stop_sampling.wait(0.25)
+
+            sampler = threading.Thread(target=sample, daemon=True)
+            sampler.start()
+            g0, _ = cpu_of(gw.pid)
+            try:
+                out, _ = self.run_agent(self.spec("toolbridge", [f"{base}/v1"], state_dir, base))
+            finally:
+                g1, gc1 = cpu_of(gw.pid)
+                servers = sum(cpu_of(c)[0] for c in children_of(gw.pid) if "eval_tools.py" in cmdline(c))
+                stop_sampling.set()
+                sampler.join()
+                rc = gw.stop()
+                tail = gw.stderr_tail(4000).strip()
+                if rc not in (0, None) or re.search(r"\b(error|critical)\b", tail, re.I):
+                    self.findings.append(f"{name}: gateway exit {rc}; stderr tail:\n{tail[-1500:]}")
+            row.update(router_cpu_s=g1 - g0, servers_cpu_s=servers + (gc1 if not math.isnan(gc1) else 0),
+                       spawned=len(seen))
+        stats = self.worker_stats()
+        row.update(self.summarise(out, stats))
+        row["workers_cpu_s"] = self.workers_cpu() - w_cpu0
+        row["agent_cpu_s"] = out["agent_cpu_s"]
+        row["_out"] = out
+        return row
+
+    def start_router(self) -> tuple[Proc, int]:
+        py = self.a.peers_python
+        if not os.access(py, os.X_OK):
+            raise RuntimeError(f"no {py}: sglang-router is installed in .venv-bench by scripts/setup")
+        import socket
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        argv = [py, "-m", "sglang_router.launch_router", "--host", "127.0.0.1", "--port", str(port),
+                "--policy", "cache_aware", "--log-level", "warn",
+                "--worker-urls", *[f"http://127.0.0.1:{p}" for p in self.ports]]
+        log = str(Path(self.tmp) / "router.stderr")
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=open(log + ".out", "wb"),
+                             stderr=open(log, "wb"), start_new_session=True)
+        proc = Proc.__new__(Proc)
+        proc.p, proc.stderr_path, proc.match = p, log, None
+        body = {"model": llm_worker_model(), "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1}
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # it registers its workers after it listens
+            try:
+                http_json(f"http://127.0.0.1:{port}/v1/chat/completions", body, timeout=5)
+                return proc, port
+            except Exception:  # noqa: BLE001 - not routing yet
+                if p.poll() is not None:
+                    break
+                time.sleep(0.3)
+        proc.stop()
+        raise RuntimeError(f"sglang-router did not route within 60 s{proc.stderr_tail()}")
+
+    # ---- what a row's records say ----
+
+    def summarise(self, out: dict, stats: list[dict]) -> dict:
+        tasks = out["tasks"]
+        times = sorted(t["seconds"] for t in tasks)
+        executed = sum(len(turn["executed"]) for t in tasks for turn in t["turns"])
+        errors: dict[str, int] = {}
+        lost = fenced_run = ended_early = repaired_ran = 0
+        for t in tasks:
+            task = next(x for x in self.tasks if x["id"] == t["id"])
+            if len(t["turns"]) < min(task["turns"], self.a.max_turns) and not t["error"]:
+                ended_early += 1
+            for i, turn in enumerate(t["turns"]):
+                for k, v in turn["errors"].items():
+                    errors[k] = errors.get(k, 0) + v
+                script = llm_worker.script_turn(task["id"], i, task["turns"], task["format"])
+                written = [c for c in script["calls"] if not c["fenced"]]
+                written_keys = {canonical(c["name"], c["arguments"]) for c in written}
+                fenced_keys = {canonical(c["name"], c["arguments"]) for c in script["calls"] if c["fenced"]}
+                ran = [e for e in turn["executed"] if e["key"] in written_keys]
+                fenced_run += sum(1 for e in turn["executed"] if e["key"] in fenced_keys and e["key"] not in written_keys)
+                lost += max(0, len(written) - len(ran) - turn["reported"])
+                mistaken = {canonical(c["name"], c["arguments"]) for c in written if c["mistake"] in ("no_server", "wrong_case")}
+                repaired_ran += sum(1 for e in ran if e["key"] in mistaken)
+            if t["error"]:
+                errors["task_failed"] = errors.get("task_failed", 0) + 1
+        turns = sum(len(t["turns"]) for t in tasks)
+        requests = sum(s["requests"] for s in stats)
+        consistent = (requests == turns and sum(s.get("scripted", 0) for s in stats) == turns and
+                      all(s["prompt_tokens"] == s["cached_tokens"] + s["computed_tokens"] for s in stats))
+        return {"makespan_s": out["makespan_s"], "task_p50_s": pct(times, 50), "task_p99_s": pct(times, 99),
+                "turns": turns, "worker_requests": requests, "workers_consistent": consistent,
+                "uncached_tokens": sum(s["computed_tokens"] for s in stats),
+                "prompt_tokens": sum(s["prompt_tokens"] for s in stats),
+                "executed": executed, "lost": lost, "fenced_run": fenced_run, "mistakes_ran": repaired_ran,
+                "ended_early": ended_early, "deadline_hits": errors.get("timeout", 0),
+                "errors": errors, "failed_tasks": sum(1 for t in tasks if t["error"]),
+                "first_task_error": next((t["error"] for t in tasks if t["error"]), "")}
+
+    def compare(self, ref: dict, other: dict) -> dict:
+        """Per task: every call the model wrote correctly (or with numbers as strings), in the turns
+        both stacks reached, ran in both with the same result; deadline hits counted apart."""
+        by_id = {t["id"]: t for t in ref["_out"]["tasks"]}
+        differ, checked, deadline_ref, deadline_other, examples = 0, 0, 0, 0, []
+        for t in other["_out"]["tasks"]:
+            r = by_id[t["id"]]
+            task = next(x for x in self.tasks if x["id"] == t["id"])
+            bad = False
+            for i in range(min(len(t["turns"]), len(r["turns"]))):
+                script = llm_worker.script_turn(task["id"], i, task["turns"], task["format"])
+                ra = {e["key"]: e for e in r["turns"][i]["executed"]}
+                ob = {e["key"]: e for e in t["turns"][i]["executed"]}
+                for c in script["calls"]:
+                    if c["fenced"] or c["mistake"] not in ("none", "num_string"):
+                        continue
+                    key = canonical(c["name"], c["arguments"])
+                    checked += 1
+                    x, y = ra.get(key), ob.get(key)
+                    timed_out = False
+                    if x and x["outcome"] == "timeout":
+                        deadline_ref += 1
+                        timed_out = True
+                    if y and y["outcome"] == "timeout":
+                        deadline_other += 1
+                        timed_out = True
+                    if timed_out:
+                        continue
+                    if not x or not y or x["outcome"] != y["outcome"] or x["text"] != y["text"]:
+                        bad = True
+                        if len(examples) < 3:
+                            examples.append(f"{t['id']} turn {i} {key}: {x} vs {y}")
+            differ += bad
+        return {"tasks_differing": differ, "checked_calls": checked, "deadline_ref": deadline_ref,
+                "deadline_this": deadline_other, "examples": examples}
+
+
+def pct(sorted_values: list[float], p: float) -> float:
+    if not sorted_values:
+        return math.nan
+    k = max(0, min(len(sorted_values) - 1, math.ceil(p / 100 * len(sorted_values)) - 1))
+    return sorted_values[k]
+
+
+COLUMNS = [("stack", 0), ("makespan s", 2), ("vs today", 2), ("task p50 s", 2), ("task p99 s", 2),
+           ("model turns", 0), ("uncached prompt tokens", 0), ("tool calls executed", 0),
+           ("spawned processes", 0), ("calls lost", 0), ("fenced calls run", 0), ("mistyped calls run", 0),
+           ("tasks ended early", 0), ("deadline hits", 0), ("tool errors by kind", 0),
+           ("tasks differing", 0), ("router/gw CPU ms/turn", 2), ("agent CPU s", 2),
+           ("tool servers CPU s", 2), ("workers CPU s", 2)]
+
+
+def table_rows(rows: list[dict]) -> list[list]:
+    ref = rows[0]["makespan_s"] if rows and rows[0]["row"].startswith("today") else math.nan
+    out = []
+    for r in rows:
+        errs = " ".join(f"{k}:{v}" for k, v in sorted(r["errors"].items())) or "-"
+        cmp_ = r.get("compare")
+        out.append([r["row"], r["makespan_s"], r["makespan_s"] / ref if ref == ref else None,
+                    r["task_p50_s"], r["task_p99_s"], r["turns"], r["uncached_tokens"], r["executed"],
+                    r["spawned"], r["lost"], r["fenced_run"], r["mistakes_ran"], r["ended_early"],
+                    r["deadline_hits"], errs, cmp_["tasks_differing"] if cmp_ else "(reference)",
+                    1000 * r["router_cpu_s"] / r["turns"] if r["turns"] and r["router_cpu_s"] == r["router_cpu_s"] else None,
+                    r["agent_cpu_s"], r["servers_cpu_s"], r["workers_cpu_s"]])
+    return out
+
+
+def print_table(title: str, rows: list[list], notes: list[str]) -> None:
+    def cell(v, d):
+        if v is None:
+            return "-"
+        if isinstance(v, float):
+            return f"{v:.{d}f}"
+        return str(v)
+    head = [c for c, _ in COLUMNS]
+    body = [[cell(v, d) for v, (_, d) in zip(r, COLUMNS)] for r in rows]
+    widths = [max(len(h), *(len(b[i]) for b in body)) if body else len(h) for i, h in enumerate(head)]
+    print(f"#### eval: {title}\n")
+    print("| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |")
+    print("| " + " | ".join("-" * w for w in widths) + " |")
+    for b in body:
+        print("| " + " | ".join(x.ljust(w) for x, w in zip(b, widths)) + " |")
+    print()
+    for n in notes:
+        print(n)
+        print()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--short", action="store_true", help="a few tasks, seconds (CI)")
+    ap.add_argument("--tasks", type=int, help="tasks in all (default 32; short 4)")
+    ap.add_argument("--concurrency", type=int, help="tasks at once (default 16; short 4)")
+    ap.add_argument("--max-turns", type=int, help="model turns per task at most (default 40; short 6)")
+    ap.add_argument("--min-turns", type=int, default=3)
+    ap.add_argument("--scale", type=float, help="every simulated time × this (default 0.1; short 0.05)")
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--system-words", type=int, default=4000, help="tokens of the shared system prompt")
+    ap.add_argument("--cache-tokens", type=int, default=256_000, help="each worker's KV prefix cache")
+    ap.add_argument("--pool", type=int, default=2, help="toolbridge: max_instances of each server's pool")
+    ap.add_argument("--tool-impl", choices=("sdk", "plain"), default="sdk",
+                    help="tool servers on the official MCP SDK (default) or a stdlib JSON-RPC loop")
+    ap.add_argument("--rows", default=None, help=f"comma-separated rows of {', '.join(ROWS)}")
+    ap.add_argument("--ablations", action="store_true", help="add the tb-* rows")
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--peers-python", default=str(REPO / ".venv-bench" / "bin" / "python"))
+    ap.add_argument("--toolbridge", default=str(REPO / "build" / "toolbridge"))
+    ap.add_argument("--row-timeout", type=float, default=3600)
+    ap.add_argument("--json", dest="json_path", help="also write the rows to FILE")
+    ap.add_argument("--table-json", action="store_true", help="print the table as JSON (toolbridge-bench eval)")
+    a = ap.parse_args()
+    a.tasks = a.tasks or (4 if a.short else 32)
+    a.concurrency = a.concurrency or (4 if a.short else 16)
+    a.max_turns = a.max_turns or (6 if a.short else 40)
+    a.scale = a.scale or (0.05 if a.short else 0.1)
+    rows_wanted = (a.rows.split(",") if a.rows else
+                   ["today", "toolbridge"] + (["tb-round-robin", "tb-no-admission", "tb-no-cache", "tb-no-repair"]
+                                              if a.ablations else []))
+    for r in rows_wanted:
+        if r not in ROWS:
+            ap.error(f"unknown row {r!r}; rows: {', '.join(ROWS)}")
+
+    load0 = os.getloadavg()[0]
+    bench = Bench(a)
+    rows: list[dict] = []
+    ok = True
+    try:
+        bench.start_workers()
+        for name in rows_wanted:
+            print(f"eval: {name}: {ROWS[name]}", file=sys.stderr, flush=True)
+            try:
+                row = bench.row(name)
+            except Exception as e:  # noqa: BLE001 - a row that cannot run is a problem, the others go on
+                ok = False
+                bench.problems.append(f"{name}: {type(e).__name__}: {e}")
+                continue
+            ref = next((r for r in rows if r["row"].startswith("today")), None)
+            if ref is not None and row is not ref:
+                row["compare"] = bench.compare(ref, row)
+            rows.append(row)
+            print(f"  {name}: makespan {row['makespan_s']:.2f} s, {row['turns']} turns, {row['executed']} calls, "
+                  f"{row['lost']} lost, errors {row['errors']}", file=sys.stderr, flush=True)
+    finally:
+        bench.stop()
+    for r in rows:
+        if r["failed_tasks"]:
+            bench.problems.append(f"{r['row']}: {r['failed_tasks']} task(s) failed; first: {r['first_task_error']}")
+        if not r["workers_consistent"]:
+            bench.problems.append(f"{r['row']}: the workers' counters disagree with the turns the agents made")
+        if not r["row"].startswith("today"):
+            if r["lost"]:
+                bench.problems.append(f"{r['row']}: {r['lost']} call(s) lost")
+            c = r.get("compare")
+            if c and c["tasks_differing"]:
+                bench.problems.append(f"{r['row']}: {c['tasks_differing']} task(s) executed other calls or got other "
+                                      f"results than today's stack; e.g. {c['examples']}")
+    ok = ok and not bench.problems
+    title = (f"{a.tasks} tasks, {a.concurrency} at once, up to {a.max_turns} turns, scale {a.scale:g}, "
+             f"{a.workers} workers, {a.system_words}-token system prompt, tool servers: {a.tool_impl}, "
+             f"load {load0:.1f} at start")
+    notes = [
+        "Rows run one after another on the same simulated workers (caches and counters reset between rows). "
+        "uncached prompt tokens: summed from the workers' own counters. calls lost: calls the model wrote "
+        "(outside code fences) that neither ran nor came back as an error the agent could read. fenced calls run: "
+        "example calls inside a code fence that were executed (must be 0). mistyped calls run: calls written "
+        "without their server or in the wrong case that still ran. tasks ended early: the agent saw no call in a "
+        "turn that had some (its reader dropped them) and took it as the final answer. tasks differing: against "
+        "the first today row, tasks where a call written correctly (or with numbers as strings) did not run "
+        "with the same result in both, in the turns both reached; deadline hits are counted apart. router/gw CPU: the sglang-router's or the gateway's own CPU per model turn (the gateway also "
+        "parses and runs the calls). tool servers CPU: spawned servers (today) or the pools (toolbridge). "
+        "agent CPU: the agent loop's process.",
+    ]
+    for r in rows:
+        c = r.get("compare")
+        if c:
+            notes.append(f"{r['row']}: {c['checked_calls']} calls checked against today's stack; deadline hits "
+                         f"there {c['deadline_ref']}, here {c['deadline_this']}.")
+    notes += bench.findings
+    trows = table_rows(rows)
+    doc = {"title": title, "columns": COLUMNS, "rows": trows, "notes": notes, "problems": bench.problems,
+           "ok": ok, "detail": [{k: v for k, v in r.items() if k != "_out"} for r in rows]}
+    if a.json_path:
+        Path(a.json_path).write_text(json.dumps(doc, indent=1) + "\n")
+    if a.table_json:
+        json.dump(doc, sys.stdout)
+        print()
+    else:
+        print_table(title, trows, notes)
+        for p in bench.problems:
+            print(f"! {p}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
