@@ -106,9 +106,12 @@ async def toolbridge_task(rec: Record, llm, tb, ctx: dict) -> None:
     task = rec.task
     trajectory = f"eval-{task['id']}"
     messages = [{"role": "system", "content": ctx["system"]}, {"role": "user", "content": task_message(task)}]
+    headers = {"X-Toolbridge-Trajectory": trajectory}  # the router keeps a trajectory on one worker
+    if tb.tenant:
+        headers["X-Toolbridge-Tenant"] = tb.tenant  # the run, as the tool calls name it
     await tb.tools()  # the catalog, as an agent shows it to its model (cached by the client)
     for _ in range(ctx["max_turns"]):
-        text = await model_turn(llm, messages, rec, {"X-Toolbridge-Trajectory": trajectory})
+        text = await model_turn(llm, messages, rec, headers)
         messages.append({"role": "assistant", "content": text})
         t0 = time.perf_counter()
         r = await tb.parse_and_execute(text, task["format"], trajectory=trajectory)

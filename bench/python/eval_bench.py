@@ -355,6 +355,7 @@ class Bench:
         executed = sum(len(turn["executed"]) for t in tasks for turn in t["turns"])
         errors: dict[str, int] = {}
         lost = fenced_run = ended_early = repaired_ran = 0
+        examples: list[str] = []
         for t in tasks:
             task = next(x for x in self.tasks if x["id"] == t["id"])
             if len(t["turns"]) < min(task["turns"], self.a.max_turns) and not t["error"]:
@@ -362,6 +363,9 @@ class Bench:
             for i, turn in enumerate(t["turns"]):
                 for k, v in turn["errors"].items():
                     errors[k] = errors.get(k, 0) + v
+                for text in turn.get("error_texts", ()):
+                    if len(examples) < 12:
+                        examples.append(f"{t['id']} turn {i}: {text}")
                 script = llm_worker.script_turn(task["id"], i, task["turns"], task["format"])
                 written = [c for c in script["calls"] if not c["fenced"]]
                 written_keys = {canonical(c["name"], c["arguments"]) for c in written}
@@ -383,7 +387,7 @@ class Bench:
                 "prompt_tokens": sum(s["prompt_tokens"] for s in stats),
                 "executed": executed, "lost": lost, "fenced_run": fenced_run, "mistakes_ran": repaired_ran,
                 "ended_early": ended_early, "deadline_hits": errors.get("timeout", 0),
-                "errors": errors, "failed_tasks": sum(1 for t in tasks if t["error"]),
+                "errors": errors, "error_examples": examples, "failed_tasks": sum(1 for t in tasks if t["error"]),
                 "first_task_error": next((t["error"] for t in tasks if t["error"]), "")}
 
     def compare(self, ref: dict, other: dict) -> dict:
@@ -451,6 +455,17 @@ def table_rows(rows: list[dict]) -> list[list]:
                     1000 * r["router_cpu_s"] / r["turns"] if r["turns"] and r["router_cpu_s"] == r["router_cpu_s"] else None,
                     r["agent_cpu_s"], r["servers_cpu_s"], r["workers_cpu_s"]])
     return out
+
+
+def finite(v):
+    """NaN and infinities as null (JSON has no NaN), in any nesting."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, list):
+        return [finite(x) for x in v]
+    if isinstance(v, dict):
+        return {k: finite(x) for k, x in v.items()}
+    return v
 
 
 def print_table(title: str, rows: list[list], notes: list[str]) -> None:
@@ -565,8 +580,8 @@ def main() -> int:
                          f"there {c['deadline_ref']}, here {c['deadline_this']}.")
     notes += bench.findings
     trows = table_rows(rows)
-    doc = {"title": title, "columns": COLUMNS, "rows": trows, "notes": notes, "problems": bench.problems,
-           "ok": ok, "detail": [{k: v for k, v in r.items() if k != "_out"} for r in rows]}
+    doc = finite({"title": title, "columns": COLUMNS, "rows": trows, "notes": notes, "problems": bench.problems,
+                  "ok": ok, "detail": [{k: v for k, v in r.items() if k != "_out"} for r in rows]})
     if a.json_path:
         Path(a.json_path).write_text(json.dumps(doc, indent=1) + "\n")
     if a.table_json:
