@@ -106,6 +106,11 @@ int main(int argc, char** argv) {
                  "rollout: the server with the sleep tool, fixture (C++) or fastmcp (Python, bench/python)")
       ->check(CLI::IsMember({"fixture", "fastmcp"}))
       ->capture_default_str();
+  app.add_option("--tool-impl", options.eval_tool_impl,
+                 "eval: tool servers on the official MCP SDK (sdk, default) or a stdlib stdio loop (plain)")
+      ->check(CLI::IsMember({"sdk", "plain"}));
+  app.add_flag("--ablations", options.eval_ablations,
+               "eval: add the rows with one toolbridge feature off (router, admission, cache, repair)");
   app.add_option("--floor-samples", floor_samples, "round trips per floor measurement (median reported)");
   struct Scenario {
     const char* name;
@@ -129,6 +134,10 @@ int main(int argc, char** argv) {
        run_llm_routing},
       {"parse", "the parse corpus through POST /v1/parse vs the Python regex reference: accuracy, time per turn",
        run_parse},
+      {"eval", "a whole evaluation (N multi-turn agent tasks, scripted model, search/scrape/sandbox "
+               "servers) through today's stack and through toolbridge; --trajectories = tasks, --calls = "
+               "max turns, --scale, --concurrency (first value) = tasks at once",
+       run_eval},
   };
   std::vector<CLI::App*> commands;
   for (const auto& s : scenarios) commands.push_back(app.add_subcommand(s.name, s.help));

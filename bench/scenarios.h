@@ -30,6 +30,10 @@ struct Options {
   // Admission limits in every generated gateway config, high enough never to be reached (its
   // cost when configured but idle): gateway.max_calls_in_flight, the fixture's concurrency_limit.
   bool idle_limits = false;
+  // eval: the tool servers' implementation ("sdk" or "plain"; empty: the driver's default) and
+  // whether to add the ablation rows.
+  std::string eval_tool_impl;
+  bool eval_ablations = false;
   // overhead: also run the gateway with the call trace on (rows "gateway+trace"), same run.
   bool trace = false;
   Floor floor;
@@ -53,5 +57,6 @@ ScenarioResult run_repair(const Options& options);
 ScenarioResult run_cache(const Options& options);
 ScenarioResult run_llm_routing(const Options& options);
 ScenarioResult run_parse(const Options& options);
+ScenarioResult run_eval(const Options& options);
 
 }  // namespace toolbridge::bench
