@@ -162,6 +162,10 @@ def tool_argv(a: argparse.Namespace, state_dir: str) -> list[str]:
             "--state-dir", state_dir]
 
 
+def deadline(a: argparse.Namespace, server: str) -> float:
+    return max(DEADLINES[server] * a.scale, a.deadline_floor)
+
+
 def ms(seconds: float) -> str:
     return f"{max(1, int(round(seconds * 1000)))}ms"
 
@@ -174,7 +178,7 @@ def gateway_yaml(a: argparse.Namespace, ports: list[int], state_dir: str, routin
         y += [f"  {server}:", f"    command: {json.dumps(argv[0])}",
               f"    args: {json.dumps(argv[1:] + ['--kind', server])}",
               "    policy: pool", f"    max_instances: {a.pool}",
-              f"    call_timeout: {ms(DEADLINES[server] * a.scale)}"]
+              f"    call_timeout: {ms(deadline(a, server))}"]
         if not repair:
             y.append("    repair: 'off'")
         if server == "search" and cache:
@@ -253,7 +257,7 @@ class Bench:
         return {"stack": stack, "llm_urls": llm_urls, "gateway_url": gateway_url, "tenant": "eval",
                 "system_words": a.system_words, "max_turns": a.max_turns, "concurrency": a.concurrency,
                 "tool_command": tool_argv(a, state_dir),
-                "deadlines": {s: d * a.scale for s, d in DEADLINES.items()}, "tasks": self.tasks}
+                "deadlines": {s: deadline(a, s) for s in DEADLINES}, "tasks": self.tasks}
 
     def row(self, name: str) -> dict:
         state_dir = tempfile.mkdtemp(prefix=f"{name}-", dir=self.tmp)
@@ -451,7 +455,8 @@ def table_rows(rows: list[dict]) -> list[list]:
         out.append([r["row"], r["makespan_s"], r["makespan_s"] / ref if ref == ref else None,
                     r["task_p50_s"], r["task_p99_s"], r["turns"], r["uncached_tokens"], r["executed"],
                     r["spawned"], r["lost"], r["fenced_run"], r["mistakes_ran"], r["ended_early"],
-                    r["deadline_hits"], errs, cmp_["tasks_differing"] if cmp_ else "(reference)",
+                    r["deadline_hits"], errs,
+                    cmp_["tasks_differing"] if cmp_ else ("(reference)" if r["row"].startswith("today") else None),
                     1000 * r["router_cpu_s"] / r["turns"] if r["turns"] and r["router_cpu_s"] == r["router_cpu_s"] else None,
                     r["agent_cpu_s"], r["servers_cpu_s"], r["workers_cpu_s"]])
     return out
@@ -497,6 +502,8 @@ def main() -> int:
     ap.add_argument("--max-turns", type=int, help="model turns per task at most (default 40; short 6)")
     ap.add_argument("--min-turns", type=int, default=3)
     ap.add_argument("--scale", type=float, help="every simulated time × this (default 0.1; short 0.05)")
+    ap.add_argument("--deadline-floor", type=float, default=0.0,
+                    help="no deadline shorter than this many seconds (for tiny --scale: the scale row)")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--system-words", type=int, default=4000, help="tokens of the shared system prompt")
     ap.add_argument("--cache-tokens", type=int, default=256_000, help="each worker's KV prefix cache")
