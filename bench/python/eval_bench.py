@@ -578,7 +578,9 @@ def main() -> int:
         "the first today row, tasks where a call written correctly (or with numbers as strings) did not run "
         "with the same result in both, in the turns both reached; deadline hits are counted apart. router/gw CPU: the sglang-router's or the gateway's own CPU per model turn (the gateway also "
         "parses and runs the calls). tool servers CPU: spawned servers (today) or the pools (toolbridge). "
-        "agent CPU: the agent loop's process.",
+        "agent CPU: the agent loop's process. A toolbridge row's makespan starts with the gateway ready "
+        "(`serve --wait-ready`: its pools started, as a gateway serves a run warm); the pools' start-up CPU "
+        "is in its tool servers CPU. A today row's makespan includes every spawn.",
     ]
     for r in rows:
         c = r.get("compare")
