@@ -250,16 +250,31 @@ struct Gateway {
   unsigned short port = 8848;
   std::vector<std::string> allowed_origins;     // empty: only localhost origins are accepted
   std::size_t max_body_bytes = 4u << 20;        // POST body cap (413 above)
-  std::size_t max_sessions = 10'000;            // at the cap the longest-idle session is closed
-  std::size_t max_sessions_per_client = 1'000;  // per client address, same rule within it
+  // Open sessions, in all and per client address. At a cap, a session idle (nothing in flight,
+  // no open stream) for at least session_reclaim_after is closed to make room; a caller between
+  // two calls never loses its session: with none that idle, initialize gets 503 + Retry-After.
+  std::size_t max_sessions = 16'384;
+  std::size_t max_sessions_per_client = 8'192;
+  Duration session_reclaim_after{60'000};
   // Named trajectories one client (tenant or address) may hold at once: each may bind an
   // instance of every per_session server.
   std::size_t max_trajectories_per_client = 1024;
-  std::size_t max_connections = 4096;  // downstream TCP connections (and <= fd limit / 2)
-  std::size_t max_connections_per_client = 1024;
+  // Downstream TCP connections (and <= 3/4 of the fd limit): at the cap the gateway stops accepting
+  // (the kernel's backlog holds new ones) until one closes. Past 3/4 of either cap a response
+  // carries `Connection: close`, so idle keep-alive connections are shed without a reset.
+  std::size_t max_connections = 16'384;
+  // Per client address: over it a new connection gets a whole 503 with Retry-After.
+  std::size_t max_connections_per_client = 12'288;
+  // Answer bytes held for stalled clients (nothing of it acknowledged between two sweeps), in
+  // all and per client address: over either, the stalled connections waiting longest close.
+  std::size_t max_unread_bytes = 256u << 20;
+  std::size_t max_unread_bytes_per_client = 64u << 20;
   Duration idle_timeout{120'000};  // a connection waiting for (the rest of) a request
   Duration write_timeout{30'000};  // a client not taking its answer is disconnected
   Duration session_idle_ttl{30 * 60'000};
+  // What the trajectory view (/v1/trajectories, the dashboard) keeps of finished calls, in all:
+  // over it the least recently active idle trajectories are forgotten first.
+  std::size_t call_log_max_bytes = 64u << 20;
   std::size_t start_concurrency = 4;  // servers initialising at the same time
   ToolNaming tool_naming = ToolNaming::kPrefixed;
   std::string separator = "__";
@@ -277,7 +292,7 @@ struct Gateway {
   std::size_t max_calls_in_flight = 0;
   std::size_t tenant_limit = 0;
   std::size_t trajectory_limit = 0;
-  std::size_t admission_queue_size = 1'000;
+  std::size_t admission_queue_size = 16'384;
   struct Tenant {
     std::size_t limit = 0;  // 0: tenant_limit
     double weight = 1;      // share of the admission queue against other tenants

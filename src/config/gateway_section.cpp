@@ -10,7 +10,7 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 42> kGatewayKeys{
+constexpr std::array<std::string_view, 46> kGatewayKeys{
     "listen",
     "allowed_origins",
     "max_body_bytes",
@@ -19,9 +19,13 @@ constexpr std::array<std::string_view, 42> kGatewayKeys{
     "max_trajectories_per_client",
     "max_connections",
     "max_connections_per_client",
+    "max_unread_bytes",
+    "max_unread_bytes_per_client",
     "idle_timeout",
     "write_timeout",
     "session_idle_ttl",
+    "session_reclaim_after",
+    "call_log_max_bytes",
     "start_concurrency",
     "tool_naming",
     "separator",
@@ -217,12 +221,20 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
       g.max_connections = r.count(v, p);
     } else if (e.key == "max_connections_per_client") {
       g.max_connections_per_client = r.count(v, p);
+    } else if (e.key == "max_unread_bytes") {
+      g.max_unread_bytes = r.size(v, p);
+    } else if (e.key == "max_unread_bytes_per_client") {
+      g.max_unread_bytes_per_client = r.size(v, p);
     } else if (e.key == "idle_timeout") {
       g.idle_timeout = r.duration(v, p, /*allow_zero=*/false);
     } else if (e.key == "write_timeout") {
       g.write_timeout = r.duration(v, p, /*allow_zero=*/false);
     } else if (e.key == "session_idle_ttl") {
       g.session_idle_ttl = r.duration(v, p, /*allow_zero=*/false);
+    } else if (e.key == "call_log_max_bytes") {
+      g.call_log_max_bytes = r.size(v, p);
+    } else if (e.key == "session_reclaim_after") {
+      g.session_reclaim_after = r.duration(v, p, /*allow_zero=*/true);
     } else if (e.key == "shutdown_grace") {
       g.shutdown_grace = r.duration(v, p, /*allow_zero=*/true);
     } else if (e.key == "start_concurrency") {

@@ -17,7 +17,7 @@ using transport::Exchange;
 
 namespace {
 
-// Raises the soft fd limit to the hard one, and keeps half of it for the servers' pipes and
+// Raises the soft fd limit to the hard one, and keeps a quarter of it for the servers' pipes and
 // sockets, so a flood of connections cannot take the descriptors /healthz and the pools need.
 std::size_t connection_cap(std::size_t configured) {
   rlimit limit{};
@@ -28,7 +28,7 @@ std::size_t connection_cap(std::size_t configured) {
     if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
   }
   if (limit.rlim_cur == RLIM_INFINITY) return configured;
-  const std::size_t cap = std::max<std::size_t>(limit.rlim_cur / 2, 16);
+  const std::size_t cap = std::max<std::size_t>(limit.rlim_cur / 4 * 3, 16);
   if (configured > cap) {
     spdlog::warn("gateway.max_connections {} lowered to {}: the open-file limit is {}", configured,
                  cap, limit.rlim_cur);
@@ -46,6 +46,8 @@ transport::HttpServerOptions listener_options(const config::Gateway& g) {
   o.write_timeout = g.write_timeout;
   o.max_connections = connection_cap(g.max_connections);
   o.max_connections_per_client = g.max_connections_per_client;
+  o.max_unread_bytes = g.max_unread_bytes;
+  o.max_unread_bytes_per_client = g.max_unread_bytes_per_client;
   o.tls_cert_file = g.tls.cert_file;
   o.tls_key_file = g.tls.key_file;
   return o;
@@ -121,20 +123,32 @@ void Server::register_metrics() {
   m.gauge("toolbridge_connections", "Open downstream HTTP connections.",
           [this](auto& out) { out.emplace_back("", static_cast<double>(http_.connections())); });
   m.gauge("toolbridge_connections_closed_total",
-          "Downstream connections the gateway refused (503 over the caps) or closed: evicted to "
-          "make room, idle past idle_timeout, or a client not reading past write_timeout.",
+          "Downstream connections the gateway refused (503 over max_connections_per_client) or "
+          "closed: shed near a cap (Connection: close on a response), idle past idle_timeout, or "
+          "a client not reading past write_timeout or over max_unread_bytes.",
           [this](auto& out) {
             const auto& c = http_.counters();
             for (const auto& [reason, n] :
-                 {std::pair{"refused", c.refused}, std::pair{"evicted", c.evicted},
+                 {std::pair{"refused", c.refused}, std::pair{"shed", c.shed},
                   std::pair{"idle", c.idle_closed}, std::pair{"write_timeout", c.write_timeouts},
+                  std::pair{"unread", c.unread},
                   std::pair{"tls_handshake", c.tls_failures}}) {
               out.emplace_back(telemetry::labels({{"reason", reason}}), static_cast<double>(n));
             }
           });
   m.describe("toolbridge_connections_closed_total", "counter",
-             "Downstream connections the gateway refused (503 over the caps) or closed: evicted to "
-             "make room, idle past idle_timeout, or a client not reading past write_timeout.");
+             "Downstream connections the gateway refused (503 over max_connections_per_client) or "
+             "closed: shed near a cap (Connection: close on a response), idle past idle_timeout, "
+             "or a client not reading past write_timeout or over max_unread_bytes.");
+  m.gauge("toolbridge_accept_paused_total",
+          "Times the listener stopped accepting at gateway.max_connections (new connections wait "
+          "in the kernel's backlog until one closes).",
+          [this](auto& out) {
+            out.emplace_back("", static_cast<double>(http_.counters().accept_paused));
+          });
+  m.describe("toolbridge_accept_paused_total", "counter",
+             "Times the listener stopped accepting at gateway.max_connections (new connections "
+             "wait in the kernel's backlog until one closes).");
 }
 
 void Server::add_routes() {

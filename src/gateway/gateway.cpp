@@ -35,6 +35,7 @@ std::string_view breaker_state(const Pipeline& pipeline, const std::string& serv
 Gateway::Gateway(asio::io_context& io, config::Config config)
     : io_(io),
       config_(std::move(config)),
+      call_log_(telemetry::CallLog::Limits{.max_bytes = config_.gateway.call_log_max_bytes}),
       gate_(io, config_.gateway.start_concurrency),
       sweep_(io),
       settled_(io) {
@@ -61,6 +62,14 @@ Gateway::Gateway(asio::io_context& io, config::Config config)
 Gateway::~Gateway() = default;
 
 void Gateway::register_metrics() {
+  metrics_.gauge("toolbridge_call_log_bytes",
+                 "Bytes the trajectory view keeps of finished calls (at most "
+                 "gateway.call_log_max_bytes).",
+                 [this](auto& out) { out.emplace_back("", static_cast<double>(call_log_.bytes())); });
+  metrics_.gauge("toolbridge_call_log_trajectories", "Trajectories the trajectory view keeps.",
+                 [this](auto& out) {
+                   out.emplace_back("", static_cast<double>(call_log_.trajectory_count()));
+                 });
   metrics_.describe("toolbridge_restarts_total", "counter", "Server instance restarts.");
   metrics_.describe("toolbridge_start_failures_total", "counter", "Failed server start attempts.");
   metrics_.describe("toolbridge_recycles_total", "counter",
@@ -403,23 +412,24 @@ std::shared_ptr<Session> Gateway::create_session(const std::string& client, std:
   const auto& g = config_.gateway;
   if (sessions_.count_of(client) >= g.max_sessions_per_client && !evict_idle_session(&client)) {
     refused = fmt::format(
-        "too many sessions from {} (gateway.max_sessions_per_client = {}) and all of them have "
-        "calls in flight or an open stream; end sessions with DELETE /mcp or retry later",
-        client, g.max_sessions_per_client);
+        "too many sessions from {} (gateway.max_sessions_per_client = {}), none idle for "
+        "gateway.session_reclaim_after ({} s); end sessions with DELETE /mcp or retry later",
+        client, g.max_sessions_per_client, g.session_reclaim_after.count() / 1000);
     return nullptr;
   }
   if (sessions_.size() >= g.max_sessions && !evict_idle_session(nullptr)) {
     refused = fmt::format(
-        "too many sessions (gateway.max_sessions = {}) and all of them have calls in flight or an "
-        "open stream; retry later",
-        g.max_sessions);
+        "too many sessions (gateway.max_sessions = {}), none idle for "
+        "gateway.session_reclaim_after ({} s); retry later",
+        g.max_sessions, g.session_reclaim_after.count() / 1000);
     return nullptr;
   }
   return sessions_.add(io_, client);
 }
 
 bool Gateway::evict_idle_session(const std::string* client) {
-  auto victim = sessions_.idle_longest(client);
+  const auto seen_before = Session::Clock::now() - config_.gateway.session_reclaim_after;
+  auto victim = sessions_.idle_longest(client, seen_before);
   if (!victim) return false;
   spdlog::info("session {} of {} closed to make room for a new one ({})", victim->id(),
                victim->client(),

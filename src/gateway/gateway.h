@@ -78,7 +78,8 @@ class Gateway {
   void rebuild_catalog();
   void broadcast(const std::string& message);
   void expire_sessions();
-  // Closes the idle session seen longest ago (of `client` if given); false if none is idle.
+  // Closes the session (of `client` if given) idle for at least gateway.session_reclaim_after
+  // that was seen longest ago; false if none has been idle that long.
   bool evict_idle_session(const std::string* client);
   // Forgets owners of trajectories no server has an instance bound to any more.
   void forget_unbound_trajectories();

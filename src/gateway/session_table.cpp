@@ -36,11 +36,12 @@ std::size_t SessionTable::count_of(const std::string& client) const {
   return it == per_client_.end() ? 0 : it->second;
 }
 
-std::shared_ptr<Session> SessionTable::idle_longest(const std::string* client) const {
+std::shared_ptr<Session> SessionTable::idle_longest(const std::string* client,
+                                                   Session::Clock::time_point seen_before) const {
   std::shared_ptr<Session> oldest;
   for (const auto& [id, s] : sessions_) {
     if (client && s->client() != *client) continue;
-    if (!s->idle()) continue;
+    if (!s->idle() || s->last_seen >= seen_before) continue;
     if (!oldest || s->last_seen < oldest->last_seen) oldest = s;
   }
   return oldest;

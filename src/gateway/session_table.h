@@ -1,7 +1,8 @@
 #pragma once
 // The open downstream sessions, counted per client address so that one client cannot take the
 // whole table: at a cap, the session idle longest (nothing in flight, no open stream) is the
-// one to close, and only when every session under the cap is busy is a new one refused.
+// one to close if it has been idle long enough (gateway.session_reclaim_after); else a new one
+// is refused.
 #include <boost/asio/io_context.hpp>
 #include <memory>
 #include <string>
@@ -36,8 +37,10 @@ class SessionTable {
   std::size_t size() const { return sessions_.size(); }
   std::size_t count_of(const std::string& client) const;
   bool contains(const std::string& id) const { return sessions_.contains(id); }
-  // The idle session (of `client`, or of anyone if null) seen longest ago; null if all are busy.
-  std::shared_ptr<Session> idle_longest(const std::string* client) const;
+  // The idle session (of `client`, or of anyone if null) seen longest ago, if it was last seen
+  // before `seen_before`; null if there is none.
+  std::shared_ptr<Session> idle_longest(const std::string* client,
+                                        Session::Clock::time_point seen_before) const;
 
   Map::iterator begin() { return sessions_.begin(); }
   Map::iterator end() { return sessions_.end(); }

@@ -122,6 +122,33 @@ void CallRecord::append_json(std::string& out) const {
   out += '}';
 }
 
+std::size_t CallRecord::bytes() const {
+  // A string's heap block when it has one (past the small-string buffer inside it).
+  const auto heap = [](const std::string& s) {
+    return s.capacity() > std::string().capacity() ? s.capacity() + 1 : 0;
+  };
+  return sizeof(CallRecord) + heap(trajectory) + heap(tenant) + heap(server) + heap(tool) +
+         heap(traceparent);
+}
+
+namespace {
+// A trajectory's own cost besides its records: the map's node with the name, the recency list's
+// node, the summary.
+std::size_t trajectory_overhead(const std::string& name) {
+  return sizeof(std::pair<const std::string, CallLog::Trajectory>) + 64 + name.capacity();
+}
+}  // namespace
+
+void CallLog::add_bytes(Trajectory& t, std::size_t n) {
+  t.bytes += n;
+  bytes_ += n;
+}
+
+void CallLog::remove_bytes(Trajectory& t, std::size_t n) {
+  t.bytes -= n;
+  bytes_ -= n;
+}
+
 std::uint32_t CallLog::server_index(std::string_view server) {
   const auto it = std::find(servers_.begin(), servers_.end(), server);
   if (it != servers_.end()) return static_cast<std::uint32_t>(it - servers_.begin());
@@ -138,6 +165,7 @@ CallLog::Trajectory& CallLog::trajectory(const std::string& name, Clock::time_po
     recency_.push_front(&it->first);
     it->second.recency = recency_.begin();
     it->second.last_activity = now;
+    add_bytes(it->second, trajectory_overhead(it->first));
     return it->second;
   }
   touch(it->second, now);
@@ -149,15 +177,17 @@ void CallLog::touch(Trajectory& t, Clock::time_point now) {
   recency_.splice(recency_.begin(), recency_, t.recency);
 }
 
-void CallLog::evict_one() {
+bool CallLog::evict_one() {
   // The least recently active trajectory with nothing in flight.
   for (auto it = recency_.rbegin(); it != recency_.rend(); ++it) {
     const auto found = trajectories_.find(**it);
     if (!found->second.active.empty()) continue;
+    bytes_ -= found->second.bytes;
     recency_.erase(std::next(it).base());
     trajectories_.erase(found);
-    return;
+    return true;
   }
+  return false;
 }
 
 CallLog::Handle CallLog::begin(const std::string& trajectory_name, std::string_view server,
@@ -175,7 +205,10 @@ CallRecord& CallLog::slot(Handle handle) {
   Trajectory& t = *handle.trajectory;
   t.appended = t.calls.size() < limits_.calls_kept;
   if (t.appended) return t.calls.emplace_back();
-  return t.calls.empty() ? scratch_ : t.calls[t.oldest];
+  if (t.calls.empty()) return scratch_;
+  // The oldest record is overwritten: end() counts what replaces it.
+  remove_bytes(t, t.calls[t.oldest].bytes());
+  return t.calls[t.oldest];
 }
 
 void CallLog::end(Handle handle, CallRecord record, Clock::time_point now) {
@@ -205,7 +238,15 @@ void CallLog::end(Handle handle, Clock::time_point now) {
   ++t.call_count;
   if (is_error(record->outcome)) ++t.errors;
   t.tool_seconds += record->total_s;
-  if (record->total_s >= t.slowest.total_s) t.slowest = *record;
+  if (record != &scratch_) add_bytes(t, record->bytes());
+  if (record->total_s >= t.slowest.total_s) {
+    remove_bytes(t, t.slowest.bytes() - sizeof(CallRecord));
+    t.slowest = *record;
+    add_bytes(t, t.slowest.bytes() - sizeof(CallRecord));
+  }
+  // Over the byte bound: the least recently active idle trajectories go, this one last.
+  while (bytes_ > limits_.max_bytes && trajectories_.size() > 1 && evict_one()) {
+  }
 }
 
 std::string CallLog::trajectory_json(std::string_view id, Clock::time_point now) const {

@@ -1,8 +1,9 @@
 #pragma once
 // What the operator sees of the calls in memory: each trajectory's recent calls in order with a
 // summary, the calls in flight (which trajectory is stuck on what, for how long), and the last
-// minute of calls for rates and percentiles. Bounded in trajectories, calls kept per trajectory
-// and recent calls: trajectory names come from callers.
+// minute of calls for rates and percentiles. Bounded in trajectories, calls kept per trajectory,
+// recent calls and bytes in all (a long rollout names more trajectories than any count fits):
+// trajectory names come from callers.
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -37,6 +38,8 @@ struct CallRecord {
   // The record as one JSON object (a trace line, an entry of the trajectory view).
   std::string json() const;
   void append_json(std::string& out) const;
+  // What the record holds in memory: itself and its strings' heap blocks.
+  std::size_t bytes() const;
 };
 
 class CallLog {
@@ -46,6 +49,9 @@ class CallLog {
     std::size_t trajectories = 4096;    // the least recently active idle one goes first
     std::size_t calls_kept = 256;       // per trajectory; the summary counts all of them
     std::size_t recent_calls = 65'536;  // for rates and percentiles of the last minute
+    // Trajectories' records and summaries in all (gateway.call_log_max_bytes): over it the
+    // least recently active idle trajectories go first.
+    std::size_t max_bytes = 64u << 20;
   };
   CallLog() : CallLog(Limits{}) {}
   explicit CallLog(Limits limits) : limits_(limits) {}
@@ -68,6 +74,7 @@ class CallLog {
     double tool_seconds = 0;
     CallRecord slowest;
     bool appended = false;  // slot() added a record to `calls` (not yet full) for end()
+    std::size_t bytes = 0;  // what the trajectory holds (CallRecord::bytes() of its records, ...)
     Clock::time_point last_activity;
     std::list<const std::string*>::iterator recency;  // its place in CallLog::recency_
   };
@@ -99,6 +106,8 @@ class CallLog {
                         std::size_t slowest) const;
 
   std::size_t trajectory_count() const { return trajectories_.size(); }
+  // What the trajectories hold in all (bounded by Limits::max_bytes).
+  std::size_t bytes() const { return bytes_; }
   std::size_t active_count() const { return active_total_; }
 
  private:
@@ -110,12 +119,16 @@ class CallLog {
   };
   Trajectory& trajectory(const std::string& name, Clock::time_point now);
   void touch(Trajectory& t, Clock::time_point now);
-  void evict_one();
+  // Evicts the least recently active idle trajectory; false if every one has calls in flight.
+  bool evict_one();
+  void add_bytes(Trajectory& t, std::size_t n);
+  void remove_bytes(Trajectory& t, std::size_t n);
   std::uint32_t server_index(std::string_view server);
 
   Limits limits_;
   std::uint64_t next_seq_ = 1;
   std::size_t active_total_ = 0;
+  std::size_t bytes_ = 0;
   std::unordered_map<std::string, Trajectory> trajectories_;
   // The trajectories' names (keys of trajectories_), most recently active first: eviction takes
   // the idle one nearest the back, with no scan of the whole table (a framework that opens a

@@ -15,6 +15,8 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
+#include "transport/tcp_progress.h"
+
 namespace toolbridge::transport {
 
 namespace asio = boost::asio;
@@ -44,7 +46,9 @@ struct HttpServer::Connection {
   std::function<void()> on_peer_closed;
   std::string head;             // response status line and headers, reused from request to request
   std::string body;             // the body of the reply being written
-  bool counted = true;          // still counted in live_ and per_client_
+  std::size_t unsent = 0;       // bytes of the write in progress (held for the client)
+  std::uint64_t acked = 0;      // the peer's acknowledged bytes at the last sweep
+  bool counted = true;          // counted in live_ and per_client_ (false: being refused)
   Exchange::Verified verified;  // the credential this connection last authenticated with
   // TLS over `socket` (null: plain HTTP); its context is the one current when it was accepted.
   std::shared_ptr<asio::ssl::context> tls_context;
@@ -107,22 +111,33 @@ void response_head(std::string& head, const Request& req, http::status status,
   head += "\r\n";
 }
 
-// The answer to a connection over the caps: written without waiting (the socket buffer takes
-// it), then closed. What the client already sent is read first so the close is not a reset.
-void refuse(tcp::socket& socket) {
+// The answer to a connection over its client's cap.
+const std::string& refusal() {
   static const std::string kResponse = [] {
     const std::string body =
-        R"j({"error":"too many connections (gateway.max_connections, max_connections_per_client)"})j";
+        R"j({"error":"too many connections from this address (gateway.max_connections_per_client)"})j";
     return "HTTP/1.1 503 Service Unavailable\r\nServer: toolbridge\r\nContent-Type: "
            "application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: " +
            std::to_string(body.size()) + "\r\n\r\n" + body;
   }();
+  return kResponse;
+}
+
+// More connections than this being refused at once are refused without waiting for their
+// request: written at once (the socket buffer takes it), what the client already sent read
+// first so that the close is less likely a reset.
+constexpr std::size_t kMaxRefusing = 256;
+// A refused request's body is read (so that closing is not a reset) up to this size.
+constexpr std::size_t kMaxRefusedBody = 64u << 10;
+
+void refuse_now(tcp::socket& socket) {
+  const std::string& response = refusal();
   const int fd = socket.native_handle();
   std::array<char, 4096> sink;
   for (int i = 0; i < 16 && ::recv(fd, sink.data(), sink.size(), MSG_DONTWAIT) > 0; ++i) {
   }
   [[maybe_unused]] const ssize_t n =
-      ::send(fd, kResponse.data(), kResponse.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      ::send(fd, response.data(), response.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
   boost::system::error_code ec;
   socket.shutdown(tcp::socket::shutdown_send, ec);
   socket.close(ec);
@@ -160,7 +175,9 @@ class BeastExchange final : public Exchange {
   asio::awaitable<bool> write_chunk(std::string data) override {
     if (broken_) co_return false;
     const auto chunk = http::make_chunk(asio::buffer(data));
+    conn_.unsent = data.size();
     co_await write(chunk);
+    conn_.unsent = 0;
     co_return !broken_;
   }
 
@@ -211,6 +228,7 @@ class BeastExchange final : public Exchange {
     conn_.since = now_;
     const std::array<asio::const_buffer, 2> buffers{asio::buffer(conn_.head),
                                                     asio::buffer(conn_.body)};
+    conn_.unsent = conn_.head.size() + conn_.body.size();
     boost::system::error_code ec;
     if (conn_.tls) {
       co_await asio::async_write(*conn_.tls, buffers,
@@ -220,6 +238,7 @@ class BeastExchange final : public Exchange {
                                  asio::redirect_error(asio::use_awaitable, ec));
     }
     std::string().swap(conn_.body);
+    conn_.unsent = 0;
     conn_.phase = Connection::Phase::kHandling;
     conn_.since = now_;
     if (ec) broken_ = true;
@@ -310,33 +329,28 @@ void HttpServer::stop() {
   for (auto* c : open_) c->close();
 }
 
-bool HttpServer::admit(const std::string& client) {
+bool HttpServer::admit(const std::string& client) const {
   const auto it = per_client_.find(client);
-  if (it != per_client_.end() && it->second >= options_.max_connections_per_client &&
-      !evict_idle(&client)) {
-    return false;
-  }
-  return live_ < options_.max_connections || evict_idle(nullptr);
+  return it == per_client_.end() || it->second < options_.max_connections_per_client;
 }
 
-bool HttpServer::evict_idle(const std::string* client) {
-  Connection* oldest = nullptr;
-  for (auto* c : open_) {
-    if (!c->counted || c->phase != Connection::Phase::kWaiting) continue;
-    if (client && c->client != *client) continue;
-    if (!oldest || c->since < oldest->since) oldest = c;
-  }
-  if (!oldest) return false;
-  oldest->counted = false;
-  --live_;
-  if (--per_client_[oldest->client] == 0) per_client_.erase(oldest->client);
-  oldest->close();
-  ++counters_.evicted;
-  return true;
+bool HttpServer::crowded(const std::string& client) const {
+  if (live_ * 4 >= options_.max_connections * 3) return true;
+  const auto it = per_client_.find(client);
+  return it != per_client_.end() && it->second * 4 >= options_.max_connections_per_client * 3;
 }
 
 asio::awaitable<void> HttpServer::accept_loop() {
   while (!stopping_) {
+    if (live_ >= options_.max_connections) {
+      // New connections wait in the kernel's backlog; finish() starts this loop again.
+      if (counters_.accept_paused++ % 1000 == 0) {
+        spdlog::warn("not accepting for now: {} connections open (gateway.max_connections)",
+                     live_);
+      }
+      accept_paused_ = true;
+      co_return;
+    }
     boost::system::error_code ec;
     tcp::socket socket =
         co_await acceptor_.async_accept(asio::redirect_error(asio::use_awaitable, ec));
@@ -350,20 +364,28 @@ asio::awaitable<void> HttpServer::accept_loop() {
     }
     const auto peer = socket.remote_endpoint(ec);
     std::string client = ec ? std::string("unknown") : peer.address().to_string();
-    if (!admit(client)) {
+    const bool admitted = admit(client);
+    if (!admitted) {
       if (counters_.refused++ % 1000 == 0) {
-        spdlog::warn("refusing connections: {} open (max_connections {}, per client {})", live_,
-                     options_.max_connections, options_.max_connections_per_client);
+        spdlog::warn("refusing connections from {}: {} open (gateway.max_connections_per_client)",
+                     client, options_.max_connections_per_client);
       }
-      refuse(socket);
-      continue;
+      if (refusing_ >= kMaxRefusing) {
+        refuse_now(socket);
+        continue;
+      }
     }
     socket.set_option(tcp::no_delay(true), ec);
     // Counted here, not when the coroutine starts: the next accept must already see it.
     auto conn = std::make_unique<Connection>(std::move(socket), std::move(client));
     conn->since = now_;
-    ++live_;
-    ++per_client_[conn->client];
+    conn->counted = admitted;
+    if (admitted) {
+      ++live_;
+      ++per_client_[conn->client];
+    } else {
+      ++refusing_;
+    }
     open_.insert(conn.get());
     peak_open_ = std::max(peak_open_, open_.size());
     asio::co_spawn(io_, serve(std::move(conn)), asio::detached);
@@ -380,6 +402,11 @@ asio::awaitable<void> HttpServer::serve(std::unique_ptr<Connection> owned) {
       finish(conn);
       co_return;
     }
+  }
+  if (!conn.counted) {
+    co_await refuse_request(conn, buffer);
+    finish(conn);
+    co_return;
   }
   for (;;) {
     http::request_parser<http::string_body> parser;
@@ -413,6 +440,12 @@ asio::awaitable<void> HttpServer::serve(std::unique_ptr<Connection> owned) {
     }
     if (ec) break;  // closed, timed out, evicted, or not HTTP: nothing to answer
     Request req = parser.release();
+    // Near a cap, this response closes the connection: the client opens a new one (or waits
+    // for one of its others) instead of finding this one closed under its next request.
+    if (req.keep_alive() && crowded(conn.client)) {
+      req.keep_alive(false);
+      ++counters_.shed;
+    }
     conn.phase = Connection::Phase::kHandling;
     conn.since = now_;
     BeastExchange exchange(conn, req, now_);
@@ -434,9 +467,38 @@ void HttpServer::finish(Connection& conn) {
   if (conn.counted) {
     --live_;
     if (--per_client_[conn.client] == 0) per_client_.erase(conn.client);
+  } else {
+    --refusing_;
   }
   boost::system::error_code ec;
   conn.socket.shutdown(tcp::socket::shutdown_send, ec);
+  if (accept_paused_ && !stopping_ && live_ < options_.max_connections) {
+    accept_paused_ = false;
+    asio::co_spawn(io_, accept_loop(), asio::detached);
+  }
+}
+
+asio::awaitable<void> HttpServer::refuse_request(Connection& conn, beast::flat_buffer& buffer) {
+  // The request is read whole (a small body at most) so that closing after the answer is not
+  // a reset of what the client sent; the sweep's idle timeout bounds the wait for it.
+  http::request_parser<http::string_body> parser;
+  parser.body_limit(kMaxRefusedBody);
+  parser.header_limit(static_cast<std::uint32_t>(options_.max_header_bytes));
+  conn.phase = Connection::Phase::kWaiting;
+  conn.since = now_;
+  boost::system::error_code ec;
+  if (conn.tls) {
+    co_await http::async_read(*conn.tls, buffer, parser,
+                              asio::redirect_error(asio::use_awaitable, ec));
+  } else {
+    co_await http::async_read(conn.socket, buffer, parser,
+                              asio::redirect_error(asio::use_awaitable, ec));
+  }
+  if (ec) co_return;
+  conn.phase = Connection::Phase::kWriting;
+  conn.since = now_;
+  const asio::const_buffer answer = asio::buffer(refusal());
+  co_await write_to(conn, answer, ec);
 }
 
 asio::awaitable<bool> HttpServer::handshake(Connection& conn) {
@@ -490,15 +552,24 @@ void HttpServer::schedule_sweep() {
 void HttpServer::sweep() {
   const auto previous = now_;
   now_ = SweepClock::now();
+  // What the writes aborted at the last sweep held (freed since) goes back to the system now,
+  // not at the end of the next flood.
+  if (std::exchange(trim_, false)) ::malloc_trim(0);
   std::vector<std::function<void()>> closed_peers;
+  std::vector<Connection*> writing;
   for (auto* c : open_) {
     if (!c->socket.is_open()) continue;
     const auto elapsed = now_ - c->since;
+    if (c->phase == Connection::Phase::kWriting && c->unsent > 0 &&
+        elapsed <= options_.write_timeout && stalled(*c)) {
+      writing.push_back(c);
+    }
     if (c->phase == Connection::Phase::kWaiting && elapsed > options_.idle_timeout) {
       ++counters_.idle_closed;
       c->close();
     } else if (c->phase == Connection::Phase::kWriting && elapsed > options_.write_timeout) {
       ++counters_.write_timeouts;
+      trim_ = true;
       spdlog::debug("closing a connection from {}: the client did not read its answer for {} ms",
                     c->client, options_.write_timeout.count());
       c->abort();
@@ -515,7 +586,48 @@ void HttpServer::sweep() {
   }
   // Run outside the loop: a callback may end handlers and so change open_.
   for (auto& callback : closed_peers) asio::post(io_, std::move(callback));
+  bound_unread(writing);
   give_back_after_flood();
+}
+
+bool HttpServer::stalled(Connection& conn) {
+  const auto acked = bytes_acked(conn.socket.native_handle());
+  if (!acked) return true;  // no count: the write's age alone decides, as before
+  const bool moved = *acked != conn.acked;
+  conn.acked = *acked;
+  return !moved;
+}
+
+void HttpServer::bound_unread(std::vector<Connection*>& writing) {
+  std::size_t total = 0;
+  std::unordered_map<std::string_view, std::size_t> per_client;
+  for (const auto* c : writing) {
+    total += c->unsent;
+    per_client[c->client] += c->unsent;
+  }
+  if (total <= options_.max_unread_bytes) {
+    bool over = false;
+    for (const auto& [client, bytes] : per_client) over |= bytes > options_.max_unread_bytes_per_client;
+    if (!over) return;
+  }
+  // Oldest writes first.
+  std::sort(writing.begin(), writing.end(),
+            [](const Connection* a, const Connection* b) { return a->since < b->since; });
+  bool closed = false;
+  for (auto* c : writing) {
+    auto& mine = per_client[c->client];
+    if (total <= options_.max_unread_bytes && mine <= options_.max_unread_bytes_per_client) {
+      continue;
+    }
+    spdlog::debug("closing a connection from {}: {} answer bytes not taken (max_unread_bytes)",
+                  c->client, c->unsent);
+    total -= c->unsent;
+    mine -= c->unsent;
+    ++counters_.unread;
+    c->abort();
+    closed = true;
+  }
+  trim_ |= closed;
 }
 
 void HttpServer::give_back_after_flood() {

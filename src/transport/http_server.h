@@ -1,13 +1,18 @@
 #pragma once
 // HTTP/1.1 server on Boost.Beast: one coroutine per connection, keep-alive, TCP_NODELAY, a body
-// cap (413), and responses either whole or streamed as chunks (for Server-Sent Events). Bounded:
-// connections in total and per client address (the longest-idle one makes room, else 503), an
-// idle timeout while waiting for a request and a write timeout for every response write, both
-// enforced by one periodic sweep instead of a timer operation per request.
+// cap (413), and responses either whole or streamed as chunks (for Server-Sent Events). Bounded
+// without costing a call: at max_connections the server stops accepting (the kernel's backlog
+// holds new connections) until one closes; a client over max_connections_per_client gets a whole
+// 503 with Retry-After for its request; past 3/4 of either cap responses carry `Connection:
+// close`, so idle keep-alive connections are shed the way HTTP/1.1 clients expect (an open idle
+// connection is never closed under a client that may be reusing it). An idle timeout while
+// waiting for a request and a write timeout for every response write are enforced by one
+// periodic sweep instead of a timer operation per request.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <functional>
@@ -77,8 +82,13 @@ struct HttpServerOptions {
   std::chrono::milliseconds idle_timeout{120'000};
   // One response (or one chunk of a stream) not taken by the client within this closes it.
   std::chrono::milliseconds write_timeout{30'000};
-  std::size_t max_connections = 4096;
-  std::size_t max_connections_per_client = 1024;
+  std::size_t max_connections = 16'384;
+  std::size_t max_connections_per_client = 12'288;
+  // Answer bytes held for clients that took none of their answer since the last sweep (stalled
+  // writers), in all and per client address: over either, the stalled connections whose write
+  // has waited longest are closed (write_timeout aside). A client that reads is never closed.
+  std::size_t max_unread_bytes = 256u << 20;
+  std::size_t max_unread_bytes_per_client = 64u << 20;
   // TLS (PEM files): both set, every connection is TLS; both empty, plain HTTP.
   std::string tls_cert_file;
   std::string tls_key_file;
@@ -102,12 +112,15 @@ class HttpServer {
   // Stops accepting and closes every connection.
   void stop();
   std::size_t connections() const { return open_.size(); }
-  // Connections refused (503) or closed to make room, idle or write timeouts, since start.
+  // Connections refused (503), shed (closed after a response with `Connection: close` near a
+  // cap), idle or write timeouts, since start; times the accept loop paused at max_connections.
   struct Counters {
     std::uint64_t refused = 0;
-    std::uint64_t evicted = 0;
+    std::uint64_t shed = 0;
+    std::uint64_t accept_paused = 0;
     std::uint64_t idle_closed = 0;
     std::uint64_t write_timeouts = 0;
+    std::uint64_t unread = 0;  // closed over max_unread_bytes(_per_client)
     std::uint64_t tls_failures = 0;  // TLS handshakes that failed (no common CA, not TLS, ...)
   };
   const Counters& counters() const { return counters_; }
@@ -120,11 +133,18 @@ class HttpServer {
   boost::asio::awaitable<bool> handshake(Connection& conn);
   // The connection is done: uncounted and its sending side shut.
   void finish(Connection& conn);
-  // Makes room for a connection from `client`; false if every connection is busy.
-  bool admit(const std::string& client);
-  // Closes the longest-waiting keep-alive connection (of `client` if given); false if none.
-  bool evict_idle(const std::string* client);
+  // False if `client` holds max_connections_per_client connections.
+  bool admit(const std::string& client) const;
+  // Past 3/4 of either cap: the connection's next response closes it.
+  bool crowded(const std::string& client) const;
+  // The request of a connection over its client's cap, answered with 503.
+  boost::asio::awaitable<void> refuse_request(Connection& conn,
+                                              boost::beast::flat_buffer& buffer);
   void sweep();
+  // The peer acknowledged nothing of `conn`'s stream since the last sweep.
+  static bool stalled(Connection& conn);
+  // Closes stalled writers (oldest first) while the bytes they hold are over a bound.
+  void bound_unread(std::vector<Connection*>& writing);
   void schedule_sweep();
   void give_back_after_flood();
 
@@ -138,7 +158,10 @@ class HttpServer {
   std::unordered_set<Connection*> open_;
   std::unordered_map<std::string, std::size_t> per_client_;
   Counters counters_;
-  std::size_t live_ = 0;       // connections counted against the caps (evicted ones are not)
+  std::size_t live_ = 0;       // connections counted against the caps (refused ones are not)
+  std::size_t refusing_ = 0;   // connections over their client's cap being answered 503
+  bool accept_paused_ = false;  // at max_connections: finish() starts the accept loop again
+  bool trim_ = false;           // writes were aborted: give their memory back at the next sweep
   std::size_t peak_open_ = 0;  // most connections open at once since memory was last given back
   // Time as of the last sweep: connections stamp their phase changes with it, so a request
   // costs no clock read and no timer operation.

@@ -1,5 +1,6 @@
-"""Downstream bounds and protections (issue 10): connections, idle and write timeouts, sessions
-with idle eviction, clients that hang up, who may use and release a trajectory, and the
+"""Downstream bounds and protections (issues 10 and 33): connections (a whole 503 over a client's
+cap, the backlog at max_connections, Connection: close near a cap), idle and write timeouts,
+sessions reclaimed only when idle past session_reclaim_after, clients that hang up, who may use and release a trajectory, and the
 DNS-rebinding check on every endpoint."""
 
 from __future__ import annotations
@@ -65,27 +66,107 @@ def test_admin_endpoints_refuse_a_rebound_host(gateway_factory):
         assert httpx.request(method, base + path, timeout=10).status_code == 200, path
 
 
-def test_idle_connections_are_closed_and_the_oldest_makes_room(gateway_factory):
+def read_response(s: socket.socket, within: float = 10.0) -> bytes:
+    """One whole HTTP response (headers and Content-Length body) read from `s`."""
+    s.settimeout(within)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value)
+    while len(body) < length:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
+HEALTHZ = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+
+
+def test_idle_connections_stay_open_at_the_cap_and_close_after_idle_timeout(gateway_factory):
     gw = gateway_factory({"fixture": fixture_server()},
-                         gateway={"idle_timeout": "600ms", "max_connections_per_client": 3})
-    # Past the per-client cap, the connection idle longest is closed for the new one.
+                         gateway={"idle_timeout": "1500ms", "max_connections_per_client": 3})
+    # At the per-client cap no idle keep-alive connection is closed under its client (it may be
+    # about to reuse it): the newcomer's request gets a whole 503 instead.
     idle = [connect(gw) for _ in range(3)]
     time.sleep(0.3)
     newest = connect(gw)
-    assert closed_by_server(idle[0], 2.0), "the longest-idle connection was not closed"
-    assert httpx.get(gw.mcp_url[: -len("/mcp")] + "/healthz", timeout=10).status_code == 200
+    newest.sendall(HEALTHZ)
+    answer = read_response(newest).decode(errors="replace")
+    assert answer.startswith("HTTP/1.1 503"), answer
+    assert "Retry-After: 1" in answer and "max_connections_per_client" in answer, answer
+    assert closed_by_server(newest, 2.0), "a refused connection was left open"
+    # The idle ones still answer.
+    idle[0].sendall(HEALTHZ)
+    assert read_response(idle[0]).startswith(b"HTTP/1.1 200"), "an idle connection was closed"
     # A connection that never sends a request is closed after idle_timeout.
-    assert closed_by_server(newest, 3.0), "an idle connection outlived idle_timeout"
+    assert closed_by_server(idle[1], 4.0), "an idle connection outlived idle_timeout"
     for s in idle + [newest]:
         s.close()
     metrics = gw.metrics()
-    assert 'toolbridge_connections_closed_total{reason="evicted"} 1' in metrics, metrics
+    assert 'toolbridge_connections_closed_total{reason="refused"} 1' in metrics, metrics
     assert 'toolbridge_connections_closed_total{reason="idle"}' in metrics
+
+
+def test_near_the_cap_a_response_closes_its_connection(gateway_factory):
+    gw = gateway_factory({"fixture": fixture_server()}, gateway={"max_connections_per_client": 8})
+    # 6 of 8 is 3/4: responses now carry Connection: close, and the connection ends after them.
+    conns = [connect(gw) for _ in range(6)]
+    time.sleep(0.2)
+    conns[0].sendall(HEALTHZ)
+    answer = read_response(conns[0])
+    assert answer.startswith(b"HTTP/1.1 200"), answer
+    assert b"Connection: close" in answer, answer
+    assert closed_by_server(conns[0], 2.0)
+    for c in conns:
+        c.close()
+    time.sleep(0.3)
+    # Below 3/4 a connection is kept alive.
+    c = connect(gw)
+    for _ in range(2):
+        c.sendall(HEALTHZ)
+        answer = read_response(c)
+        assert answer.startswith(b"HTTP/1.1 200") and b"Connection: close" not in answer, answer
+    c.close()
+    assert 'toolbridge_connections_closed_total{reason="shed"} 1' in gw.metrics()
+
+
+def test_at_max_connections_new_ones_wait_in_the_backlog(gateway_factory):
+    gw = gateway_factory({"fixture": fixture_server()}, gateway={"max_connections": 2})
+    held = [connect(gw) for _ in range(2)]
+    time.sleep(0.3)
+    # The third is not accepted yet: its request waits (no 503, no reset) until one closes.
+    waiting = connect(gw)
+    waiting.sendall(HEALTHZ)
+    waiting.settimeout(0.8)
+    with pytest.raises(socket.timeout):
+        waiting.recv(65536)
+    held[0].close()
+    answer = read_response(waiting)
+    assert answer.startswith(b"HTTP/1.1 200"), answer
+    for c in held[1:] + [waiting]:
+        c.close()
+    metrics = gw.metrics()
+    assert 'toolbridge_connections_closed_total{reason="refused"} 0' in metrics, metrics
+    paused = [line for line in metrics.splitlines()
+              if line.startswith("toolbridge_accept_paused_total")]
+    assert paused and float(paused[0].split()[-1]) >= 1, paused
 
 
 def test_busy_connections_past_the_cap_get_503(gateway_factory):
     gw = gateway_factory({"fixture": fixture_server()}, gateway={"max_connections_per_client": 2})
-    s = RawSession(gw.mcp_url, version=PROTOCOL).initialize()  # its connection goes idle: evictable
+    s = RawSession(gw.mcp_url, version=PROTOCOL).initialize()
+    s.close()  # its connection goes (the session stays): two busy ones are the cap
+    time.sleep(0.3)
     busy = []
     for i in range(2):
         c = connect(gw)
@@ -104,7 +185,6 @@ def test_busy_connections_past_the_cap_get_503(gateway_factory):
         assert b"200 OK" in c.recv(65536)
         c.close()
     refused.close()
-    s.close()
     assert 'toolbridge_connections_closed_total{reason="refused"} 1' in gw.metrics()
 
 
@@ -154,15 +234,26 @@ def initialize(gw, **headers: str) -> httpx.Response:
                       headers=headers_for(None, None, **headers), timeout=10)
 
 
-def test_sessions_past_the_cap_close_the_longest_idle_one(gateway_factory):
-    gw = gateway_factory({"fixture": fixture_server()}, gateway={"max_sessions": 3})
+def test_sessions_past_the_cap_close_one_idle_past_session_reclaim_after(gateway_factory):
+    gw = gateway_factory({"fixture": fixture_server()},
+                         gateway={"max_sessions": 3, "session_reclaim_after": "1s"})
     sessions = [RawSession(gw.mcp_url, version=PROTOCOL).initialize() for _ in range(3)]
-    sessions[1].call_tool("fixture__echo", {"text": "recent"}, 1)
-    sessions[2].call_tool("fixture__echo", {"text": "recent"}, 1)
+    # A caller between two calls keeps its session: nothing has been idle for 1 s yet.
+    resp = initialize(gw)
+    assert resp.status_code == 503, resp.text
+    assert resp.headers.get("retry-after")
+    message = response_for(parse_body(resp), 0)["error"]["message"]
+    assert "max_sessions" in message and "session_reclaim_after" in message, message
+    for s in sessions:
+        assert "result" in s.request("ping", None, 2)
+    time.sleep(1.3)
+    sessions[1].call_tool("fixture__echo", {"text": "recent"}, 3)
+    sessions[2].call_tool("fixture__echo", {"text": "recent"}, 3)
     newcomer = RawSession(gw.mcp_url, version=PROTOCOL).initialize()
-    # The first session (seen longest ago) made room; the others still work.
+    # The first session (idle past 1 s, seen longest ago) made room; the others still work.
     assert sessions[0].post(rpc("ping", None, 5)).status_code == 404
     assert "result" in sessions[1].request("ping", None, 6)
+    assert "result" in sessions[2].request("ping", None, 6)
     assert "result" in newcomer.request("ping", None, 7)
     for s in sessions + [newcomer]:
         s.close()

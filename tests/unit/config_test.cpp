@@ -62,6 +62,10 @@ gateway:
   max_body_bytes: 8MiB
   max_sessions: 50
   session_idle_ttl: 10m
+  session_reclaim_after: 90s
+  call_log_max_bytes: 16MiB
+  max_unread_bytes: 512MiB
+  max_unread_bytes_per_client: 32MiB
   start_concurrency: 2
   tool_naming: unprefixed_when_unique
   separator: "--"
@@ -91,6 +95,10 @@ servers:
   EXPECT_EQ(c.gateway.max_body_bytes, 8u << 20);
   EXPECT_EQ(c.gateway.max_sessions, 50u);
   EXPECT_EQ(c.gateway.session_idle_ttl, milliseconds(600'000));
+  EXPECT_EQ(c.gateway.session_reclaim_after, milliseconds(90'000));
+  EXPECT_EQ(c.gateway.call_log_max_bytes, 16u << 20);
+  EXPECT_EQ(c.gateway.max_unread_bytes, 512u << 20);
+  EXPECT_EQ(c.gateway.max_unread_bytes_per_client, 32u << 20);
   EXPECT_EQ(c.gateway.start_concurrency, 2u);
   EXPECT_EQ(c.gateway.tool_naming, ToolNaming::kUnprefixedWhenUnique);
   EXPECT_EQ(c.gateway.separator, "--");

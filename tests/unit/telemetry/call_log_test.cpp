@@ -86,6 +86,49 @@ TEST(CallLog, MemoryIsBoundedByTrajectoriesAndCallsKept) {
   EXPECT_EQ(v.at("summary").at("calls").as_int64(), 10);
 }
 
+// A long rollout names far more trajectories than a count bound fits in memory: the bytes kept
+// in all stop growing at max_bytes, the most recent trajectories stay, and forgetting one gives
+// its bytes back (issue 33: 15 MB to 57 MB in a 3-minute soak).
+TEST(CallLog, BytesKeptAreBoundedInAll) {
+  constexpr std::size_t kMaxBytes = 256u << 10;
+  CallLog log(CallLog::Limits{.trajectories = 100'000, .calls_kept = 256, .max_bytes = kMaxBytes});
+  const auto t0 = Clock::now();
+  std::size_t peak = 0;
+  for (int i = 0; i < 2'000; ++i) {
+    // A long trajectory name (its heap block counts) and a traceparent on every record.
+    const std::string name = "rollout-step-0042-trajectory-" + std::to_string(i);
+    for (int c = 0; c < 20; ++c) {
+      const auto at = t0 + std::chrono::milliseconds(i * 20 + c);
+      const auto seq = log.begin(name, "s", "s__x", at);
+      CallRecord r = record(seq.seq, name, "ok", 0.001);
+      r.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+      log.end(seq, std::move(r), at);
+    }
+    peak = std::max(peak, log.bytes());
+  }
+  EXPECT_LE(peak, kMaxBytes);
+  EXPECT_GT(log.bytes(), kMaxBytes / 2);  // the bound is used, not a count far below it
+  EXPECT_LT(log.trajectory_count(), 2'000u);
+  EXPECT_FALSE(log.trajectory_json("rollout-step-0042-trajectory-1999", t0).empty());
+  EXPECT_TRUE(log.trajectory_json("rollout-step-0042-trajectory-0", t0).empty());
+  // One record is counted with its strings' heap blocks.
+  CallRecord r = record(1, std::string(200, 't'), "ok", 0.001);
+  EXPECT_GE(r.bytes(), sizeof(CallRecord) + 200);
+}
+
+TEST(CallLog, BytesOfARingThatWrapsStayThoseOfItsRecords) {
+  CallLog log(CallLog::Limits{.trajectories = 8, .calls_kept = 4});
+  const auto t0 = Clock::now();
+  auto call = [&] {
+    const auto seq = log.begin("t", "s", "s__x", t0);
+    log.end(seq, record(seq.seq, "t", "ok", 0.001), t0);
+  };
+  for (int i = 0; i < 4; ++i) call();
+  const std::size_t full = log.bytes();
+  for (int i = 0; i < 100; ++i) call();  // the ring wraps: each record replaces one
+  EXPECT_EQ(log.bytes(), full);
+}
+
 TEST(CallLog, ATrajectoryWithACallInFlightIsNeverForgotten) {
   CallLog log(CallLog::Limits{.trajectories = 2, .calls_kept = 4, .recent_calls = 16});
   const auto t0 = Clock::now();
