@@ -49,8 +49,14 @@ Admission::Admission(const config::Config& config, const base::Clock& clock)
     if (cfg.adaptive_limit) {
       s->adaptive.emplace(cfg.adaptive, clock_.now());
       s->slot.limit = s->adaptive->limit();
-    } else {
+    } else if (cfg.concurrency_limit > 0) {
       s->slot.limit = cfg.concurrency_limit;
+    } else if (cfg.policy != config::Policy::kPerSession) {
+      // No limit configured: the server's own capacity (max_in_flight on each instance it may
+      // run) is the limit, so calls past it wait in the fair queue instead of being refused by
+      // a full instance. per_session instances each serve one trajectory: no shared capacity.
+      s->slot.limit = cfg.max_in_flight * cfg.effective_max_instances();
+      s->capacity = true;
     }
     for (const auto& [tool, limit] : cfg.tool_limits) s->tools[tool].limit = limit;
     by_name_[cfg.name] = s.get();
@@ -125,6 +131,10 @@ Admission::Block Admission::blocked(const Server& s, const AdmissionRequest& r) 
 std::string Admission::full_limit(const Server& s, const AdmissionRequest& r) const {
   if (global_.full()) return fmt::format("gateway.max_calls_in_flight ({})", global_.limit);
   if (s.slot.full()) {
+    if (s.capacity) {
+      return fmt::format("the capacity of server '{}' (servers.{}.max_in_flight × instances: {})",
+                         s.name, s.name, s.slot.limit);
+    }
     return fmt::format("servers.{}.concurrency_limit ({}{})", s.name, s.slot.limit,
                        s.adaptive ? ", adaptive" : "");
   }

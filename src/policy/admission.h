@@ -149,6 +149,7 @@ class Admission : public std::enable_shared_from_this<Admission> {
   struct Server {
     std::string name;
     AdmissionSlot slot;
+    bool capacity = false;  // slot.limit is the server's capacity, not its concurrency_limit
     std::optional<AdaptiveLimit> adaptive;
     AdmissionMap<AdmissionSlot> tools;
     double mean_latency = 0;  // seconds, moving average (for the retry hint)
