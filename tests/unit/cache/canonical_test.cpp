@@ -219,8 +219,12 @@ TEST(CacheCanonical, TheFormOfEveryLargeNumberIsItsOwn) {
         const auto from_scientific = canonical_json(scientific);
         EXPECT_EQ(canonical_json(exponent), from_scientific) << exponent;
         const bool fits = canonical_json(integer) == integer;
-        if (!fits) EXPECT_EQ(canonical_json(integer), from_scientific) << integer;
-        if (m.size() <= 15) EXPECT_TRUE(from_scientific.has_value()) << scientific;
+        if (!fits) {
+          EXPECT_EQ(canonical_json(integer), from_scientific) << integer;
+        }
+        if (m.size() <= 15) {
+          EXPECT_TRUE(from_scientific.has_value()) << scientific;
+        }
       }
     }
   }
