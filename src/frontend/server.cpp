@@ -51,9 +51,9 @@ transport::HttpServerOptions listener_options(const config::Gateway& g) {
   return o;
 }
 
-asio::awaitable<void> refuse(Exchange& ex, std::string refusal) {
-  const std::string body = json::make_error({}, json::kInvalidRequest, refusal);
-  co_await ex.reply(http::status::forbidden, "application/json", body, {});
+asio::awaitable<void> refuse(Exchange& ex, HeadRefusal refusal) {
+  const std::string body = json::make_error({}, json::kInvalidRequest, refusal.message);
+  co_await ex.reply(refusal.status, "application/json", body, {});
 }
 
 }  // namespace
@@ -68,6 +68,7 @@ Server::Server(asio::io_context& io, config::Config config)
       parse_(gateway_),
       observe_(gateway_),
       openai_(gateway_),
+      guard_(gateway_.config().gateway.host, gateway_.config().gateway.allowed_origins),
       http_(io, listener_options(gateway_.config().gateway),
             [this](Exchange& ex) { return router_.route(ex); }) {
   add_routes();
@@ -90,8 +91,7 @@ void Server::add_admin_listener() {
   // The same handlers as on the main listener, with the DNS-rebinding check but no token.
   auto open = [this](Handler h) -> Handler {
     return [this, h = std::move(h)](Exchange& ex, std::string_view path) -> asio::awaitable<void> {
-      const std::string refusal = rebinding_refusal(ex.request(), gateway_.config().gateway);
-      if (!refusal.empty()) return refuse(ex, refusal);
+      if (auto refusal = guard_.check(ex.request())) return refuse(ex, std::move(*refusal));
       return h(ex, path);
     };
   };
@@ -221,9 +221,9 @@ Handler Server::guarded(Handler handler) {
   // Not a coroutine when the request may go on: the handler's awaitable is returned as is.
   return [this, handler = std::move(handler)](Exchange& ex,
                                               std::string_view path) -> asio::awaitable<void> {
-    std::string refusal = rebinding_refusal(ex.request(), gateway_.config().gateway);
-    if (!refusal.empty()) return refuse(ex, std::move(refusal));
+    if (auto refusal = guard_.check(ex.request())) return refuse(ex, std::move(*refusal));
     if (auth_.enabled() && !Auth::open_path(path)) {
+      std::string refusal;
       ex.principal = auth_.verify(ex, refusal);
       if (!ex.principal) return auth_.challenge(ex, std::move(refusal));
     }

@@ -14,6 +14,7 @@
 #include "frontend/mcp_http.h"
 #include "frontend/observe.h"
 #include "frontend/openai.h"
+#include "frontend/origin_guard.h"
 #include "frontend/parse.h"
 #include "frontend/router.h"
 #include "gateway/gateway.h"
@@ -61,6 +62,7 @@ class Server {
   Observe observe_;
   OpenAi openai_;
   Router router_;
+  OriginGuard guard_;
   transport::HttpServer http_;
   Router admin_router_;
   std::unique_ptr<transport::HttpServer> admin_http_;
