@@ -48,8 +48,8 @@ class Server {
   void register_metrics();
   // /t/NAME/mcp and /t/NAME/sse: the MCP endpoints on behalf of trajectory NAME.
   boost::asio::awaitable<void> for_trajectory(transport::Exchange& ex, std::string_view path);
-  // `handler` behind the DNS-rebinding checks (Origin, Host) and, when keys are configured,
-  // authentication (every path but /healthz).
+  // `handler` behind authentication when keys are configured (every path but /healthz). The
+  // head check (Host, Origin: origin_guard.h) is in front of each listener's router.
   Handler guarded(Handler handler);
 
   gateway::Gateway gateway_;
