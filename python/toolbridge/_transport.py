@@ -133,7 +133,8 @@ class AsyncTransport:
         self.headers = dict(headers or {})  # sent with every request (Authorization)
         self.tls = tls
         self._idle: list[_AsyncConnection] = []
-        self._host_header = f"{host}:{port}"
+        # An IPv6 address goes in brackets (RFC 9110 section 7.2); the gateway refuses it bare.
+        self._host_header = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
     async def _connect(self) -> _AsyncConnection:
         try:

@@ -53,9 +53,16 @@ transport::HttpServerOptions listener_options(const config::Gateway& g) {
   return o;
 }
 
-asio::awaitable<void> refuse(Exchange& ex, std::string refusal) {
-  const std::string body = json::make_error({}, json::kInvalidRequest, refusal);
-  co_await ex.reply(http::status::forbidden, "application/json", body, {});
+asio::awaitable<void> refuse(Exchange& ex, HeadRefusal refusal) {
+  const std::string body = json::make_error({}, json::kInvalidRequest, refusal.message);
+  co_await ex.reply(refusal.status, "application/json", body, {});
+}
+
+// The head is checked before routing, so no answer (404 and 405 included) goes to a request a
+// browser page could have rebound. Not a coroutine when the request may go on.
+asio::awaitable<void> checked(Exchange& ex, const OriginGuard& guard, const Router& router) {
+  if (auto refusal = guard.check(ex.request())) return refuse(ex, std::move(*refusal));
+  return router.route(ex);
 }
 
 }  // namespace
@@ -70,8 +77,9 @@ Server::Server(asio::io_context& io, config::Config config)
       parse_(gateway_),
       observe_(gateway_),
       openai_(gateway_),
+      guard_(gateway_.config().gateway.host, gateway_.config().gateway.allowed_origins),
       http_(io, listener_options(gateway_.config().gateway),
-            [this](Exchange& ex) { return router_.route(ex); }) {
+            [this](Exchange& ex) { return checked(ex, guard_, router_); }) {
   add_routes();
   add_admin_listener();
   register_metrics();
@@ -89,33 +97,30 @@ void Server::add_admin_listener() {
   o.host = listen.substr(0, colon);
   if (o.host.size() > 2 && o.host.front() == '[') o.host = o.host.substr(1, o.host.size() - 2);
   o.port = static_cast<unsigned short>(std::stoi(listen.substr(colon + 1)));
-  // The same handlers as on the main listener, with the DNS-rebinding check but no token.
-  auto open = [this](Handler h) -> Handler {
-    return [this, h = std::move(h)](Exchange& ex, std::string_view path) -> asio::awaitable<void> {
-      const std::string refusal = rebinding_refusal(ex.request(), gateway_.config().gateway);
-      if (!refusal.empty()) return refuse(ex, refusal);
-      return h(ex, path);
-    };
-  };
+  // The same handlers as on the main listener, with the head check but no token. Its Host is
+  // checked by this listener's own address: a loopback admin listener beside a public one.
+  const OriginGuard guard(o.host, gateway_.config().gateway.allowed_origins);
   auto& r = admin_router_;
   r.add(http::verb::get, "/healthz",
-        open([this](Exchange& ex, std::string_view) { return admin_.health(ex); }));
+        [this](Exchange& ex, std::string_view) { return admin_.health(ex); });
   r.add(http::verb::get, "/metrics",
-        open([this](Exchange& ex, std::string_view) { return admin_.metrics(ex); }));
-  r.add(std::nullopt, "/sessions/",
-        open([this](Exchange& ex, std::string_view p) { return admin_.release(ex, p); }), true);
+        [this](Exchange& ex, std::string_view) { return admin_.metrics(ex); });
+  r.add(
+      std::nullopt, "/sessions/",
+      [this](Exchange& ex, std::string_view p) { return admin_.release(ex, p); }, true);
   r.add(http::verb::get, "/v1/trajectories",
-        open([this](Exchange& ex, std::string_view) { return observe_.trajectories(ex); }));
-  r.add(http::verb::get, "/v1/trajectories/",
-        open([this](Exchange& ex, std::string_view p) { return observe_.trajectory(ex, p); }),
-        true);
+        [this](Exchange& ex, std::string_view) { return observe_.trajectories(ex); });
+  r.add(
+      http::verb::get, "/v1/trajectories/",
+      [this](Exchange& ex, std::string_view p) { return observe_.trajectory(ex, p); }, true);
   r.add(http::verb::get, "/dashboard",
-        open([this](Exchange& ex, std::string_view) { return observe_.dashboard(ex); }));
+        [this](Exchange& ex, std::string_view) { return observe_.dashboard(ex); });
   r.add(http::verb::get, "/dashboard/state",
-        open([this](Exchange& ex, std::string_view) { return observe_.state(ex); }));
+        [this](Exchange& ex, std::string_view) { return observe_.state(ex); });
   r.fallback([this](Exchange& ex, std::string_view) { return admin_.not_found(ex); });
   admin_http_ = std::make_unique<transport::HttpServer>(
-      gateway_.io(), std::move(o), [this](Exchange& ex) { return admin_router_.route(ex); });
+      gateway_.io(), std::move(o),
+      [this, guard](Exchange& ex) { return checked(ex, guard, admin_router_); });
 }
 
 void Server::register_metrics() {
@@ -177,7 +182,7 @@ void Server::add_routes() {
   router_.add(std::nullopt, std::string(kTrajectoryPrefix),
               guarded([this](Exchange& ex, std::string_view p) { return for_trajectory(ex, p); }),
               true);
-  // Admin endpoints get the same DNS-rebinding check: a page must not read metrics or health.
+  // Admin endpoints: the head check in front of the router keeps pages from metrics and health.
   router_.add(http::verb::get, "/healthz",
               guarded([this](Exchange& ex, std::string_view) { return admin_.health(ex); }));
   router_.add(http::verb::get, "/metrics",
@@ -235,9 +240,8 @@ Handler Server::guarded(Handler handler) {
   // Not a coroutine when the request may go on: the handler's awaitable is returned as is.
   return [this, handler = std::move(handler)](Exchange& ex,
                                               std::string_view path) -> asio::awaitable<void> {
-    std::string refusal = rebinding_refusal(ex.request(), gateway_.config().gateway);
-    if (!refusal.empty()) return refuse(ex, std::move(refusal));
     if (auth_.enabled() && !Auth::open_path(path)) {
+      std::string refusal;
       ex.principal = auth_.verify(ex, refusal);
       if (!ex.principal) return auth_.challenge(ex, std::move(refusal));
     }

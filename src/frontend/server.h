@@ -14,6 +14,7 @@
 #include "frontend/mcp_http.h"
 #include "frontend/observe.h"
 #include "frontend/openai.h"
+#include "frontend/origin_guard.h"
 #include "frontend/parse.h"
 #include "frontend/router.h"
 #include "gateway/gateway.h"
@@ -47,8 +48,8 @@ class Server {
   void register_metrics();
   // /t/NAME/mcp and /t/NAME/sse: the MCP endpoints on behalf of trajectory NAME.
   boost::asio::awaitable<void> for_trajectory(transport::Exchange& ex, std::string_view path);
-  // `handler` behind the DNS-rebinding checks (Origin, Host) and, when keys are configured,
-  // authentication (every path but /healthz).
+  // `handler` behind authentication when keys are configured (every path but /healthz). The
+  // head check (Host, Origin: origin_guard.h) is in front of each listener's router.
   Handler guarded(Handler handler);
 
   gateway::Gateway gateway_;
@@ -61,6 +62,7 @@ class Server {
   Observe observe_;
   OpenAi openai_;
   Router router_;
+  OriginGuard guard_;
   transport::HttpServer http_;
   Router admin_router_;
   std::unique_ptr<transport::HttpServer> admin_http_;
