@@ -40,9 +40,14 @@ struct AdmissionStageTest : ::testing::Test {
 };
 
 TEST_F(AdmissionStageTest, WithoutALimitTheStageIsSteppedOver) {
-  build(config::Server{});
+  config::Server per_session;
+  per_session.policy = config::Policy::kPerSession;
+  build(per_session);
   auto call = routed->call();
   EXPECT_FALSE(admission->applies(call));
+  build(config::Server{});  // shared: its capacity (max_in_flight) is its limit
+  auto shared = routed->call();
+  EXPECT_TRUE(admission->applies(shared));
 }
 
 TEST_F(AdmissionStageTest, ARetriedCallKeepsItsSlotAndGivesItBackOnceAnswered) {

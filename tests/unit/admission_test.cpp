@@ -61,8 +61,32 @@ struct AdmissionTest : ::testing::Test {
   }
 };
 
-TEST_F(AdmissionTest, NoLimitConfiguredMeansTheStageIsSteppedOver) {
+// Issue 33: without a concurrency_limit a shared or pool server is admitted by its capacity
+// (max_in_flight × instances), so calls past it wait instead of being refused by the instance;
+// a per_session server (an instance per trajectory) has no shared capacity to guard.
+TEST_F(AdmissionTest, WithoutALimitASharedServerIsLimitedByItsCapacity) {
   build(with_server(0));
+  ASSERT_TRUE(admission->applies("search"));
+  EXPECT_EQ(admission->servers()[0].limit, 256u);
+  config::Config pool = with_server(0);
+  pool.servers[0].policy = config::Policy::kPool;
+  pool.servers[0].max_in_flight = 8;
+  pool.servers[0].max_instances = 3;
+  build(pool);
+  EXPECT_EQ(admission->servers()[0].limit, 24u);
+  // Past it a call waits (it is not refused), and a finished one admits it.
+  for (int i = 0; i < 25; ++i) queue("x", std::to_string(i));
+  EXPECT_EQ(admission->servers()[0].in_flight, 24u);
+  EXPECT_EQ(admission->servers()[0].queued, 1u);
+  finish_one();
+  EXPECT_EQ(admission->servers()[0].in_flight, 24u);
+  EXPECT_EQ(admission->servers()[0].queued, 0u);
+}
+
+TEST_F(AdmissionTest, NoLimitConfiguredMeansTheStageIsSteppedOver) {
+  config::Config per_session = with_server(0);
+  per_session.servers[0].policy = config::Policy::kPerSession;
+  build(per_session);
   EXPECT_FALSE(admission->applies("search"));
   build(with_server(3));
   EXPECT_TRUE(admission->applies("search"));

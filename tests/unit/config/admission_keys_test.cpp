@@ -15,7 +15,7 @@ TEST(ConfigAdmission, DefaultsMeanNoLimit) {
   EXPECT_EQ(c.gateway.max_calls_in_flight, 0u);
   EXPECT_EQ(c.gateway.tenant_limit, 0u);
   EXPECT_EQ(c.gateway.trajectory_limit, 0u);
-  EXPECT_EQ(c.gateway.admission_queue_size, 1000u);
+  EXPECT_EQ(c.gateway.admission_queue_size, 16384u);
   EXPECT_TRUE(c.gateway.tenants.empty());
   EXPECT_EQ(c.servers[0].concurrency_limit, 0u);
   EXPECT_FALSE(c.servers[0].adaptive_limit);
