@@ -95,7 +95,9 @@ const catalog::Entry* ToolIndex::resolve_name(const RawCall& raw, ParsedCall& ou
     if (it != by_server_tool_.end()) entry = catalog_.tool(it->second);
   }
   if (!entry) entry = catalog_.tool(wanted);
-  if (!entry && raw.server.empty()) {
+  // A tool's own name that one server has: the server written (none, the tool's name again, a
+  // wrong one: MiroFlow's <server_name>web_search</server_name>) does not matter.
+  if (!entry) {
     auto it = by_own_name_.find(raw.name);
     if (it != by_own_name_.end() && it->second.size() == 1) entry = catalog_.tool(it->second[0]);
   }

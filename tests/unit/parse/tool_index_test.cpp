@@ -95,6 +95,15 @@ TEST(ToolIndex, NamesResolveWithoutServerAndByServerAndTool) {
   const ParsedCall ambiguous = f.resolve(raw("lookup", "{}"));
   EXPECT_FALSE(ambiguous.resolved);
   EXPECT_NE(ambiguous.problem.find("sandbox__lookup"), std::string::npos) << ambiguous.problem;
+  // A server name that is the tool's own, or another server's (issue 34's eval bench): the
+  // tool's own name is unique, so it is the one.
+  const ParsedCall twice = f.resolve(raw("web_search", "{}", "web_search"));
+  EXPECT_EQ(twice.name, "search__web_search") << twice.problem;
+  ASSERT_EQ(twice.repairs.size(), 1u);
+  EXPECT_EQ(twice.repairs[0].kind, "tool_name");
+  EXPECT_EQ(f.resolve(raw("run_code", "{}", "search")).name, "sandbox__run_code");
+  // Not when the name is not unique: that stays a question for the model.
+  EXPECT_FALSE(f.resolve(raw("lookup", "{}", "lookup")).resolved);
   const ParsedCall unknown = f.resolve(raw("zzz_nothing_like_it", "{}"));
   EXPECT_FALSE(unknown.resolved);
   EXPECT_NE(unknown.problem.find("Unknown tool"), std::string::npos);
