@@ -274,7 +274,7 @@ struct Gateway {
   Duration session_idle_ttl{30 * 60'000};
   // What the trajectory view (/v1/trajectories, the dashboard) keeps of finished calls, in all:
   // over it the least recently active idle trajectories are forgotten first.
-  std::size_t call_log_max_bytes = 64u << 20;
+  std::size_t call_log_max_bytes = 16u << 20;
   std::size_t start_concurrency = 4;  // servers initialising at the same time
   ToolNaming tool_naming = ToolNaming::kPrefixed;
   std::string separator = "__";

@@ -51,7 +51,7 @@ class CallLog {
     std::size_t recent_calls = 65'536;  // for rates and percentiles of the last minute
     // Trajectories' records and summaries in all (gateway.call_log_max_bytes): over it the
     // least recently active idle trajectories go first.
-    std::size_t max_bytes = 64u << 20;
+    std::size_t max_bytes = 16u << 20;
   };
   CallLog() : CallLog(Limits{}) {}
   explicit CallLog(Limits limits) : limits_(limits) {}

@@ -197,14 +197,15 @@ def test_a_full_queue_sheds_at_once_with_a_retry_hint(gateway_factory):
         re.search(r'toolbridge_calls_total\{[^}]*outcome="shed"[^}]*\} 1', metrics), metrics
 
 
-def test_healthz_shows_limits_and_no_limit_costs_no_stage(gateway_factory):
+def test_healthz_shows_limits_and_a_server_without_one_has_its_capacity(gateway_factory):
     gw = gateway_factory({"fixture": fixture_server(tool_limits={"sleep": 2}),
                           "plain": fixture_server()},
                          {"tenants": {"run-a": {"limit": 3, "weight": 2}}})
     admission = gw.health()["admission"]
     assert admission["tenants"]["run-a"] == {"limit": 3, "weight": 2.0, "in_flight": 0}
     assert admission["servers"]["fixture"]["tool_limits"] == {"sleep": {"limit": 2, "in_flight": 0}}
-    assert admission["servers"]["plain"]["limit"] == 0
+    # No concurrency_limit: its capacity, max_in_flight (256) on its one shared instance.
+    assert admission["servers"]["plain"]["limit"] == 256
 
 
 def test_the_adaptive_limit_falls_when_latency_rises_and_recovers_when_it_falls(gateway_factory):
