@@ -113,10 +113,12 @@ def gauge(metrics: str, name: str) -> float:
 
 
 def check_after(gw, pid: int, baseline_fds: int, baseline_rss: float, kept_upstream: int = 0) -> None:
-    """Nothing refused or shed; the downstream connections closed; descriptors back to the
-    baseline (plus `kept_upstream`: keep-alive connections a router keeps to its workers)."""
+    """Nothing refused or cut off; the downstream connections closed; descriptors back to the
+    baseline (plus `kept_upstream`: keep-alive connections a router keeps to its workers).
+    Responses with `Connection: close` past 3/4 of a cap ("shed") are allowed: they cost no call
+    (the TypeScript SDK's pool at 2,048 sessions passes 9,216 connections and is shed so)."""
     metrics = gw.metrics()
-    for reason in ("refused", "shed", "unread", "write_timeout"):
+    for reason in ("refused", "unread", "write_timeout"):
         assert closed_total(metrics, reason) == 0, (reason, metrics)
     count = settle(gw, pid, baseline_fds + 16 + kept_upstream)
     assert count <= baseline_fds + 16 + kept_upstream, f"descriptors {baseline_fds} -> {count}"
