@@ -15,46 +15,13 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
-#include "transport/tcp_progress.h"
+#include "transport/http_server_connection.h"
 
 namespace toolbridge::transport {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 using tcp = asio::ip::tcp;
-using SweepClock = std::chrono::steady_clock;
-
-struct HttpServer::Connection {
-  enum class Phase { kWaiting, kHandling, kWriting };
-  Connection(tcp::socket s, std::string c) : socket(std::move(s)), client(std::move(c)) {}
-  void close() {
-    boost::system::error_code ec;
-    socket.shutdown(tcp::socket::shutdown_both, ec);
-    socket.close(ec);
-  }
-  // A reset: what the kernel still holds for a client that stopped reading is dropped too.
-  void abort() {
-    boost::system::error_code ec;
-    socket.set_option(asio::socket_base::linger(true, 0), ec);
-    socket.close(ec);
-  }
-
-  tcp::socket socket;
-  std::string client;
-  Phase phase = Phase::kWaiting;
-  SweepClock::time_point since;
-  std::function<void()> on_peer_closed;
-  std::string head;             // response status line and headers, reused from request to request
-  std::string body;             // the body of the reply being written
-  std::size_t unsent = 0;       // bytes of the write in progress (held for the client)
-  std::uint64_t acked = 0;      // the peer's acknowledged bytes at the last sweep
-  bool counted = true;          // counted in live_ and per_client_ (false: being refused)
-  Exchange::Verified verified;  // the credential this connection last authenticated with
-  // TLS over `socket` (null: plain HTTP); its context is the one current when it was accepted.
-  std::shared_ptr<asio::ssl::context> tls_context;
-  std::unique_ptr<asio::ssl::stream<tcp::socket&>> tls;
-};
-
 namespace {
 
 using Connection = HttpServer::Connection;
@@ -67,6 +34,19 @@ asio::awaitable<void> write_to(Connection& conn, const Buffers& buffers,
     co_await asio::async_write(*conn.tls, buffers, asio::redirect_error(asio::use_awaitable, ec));
   } else {
     co_await asio::async_write(conn.socket, buffers, asio::redirect_error(asio::use_awaitable, ec));
+  }
+}
+
+// One request read from the connection (through TLS when it has it) into `parser`.
+asio::awaitable<void> read_from(Connection& conn, beast::flat_buffer& buffer,
+                                http::request_parser<http::string_body>& parser,
+                                boost::system::error_code& ec) {
+  if (conn.tls) {
+    co_await http::async_read(*conn.tls, buffer, parser,
+                              asio::redirect_error(asio::use_awaitable, ec));
+  } else {
+    co_await http::async_read(conn.socket, buffer, parser,
+                              asio::redirect_error(asio::use_awaitable, ec));
   }
 }
 
@@ -345,8 +325,7 @@ asio::awaitable<void> HttpServer::accept_loop() {
     if (live_ >= options_.max_connections) {
       // New connections wait in the kernel's backlog; finish() starts this loop again.
       if (counters_.accept_paused++ % 1000 == 0) {
-        spdlog::warn("not accepting for now: {} connections open (gateway.max_connections)",
-                     live_);
+        spdlog::warn("not accepting for now: {} connections open (gateway.max_connections)", live_);
       }
       accept_paused_ = true;
       co_return;
@@ -415,13 +394,7 @@ asio::awaitable<void> HttpServer::serve(std::unique_ptr<Connection> owned) {
     conn.phase = Connection::Phase::kWaiting;
     conn.since = now_;
     boost::system::error_code ec;
-    if (conn.tls) {
-      co_await http::async_read(*conn.tls, buffer, parser,
-                                asio::redirect_error(asio::use_awaitable, ec));
-    } else {
-      co_await http::async_read(conn.socket, buffer, parser,
-                                asio::redirect_error(asio::use_awaitable, ec));
-    }
+    co_await read_from(conn, buffer, parser, ec);
     if (ec == http::error::body_limit || ec == http::error::header_limit) {
       const bool body = ec == http::error::body_limit;
       const std::string text = body ? "{\"error\":\"request body exceeds max_body_bytes (" +
@@ -487,13 +460,7 @@ asio::awaitable<void> HttpServer::refuse_request(Connection& conn, beast::flat_b
   conn.phase = Connection::Phase::kWaiting;
   conn.since = now_;
   boost::system::error_code ec;
-  if (conn.tls) {
-    co_await http::async_read(*conn.tls, buffer, parser,
-                              asio::redirect_error(asio::use_awaitable, ec));
-  } else {
-    co_await http::async_read(conn.socket, buffer, parser,
-                              asio::redirect_error(asio::use_awaitable, ec));
-  }
+  co_await read_from(conn, buffer, parser, ec);
   if (ec) co_return;
   conn.phase = Connection::Phase::kWriting;
   conn.since = now_;
@@ -534,110 +501,6 @@ std::string HttpServer::reload_tls() {
     return "the TLS key '" + key + "' does not belong to the certificate '" + cert + "'";
   tls_ = std::move(ctx);
   return {};
-}
-
-void HttpServer::schedule_sweep() {
-  // Often enough that each timeout holds to within a quarter of itself.
-  const auto shortest = std::min(options_.idle_timeout, options_.write_timeout);
-  const auto interval = std::clamp<std::chrono::milliseconds>(
-      shortest / 4, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
-  sweep_timer_.expires_after(interval);
-  sweep_timer_.async_wait([this](boost::system::error_code ec) {
-    if (ec || stopping_) return;
-    sweep();
-    schedule_sweep();
-  });
-}
-
-void HttpServer::sweep() {
-  const auto previous = now_;
-  now_ = SweepClock::now();
-  // What the writes aborted at the last sweep held (freed since) goes back to the system now,
-  // not at the end of the next flood.
-  if (std::exchange(trim_, false)) ::malloc_trim(0);
-  std::vector<std::function<void()>> closed_peers;
-  std::vector<Connection*> writing;
-  for (auto* c : open_) {
-    if (!c->socket.is_open()) continue;
-    const auto elapsed = now_ - c->since;
-    if (c->phase == Connection::Phase::kWriting && c->unsent > 0 &&
-        elapsed <= options_.write_timeout && stalled(*c)) {
-      writing.push_back(c);
-    }
-    if (c->phase == Connection::Phase::kWaiting && elapsed > options_.idle_timeout) {
-      ++counters_.idle_closed;
-      c->close();
-    } else if (c->phase == Connection::Phase::kWriting && elapsed > options_.write_timeout) {
-      ++counters_.write_timeouts;
-      trim_ = true;
-      spdlog::debug("closing a connection from {}: the client did not read its answer for {} ms",
-                    c->client, options_.write_timeout.count());
-      c->abort();
-    } else if (c->phase == Connection::Phase::kHandling && c->on_peer_closed &&
-               c->since < previous) {
-      // Handled for at least one sweep: did the client hang up meanwhile?
-      char byte;
-      const ssize_t n = ::recv(c->socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
-        closed_peers.push_back(std::move(c->on_peer_closed));
-        c->on_peer_closed = nullptr;
-      }
-    }
-  }
-  // Run outside the loop: a callback may end handlers and so change open_.
-  for (auto& callback : closed_peers) asio::post(io_, std::move(callback));
-  bound_unread(writing);
-  give_back_after_flood();
-}
-
-bool HttpServer::stalled(Connection& conn) {
-  const auto acked = bytes_acked(conn.socket.native_handle());
-  if (!acked) return true;  // no count: the write's age alone decides, as before
-  const bool moved = *acked != conn.acked;
-  conn.acked = *acked;
-  return !moved;
-}
-
-void HttpServer::bound_unread(std::vector<Connection*>& writing) {
-  std::size_t total = 0;
-  std::unordered_map<std::string_view, std::size_t> per_client;
-  for (const auto* c : writing) {
-    total += c->unsent;
-    per_client[c->client] += c->unsent;
-  }
-  if (total <= options_.max_unread_bytes) {
-    bool over = false;
-    for (const auto& [client, bytes] : per_client) over |= bytes > options_.max_unread_bytes_per_client;
-    if (!over) return;
-  }
-  // Oldest writes first.
-  std::sort(writing.begin(), writing.end(),
-            [](const Connection* a, const Connection* b) { return a->since < b->since; });
-  bool closed = false;
-  for (auto* c : writing) {
-    auto& mine = per_client[c->client];
-    if (total <= options_.max_unread_bytes && mine <= options_.max_unread_bytes_per_client) {
-      continue;
-    }
-    spdlog::debug("closing a connection from {}: {} answer bytes not taken (max_unread_bytes)",
-                  c->client, c->unsent);
-    total -= c->unsent;
-    mine -= c->unsent;
-    ++counters_.unread;
-    c->abort();
-    closed = true;
-  }
-  trim_ |= closed;
-}
-
-void HttpServer::give_back_after_flood() {
-  // After many connections closed, what they freed is spread over the heap in pieces that
-  // glibc does not hand back by itself (only the heap's top is trimmed); malloc_trim returns
-  // the whole free pages inside them. Once per drop of kTrimAfter connections, not per close.
-  constexpr std::size_t kTrimAfter = 256;
-  if (peak_open_ < open_.size() + kTrimAfter) return;
-  peak_open_ = open_.size();
-  ::malloc_trim(0);
 }
 
 }  // namespace toolbridge::transport

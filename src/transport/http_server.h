@@ -120,7 +120,7 @@ class HttpServer {
     std::uint64_t accept_paused = 0;
     std::uint64_t idle_closed = 0;
     std::uint64_t write_timeouts = 0;
-    std::uint64_t unread = 0;  // closed over max_unread_bytes(_per_client)
+    std::uint64_t unread = 0;        // closed over max_unread_bytes(_per_client)
     std::uint64_t tls_failures = 0;  // TLS handshakes that failed (no common CA, not TLS, ...)
   };
   const Counters& counters() const { return counters_; }
@@ -138,8 +138,7 @@ class HttpServer {
   // Past 3/4 of either cap: the connection's next response closes it.
   bool crowded(const std::string& client) const;
   // The request of a connection over its client's cap, answered with 503.
-  boost::asio::awaitable<void> refuse_request(Connection& conn,
-                                              boost::beast::flat_buffer& buffer);
+  boost::asio::awaitable<void> refuse_request(Connection& conn, boost::beast::flat_buffer& buffer);
   void sweep();
   // The peer acknowledged nothing of `conn`'s stream since the last sweep.
   static bool stalled(Connection& conn);
@@ -158,11 +157,11 @@ class HttpServer {
   std::unordered_set<Connection*> open_;
   std::unordered_map<std::string, std::size_t> per_client_;
   Counters counters_;
-  std::size_t live_ = 0;       // connections counted against the caps (refused ones are not)
-  std::size_t refusing_ = 0;   // connections over their client's cap being answered 503
+  std::size_t live_ = 0;        // connections counted against the caps (refused ones are not)
+  std::size_t refusing_ = 0;    // connections over their client's cap being answered 503
   bool accept_paused_ = false;  // at max_connections: finish() starts the accept loop again
   bool trim_ = false;           // writes were aborted: give their memory back at the next sweep
-  std::size_t peak_open_ = 0;  // most connections open at once since memory was last given back
+  std::size_t peak_open_ = 0;   // most connections open at once since memory was last given back
   // Time as of the last sweep: connections stamp their phase changes with it, so a request
   // costs no clock read and no timer operation.
   std::chrono::steady_clock::time_point now_;
