@@ -248,8 +248,8 @@ struct Tls {
 struct Gateway {
   std::string host = "127.0.0.1";
   unsigned short port = 8848;
-  std::vector<std::string> allowed_origins;     // empty: only localhost origins are accepted
-  std::size_t max_body_bytes = 4u << 20;        // POST body cap (413 above)
+  std::vector<std::string> allowed_origins;  // empty: only localhost origins are accepted
+  std::size_t max_body_bytes = 4u << 20;     // POST body cap (413 above)
   // Open sessions, in all and per client address. At a cap, a session idle (nothing in flight,
   // no open stream) for at least session_reclaim_after is closed to make room; a caller between
   // two calls never loses its session: with none that idle, initialize gets 503 + Retry-After.

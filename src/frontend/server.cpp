@@ -136,8 +136,7 @@ void Server::register_metrics() {
             for (const auto& [reason, n] :
                  {std::pair{"refused", c.refused}, std::pair{"shed", c.shed},
                   std::pair{"idle", c.idle_closed}, std::pair{"write_timeout", c.write_timeouts},
-                  std::pair{"unread", c.unread},
-                  std::pair{"tls_handshake", c.tls_failures}}) {
+                  std::pair{"unread", c.unread}, std::pair{"tls_handshake", c.tls_failures}}) {
               out.emplace_back(telemetry::labels({{"reason", reason}}), static_cast<double>(n));
             }
           });

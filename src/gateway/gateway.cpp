@@ -62,10 +62,11 @@ Gateway::Gateway(asio::io_context& io, config::Config config)
 Gateway::~Gateway() = default;
 
 void Gateway::register_metrics() {
-  metrics_.gauge("toolbridge_call_log_bytes",
-                 "Bytes the trajectory view keeps of finished calls (at most "
-                 "gateway.call_log_max_bytes).",
-                 [this](auto& out) { out.emplace_back("", static_cast<double>(call_log_.bytes())); });
+  metrics_.gauge(
+      "toolbridge_call_log_bytes",
+      "Bytes the trajectory view keeps of finished calls (at most "
+      "gateway.call_log_max_bytes).",
+      [this](auto& out) { out.emplace_back("", static_cast<double>(call_log_.bytes())); });
   metrics_.gauge("toolbridge_call_log_trajectories", "Trajectories the trajectory view keeps.",
                  [this](auto& out) {
                    out.emplace_back("", static_cast<double>(call_log_.trajectory_count()));

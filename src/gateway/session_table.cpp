@@ -37,7 +37,7 @@ std::size_t SessionTable::count_of(const std::string& client) const {
 }
 
 std::shared_ptr<Session> SessionTable::idle_longest(const std::string* client,
-                                                   Session::Clock::time_point seen_before) const {
+                                                    Session::Clock::time_point seen_before) const {
   std::shared_ptr<Session> oldest;
   for (const auto& [id, s] : sessions_) {
     if (client && s->client() != *client) continue;
