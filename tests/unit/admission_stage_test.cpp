@@ -45,9 +45,12 @@ TEST_F(AdmissionStageTest, WithoutALimitTheStageIsSteppedOver) {
   build(per_session);
   auto call = routed->call();
   EXPECT_FALSE(admission->applies(call));
+}
+
+TEST_F(AdmissionStageTest, ASharedServerWithoutALimitIsAdmittedByItsCapacity) {
   build(config::Server{});  // shared: its capacity (max_in_flight) is its limit
-  auto shared = routed->call();
-  EXPECT_TRUE(admission->applies(shared));
+  auto call = routed->call();
+  EXPECT_TRUE(admission->applies(call));
 }
 
 TEST_F(AdmissionStageTest, ARetriedCallKeepsItsSlotAndGivesItBackOnceAnswered) {
