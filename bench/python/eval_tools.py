@@ -142,25 +142,26 @@ class SandboxLoad:
         self._add(-1)
 
 
+def required_str(args: dict, name: str) -> str:
+    value = args.get(name)
+    if not isinstance(value, str):
+        raise ValueError(f"{name}: required string")
+    return value
+
+
 async def run_tool(kind: str, args: dict, scale: float, load: SandboxLoad) -> str:
     """The tool's answer after its simulated time; ValueError for bad arguments."""
     if kind == "search":
-        query = args.get("query")
-        if not isinstance(query, str):
-            raise ValueError("query: required string")
+        query = required_str(args, "query")
         n = as_int(args.get("num_results", 5), "num_results")
         await asyncio.sleep(search_seconds(query) * scale)
         return search_answer(query, n)
     if kind == "scrape":
-        url = args.get("url")
-        if not isinstance(url, str):
-            raise ValueError("url: required string")
+        url = required_str(args, "url")
         m = as_int(args.get("max_chars", 4000), "max_chars")
         await asyncio.sleep(scrape_seconds(url) * scale)
         return scrape_answer(url, m)
-    code = args.get("code")
-    if not isinstance(code, str):
-        raise ValueError("code: required string")
+    code = required_str(args, "code")
     t = as_int(args.get("timeout", 30), "timeout")
     n = load.enter()
     try:
