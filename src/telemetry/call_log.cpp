@@ -13,10 +13,14 @@ namespace toolbridge::telemetry {
 
 namespace {
 
-double seconds(CallLog::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(CallLog::Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 // Seconds with microsecond resolution, as JSON numbers.
-std::string secs(double s) { return fmt::format("{:.6f}", s); }
+std::string secs(double s) {
+  return fmt::format("{:.6f}", s);
+}
 
 double percentile(std::vector<double>& v, double p) {
   if (v.empty()) return 0;
@@ -27,7 +31,9 @@ double percentile(std::vector<double>& v, double p) {
 }
 
 // A cancelled call was given up by its caller: not an error of the tool's.
-bool is_error(std::string_view outcome) { return outcome != "ok" && outcome != "cancelled"; }
+bool is_error(std::string_view outcome) {
+  return outcome != "ok" && outcome != "cancelled";
+}
 
 }  // namespace
 
@@ -161,39 +167,39 @@ CallLog::Trajectory& CallLog::trajectory(const std::string& name, Clock::time_po
   if (it == trajectories_.end()) {
     if (trajectories_.size() >= limits_.trajectories) evict_one();
     it = trajectories_.try_emplace(name).first;
-    // Keys of an unordered_map stay put when it grows: the list may point at them.
-    recency_.push_front(&it->first);
-    it->second.recency = recency_.begin();
-    it->second.last_activity = now;
+    it->second.name = &it->first;
     add_bytes(it->second, trajectory_overhead(it->first));
-    return it->second;
   }
-  touch(it->second, now);
+  it->second.last_activity = now;
   return it->second;
 }
 
-void CallLog::touch(Trajectory& t, Clock::time_point now) {
-  t.last_activity = now;
-  recency_.splice(recency_.begin(), recency_, t.recency);
+void CallLog::set_idle(Trajectory& t, bool idle) {
+  if (t.idle == idle) return;
+  t.idle = idle;
+  if (!idle) {
+    idle_.erase(t.recency);
+    return;
+  }
+  idle_.push_front(t.name);
+  t.recency = idle_.begin();
 }
 
 bool CallLog::evict_one() {
   // The least recently active trajectory with nothing in flight.
-  for (auto it = recency_.rbegin(); it != recency_.rend(); ++it) {
-    const auto found = trajectories_.find(**it);
-    if (!found->second.active.empty()) continue;
-    bytes_ -= found->second.bytes;
-    recency_.erase(std::next(it).base());
-    trajectories_.erase(found);
-    return true;
-  }
-  return false;
+  if (idle_.empty()) return false;
+  const auto found = trajectories_.find(*idle_.back());
+  bytes_ -= found->second.bytes;
+  idle_.pop_back();
+  trajectories_.erase(found);
+  return true;
 }
 
 CallLog::Handle CallLog::begin(const std::string& trajectory_name, std::string_view server,
                                std::string_view tool, Clock::time_point now) {
   const std::uint64_t seq = next_seq_++;
   Trajectory& t = trajectory(trajectory_name, now);
+  set_idle(t, false);
   t.active.emplace_back(seq, Active{std::string(server), std::string(tool), now});
   ++active_total_;
   // Elements of an unordered_map stay put when it grows, and a trajectory with a call in flight
@@ -228,13 +234,14 @@ void CallLog::end(Handle handle, Clock::time_point now) {
   t.appended = false;
   recent_.push_back(Recent{now, record->total_s, record->outcome, server_index(record->server)});
   while (recent_.size() > limits_.recent_calls) recent_.pop_front();
-  touch(t, now);
+  t.last_activity = now;
   const auto at = std::lower_bound(t.active.begin(), t.active.end(), handle.seq,
                                    [](const auto& a, std::uint64_t seq) { return a.first < seq; });
   if (at != t.active.end() && at->first == handle.seq) {
     t.active.erase(at);
     --active_total_;
   }
+  if (t.active.empty()) set_idle(t, true);
   ++t.call_count;
   if (is_error(record->outcome)) ++t.errors;
   t.tool_seconds += record->total_s;
@@ -299,17 +306,17 @@ std::string CallLog::trajectories_json(Clock::time_point now, std::size_t limit)
     if (!first) out += ',';
     first = false;
     const Trajectory& t = *row.t;
-    out += fmt::format(
-        R"({{"trajectory":{},"calls":{},"errors":{},"tool_seconds":{},"in_flight":{},)"
-        R"("idle_seconds":{})",
-        json::quote(*row.name), t.call_count, t.errors, secs(t.tool_seconds), t.active.size(),
-        secs(seconds(now - t.last_activity)));
+    out +=
+        fmt::format(R"({{"trajectory":{},"calls":{},"errors":{},"tool_seconds":{},"in_flight":{},)"
+                    R"("idle_seconds":{})",
+                    json::quote(*row.name), t.call_count, t.errors, secs(t.tool_seconds),
+                    t.active.size(), secs(seconds(now - t.last_activity)));
     if (!t.active.empty()) {
       // The current call: the one that has run longest.
       const Active& a = t.active.begin()->second;
-      out += fmt::format(R"(,"current":{{"server":{},"tool":{},"running_s":{}}})",
-                         json::quote(a.server), json::quote(a.tool),
-                         secs(seconds(now - a.started)));
+      out +=
+          fmt::format(R"(,"current":{{"server":{},"tool":{},"running_s":{}}})",
+                      json::quote(a.server), json::quote(a.tool), secs(seconds(now - a.started)));
     }
     out += '}';
   }
@@ -346,8 +353,8 @@ std::string CallLog::live_json(Clock::time_point now, std::chrono::seconds windo
     }
     return o + "}}";
   };
-  std::string out = fmt::format(R"({{"window_s":{},"all":{},"servers":{{)", window.count(),
-                                render(all));
+  std::string out =
+      fmt::format(R"({{"window_s":{},"all":{},"servers":{{)", window.count(), render(all));
   for (std::size_t i = 0; i < servers_.size(); ++i) {
     if (i > 0) out += ',';
     out += json::quote(servers_[i]) + ":" + render(by_server[i]);

@@ -18,22 +18,22 @@ namespace toolbridge::telemetry {
 
 // One finished call, as the trace and the trajectory view show it.
 struct CallRecord {
-  std::uint64_t seq = 0;       // order of arrival at the gateway
-  std::int64_t time_ms = 0;    // wall clock when the call arrived (ms since the Unix epoch)
+  std::uint64_t seq = 0;     // order of arrival at the gateway
+  std::int64_t time_ms = 0;  // wall clock when the call arrived (ms since the Unix epoch)
   std::string trajectory;
   std::string tenant;
   std::string server;
-  std::string tool;            // the exposed tool name, or the method (prompts/get, ...)
-  int pid = 0;                 // the instance that answered (0: none, or a remote server)
+  std::string tool;  // the exposed tool name, or the method (prompts/get, ...)
+  int pid = 0;       // the instance that answered (0: none, or a remote server)
   std::size_t argument_bytes = 0;
   std::size_t result_bytes = 0;
-  double queue_s = 0;          // arrival -> handed to an instance (admission, instance start)
-  double execution_s = 0;      // handed to an instance -> answer
+  double queue_s = 0;      // arrival -> handed to an instance (admission, instance start)
+  double execution_s = 0;  // handed to an instance -> answer
   double total_s = 0;
-  std::string_view outcome;    // outcome_label(): ok, tool_error, error, timeout, crashed, ...
-  bool cached = false;         // answered from the result cache
-  std::size_t repairs = 0;     // changes repair made to the call
-  std::string traceparent;     // the caller's W3C trace context, empty if none
+  std::string_view outcome;  // outcome_label(): ok, tool_error, error, timeout, crashed, ...
+  bool cached = false;       // answered from the result cache
+  std::size_t repairs = 0;   // changes repair made to the call
+  std::string traceparent;   // the caller's W3C trace context, empty if none
 
   // The record as one JSON object (a trace line, an entry of the trajectory view).
   std::string json() const;
@@ -76,7 +76,10 @@ class CallLog {
     bool appended = false;  // slot() added a record to `calls` (not yet full) for end()
     std::size_t bytes = 0;  // what the trajectory holds (CallRecord::bytes() of its records, ...)
     Clock::time_point last_activity;
-    std::list<const std::string*>::iterator recency;  // its place in CallLog::recency_
+    // Its place in CallLog::idle_ while it has no call in flight (`idle` says it has one).
+    std::list<const std::string*>::iterator recency;
+    bool idle = false;
+    const std::string* name = nullptr;  // its key in CallLog::trajectories_ (keys stay put)
   };
   // A call in flight: its trajectory (kept while the call runs) and its seq.
   struct Handle {
@@ -118,9 +121,11 @@ class CallLog {
     std::uint32_t server;      // index into servers_
   };
   Trajectory& trajectory(const std::string& name, Clock::time_point now);
-  void touch(Trajectory& t, Clock::time_point now);
   // Evicts the least recently active idle trajectory; false if every one has calls in flight.
   bool evict_one();
+  // A trajectory joins idle_ (at the front) when its last call in flight ends and leaves it when
+  // a call begins.
+  void set_idle(Trajectory& t, bool idle);
   void add_bytes(Trajectory& t, std::size_t n);
   void remove_bytes(Trajectory& t, std::size_t n);
   std::uint32_t server_index(std::string_view server);
@@ -130,10 +135,11 @@ class CallLog {
   std::size_t active_total_ = 0;
   std::size_t bytes_ = 0;
   std::unordered_map<std::string, Trajectory> trajectories_;
-  // The trajectories' names (keys of trajectories_), most recently active first: eviction takes
-  // the idle one nearest the back, with no scan of the whole table (a framework that opens a
-  // session per call makes a new trajectory per call).
-  std::list<const std::string*> recency_;
+  // The names (keys of trajectories_) of the trajectories with no call in flight, most recently
+  // active first: eviction takes the back one, with no scan (a framework that opens a session
+  // per call makes a new trajectory per call, and thousands of trajectories with calls in flight
+  // must not be stepped over one by one on every call).
+  std::list<const std::string*> idle_;
   std::deque<Recent> recent_;
   std::vector<std::string> servers_;  // names seen (bounded by the configured servers)
   CallRecord scratch_;                // the slot of a call when no record is kept (calls_kept 0)

@@ -86,6 +86,40 @@ TEST(CallLog, MemoryIsBoundedByTrajectoriesAndCallsKept) {
   EXPECT_EQ(v.at("summary").at("calls").as_int64(), 10);
 }
 
+// Eviction takes the trajectory whose last call ended longest ago, never one with a call in
+// flight however old, and does not step over those (4,096 callers, each with a call queued, made
+// every new trajectory scan them all: 70 % of the gateway's CPU, issue 33).
+TEST(CallLog, EvictionTakesTheLeastRecentlyIdleAndNeverOneInFlight) {
+  CallLog log(CallLog::Limits{.trajectories = 3, .calls_kept = 4, .recent_calls = 16});
+  const auto t0 = Clock::now();
+  const auto in_flight = log.begin("a", "s", "s__x", t0);  // began first, still running
+  for (const std::string name : {"b", "c"}) {
+    const auto h = log.begin(name, "s", "s__x", t0 + 1s);
+    log.end(h, record(h.seq, name, "ok", 0.001), t0 + 2s);
+  }
+  const auto d = log.begin("d", "s", "s__x", t0 + 3s);  // over the bound: b goes
+  EXPECT_TRUE(log.trajectory_json("b", t0).empty());
+  EXPECT_FALSE(log.trajectory_json("a", t0).empty());
+  EXPECT_FALSE(log.trajectory_json("c", t0).empty());
+  log.end(in_flight, record(in_flight.seq, "a", "ok", 3), t0 + 4s);  // a is now the newest idle
+  log.end(d, record(d.seq, "d", "ok", 1), t0 + 4s);
+  const auto e = log.begin("e", "s", "s__x", t0 + 5s);  // c ended longest ago
+  EXPECT_TRUE(log.trajectory_json("c", t0).empty());
+  EXPECT_FALSE(log.trajectory_json("a", t0).empty());
+  EXPECT_FALSE(log.trajectory_json("d", t0).empty());
+  // A trajectory with a call again leaves the idle list: with every one in flight, nothing goes.
+  const auto a2 = log.begin("a", "s", "s__x", t0 + 6s);
+  const auto d2 = log.begin("d", "s", "s__x", t0 + 6s);
+  const auto f = log.begin("f", "s", "s__x", t0 + 7s);
+  EXPECT_EQ(log.trajectory_count(), 4u);
+  for (const auto& [h, name] : {std::pair{a2, "a"}, {d2, "d"}, {e, "e"}, {f, "f"}})
+    log.end(h, record(h.seq, name, "ok", 0.001), t0 + 8s);
+  const auto g = log.begin("g", "s", "s__x", t0 + 9s);  // the first idle one left then, a
+  EXPECT_TRUE(log.trajectory_json("a", t0).empty());
+  EXPECT_EQ(log.trajectory_count(), 4u);
+  log.end(g, record(g.seq, "g", "ok", 0.001), t0 + 9s);
+}
+
 // A long rollout names far more trajectories than a count bound fits in memory: the bytes kept
 // in all stop growing at max_bytes, the most recent trajectories stay, and forgetting one gives
 // its bytes back (issue 33: 15 MB to 57 MB in a 3-minute soak).
