@@ -5,6 +5,7 @@
 
 #include <boost/beast/http.hpp>
 
+#include "base/held_bytes.h"
 #include "frontend/origin_guard.h"
 #include "frontend/trajectory_key.h"
 #include "json/envelope.h"
@@ -150,6 +151,21 @@ void Server::register_metrics() {
           [this](auto& out) {
             out.emplace_back("", static_cast<double>(http_.counters().accept_paused));
           });
+  m.gauge("toolbridge_answer_bytes_held",
+          "Answer bytes being written to clients, in all; over gateway.max_unread_bytes the "
+          "servers' next answers wait unread until clients take theirs or stalled ones are closed.",
+          [](auto& out) {
+            out.emplace_back("", static_cast<double>(base::held_answer_bytes().held()));
+          });
+  m.gauge("toolbridge_answer_read_waits_total",
+          "Times a reader of a server's answers waited because the answer bytes held for clients "
+          "were over gateway.max_unread_bytes.",
+          [](auto& out) {
+            out.emplace_back("", static_cast<double>(base::held_answer_bytes().waits()));
+          });
+  m.describe("toolbridge_answer_read_waits_total", "counter",
+             "Times a reader of a server's answers waited because the answer bytes held for "
+             "clients were over gateway.max_unread_bytes.");
   m.describe("toolbridge_accept_paused_total", "counter",
              "Times the listener stopped accepting at gateway.max_connections (new connections "
              "wait in the kernel's backlog until one closes).");

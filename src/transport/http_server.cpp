@@ -155,9 +155,9 @@ class BeastExchange final : public Exchange {
   asio::awaitable<bool> write_chunk(std::string data) override {
     if (broken_) co_return false;
     const auto chunk = http::make_chunk(asio::buffer(data));
-    conn_.unsent = data.size();
+    conn_.hold(data.size(), now_);
     co_await write(chunk);
-    conn_.unsent = 0;
+    conn_.release();
     co_return !broken_;
   }
 
@@ -208,7 +208,7 @@ class BeastExchange final : public Exchange {
     conn_.since = now_;
     const std::array<asio::const_buffer, 2> buffers{asio::buffer(conn_.head),
                                                     asio::buffer(conn_.body)};
-    conn_.unsent = conn_.head.size() + conn_.body.size();
+    conn_.hold(conn_.head.size() + conn_.body.size(), now_);
     boost::system::error_code ec;
     if (conn_.tls) {
       co_await asio::async_write(*conn_.tls, buffers,
@@ -218,7 +218,7 @@ class BeastExchange final : public Exchange {
                                  asio::redirect_error(asio::use_awaitable, ec));
     }
     std::string().swap(conn_.body);
-    conn_.unsent = 0;
+    conn_.release();
     conn_.phase = Connection::Phase::kHandling;
     conn_.since = now_;
     if (ec) broken_ = true;
@@ -240,7 +240,9 @@ HttpServer::HttpServer(asio::io_context& io, HttpServerOptions options, Handler 
       handler_(std::move(handler)),
       acceptor_(io),
       sweep_timer_(io),
-      now_(SweepClock::now()) {}
+      now_(SweepClock::now()) {
+  base::held_answer_bytes().set_limit(options_.max_unread_bytes);
+}
 
 HttpServer::~HttpServer() {
   stop();
@@ -357,6 +359,7 @@ asio::awaitable<void> HttpServer::accept_loop() {
     socket.set_option(tcp::no_delay(true), ec);
     // Counted here, not when the coroutine starts: the next accept must already see it.
     auto conn = std::make_unique<Connection>(std::move(socket), std::move(client));
+    conn->server = this;
     conn->since = now_;
     conn->counted = admitted;
     if (admitted) {

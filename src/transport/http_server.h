@@ -140,11 +140,19 @@ class HttpServer {
   // The request of a connection over its client's cap, answered with 503.
   boost::asio::awaitable<void> refuse_request(Connection& conn, boost::beast::flat_buffer& buffer);
   void sweep();
-  // The peer acknowledged nothing of `conn`'s stream since the last sweep.
-  static bool stalled(Connection& conn);
+  // The peer acknowledged nothing of `conn`'s write for `window` (sampled at each sweep).
+  bool stalled(Connection& conn, std::chrono::steady_clock::duration window) const;
+  std::chrono::milliseconds sweep_interval() const;
+  // While the answers held are over max_unread_bytes: sweeps this often, and a writer is stalled
+  // after this long without progress (a client that pauses reading for less is not closed).
+  static constexpr std::chrono::milliseconds kOverSweep{100};
+  static constexpr std::chrono::milliseconds kStallWhenOver{500};
   // Closes stalled writers (oldest first) while the bytes they hold are over a bound.
   void bound_unread(std::vector<Connection*>& writing);
   void schedule_sweep();
+  void wait_for_sweep();
+  // The answers held went over max_unread_bytes: the next sweep within kOverSweep.
+  void hurry_sweep();
   void give_back_after_flood();
 
   boost::asio::io_context& io_;

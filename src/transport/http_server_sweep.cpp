@@ -20,22 +20,41 @@ namespace toolbridge::transport {
 
 namespace asio = boost::asio;
 
-void HttpServer::schedule_sweep() {
+std::chrono::milliseconds HttpServer::sweep_interval() const {
   // Often enough that each timeout holds to within a quarter of itself.
   const auto shortest = std::min(options_.idle_timeout, options_.write_timeout);
-  const auto interval = std::clamp<std::chrono::milliseconds>(
-      shortest / 4, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+  return std::clamp<std::chrono::milliseconds>(shortest / 4, std::chrono::milliseconds(10),
+                                               std::chrono::milliseconds(1000));
+}
+
+void HttpServer::schedule_sweep() {
+  // While the answers held are over max_unread_bytes, the servers' answers wait unread
+  // (base::HeldBytes): stalled writers are found within kStallWhenOver, not two sweeps.
+  const bool over = base::held_answer_bytes().over();
+  const auto interval = over ? std::min(sweep_interval(), kOverSweep) : sweep_interval();
   sweep_timer_.expires_after(interval);
+  wait_for_sweep();
+}
+
+void HttpServer::wait_for_sweep() {
   sweep_timer_.async_wait([this](boost::system::error_code ec) {
-    if (ec || stopping_) return;
+    if (ec || stopping_) return;  // aborted: stopped, or hurry_sweep() waits anew
     sweep();
     schedule_sweep();
   });
 }
 
+void HttpServer::hurry_sweep() {
+  if (stopping_ || sweep_timer_.expiry() <= SweepClock::now() + kOverSweep) return;
+  sweep_timer_.expires_after(kOverSweep);  // ends the wait in progress
+  wait_for_sweep();
+}
+
 void HttpServer::sweep() {
   const auto previous = now_;
   now_ = SweepClock::now();
+  const auto stall_window =
+      base::held_answer_bytes().over() ? kStallWhenOver : SweepClock::duration(sweep_interval());
   // What the writes aborted at the last sweep held (freed since) goes back to the system now,
   // not at the end of the next flood.
   if (std::exchange(trim_, false)) ::malloc_trim(0);
@@ -45,7 +64,7 @@ void HttpServer::sweep() {
     if (!c->socket.is_open()) continue;
     const auto elapsed = now_ - c->since;
     if (c->phase == Connection::Phase::kWriting && c->unsent > 0 &&
-        elapsed <= options_.write_timeout && stalled(*c)) {
+        elapsed <= options_.write_timeout && stalled(*c, stall_window)) {
       writing.push_back(c);
     }
     if (c->phase == Connection::Phase::kWaiting && elapsed > options_.idle_timeout) {
@@ -74,12 +93,14 @@ void HttpServer::sweep() {
   give_back_after_flood();
 }
 
-bool HttpServer::stalled(Connection& conn) {
+bool HttpServer::stalled(Connection& conn, SweepClock::duration window) const {
   const auto acked = bytes_acked(conn.socket.native_handle());
-  if (!acked) return true;  // no count: the write's age alone decides, as before
-  const bool moved = *acked != conn.acked;
-  conn.acked = *acked;
-  return !moved;
+  if (acked && *acked != conn.acked) {
+    conn.acked = *acked;
+    conn.progress_at = now_;
+  }
+  // Without a count (not TCP), the write's age alone decides.
+  return now_ - conn.progress_at >= window;
 }
 
 void HttpServer::bound_unread(std::vector<Connection*>& writing) {

@@ -11,6 +11,7 @@
 #include <boost/json.hpp>
 #include <boost/url.hpp>
 
+#include "base/held_bytes.h"
 #include "json/envelope.h"
 #include "json/parse.h"
 #include "upstream/stateless.h"
@@ -280,7 +281,10 @@ asio::awaitable<Remote::BodyEnd> Remote::read_events(HttpExchange& ex, transport
                                                      const EventHandler& on_event) {
   BodyEnd end;
   bool go_on = true;
+  base::HeldBytes& held = base::held_answer_bytes();
   while (go_on && !ex.done()) {
+    // Clients hold too many answers unread: the server's next events wait in the connection.
+    while (held.over() && !closed_) co_await held.until_under();
     const std::string_view bytes = co_await ex.read_some();
     if (closed_) co_return end;
     if (ex.failed()) {
@@ -332,6 +336,8 @@ asio::awaitable<void> Remote::read_response(HttpExchange ex, Outgoing m) {
     a.last_event_id = events.last_id();
     a.retry_ms = events.retry_ms();
   } else if (a.json_body || a.status >= 400) {
+    base::HeldBytes& held = base::held_answer_bytes();
+    while (held.over() && !closed_) co_await held.until_under();
     if (!co_await ex.read_body(a.body, server_.max_line_bytes)) {
       a.end.too_long = ex.error().step == HttpStep::kTooLong;
       a.end.error = reason_of(ex.error());

@@ -10,6 +10,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "base/held_bytes.h"
+
 namespace toolbridge::upstream {
 
 namespace asio = boost::asio;
@@ -147,7 +149,10 @@ asio::awaitable<void> StdioTransport::write_loop() {
 asio::awaitable<void> StdioTransport::read_stdout() {
   auto self = shared_from_this();
   std::vector<char> buf(256 * 1024);
+  base::HeldBytes& held = base::held_answer_bytes();
   for (;;) {
+    // Clients hold too many answers unread: the server's next answers wait in its pipe.
+    while (held.over()) co_await held.until_under();
     boost::system::error_code ec;
     const std::size_t n = co_await stdout_.async_read_some(
         asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
