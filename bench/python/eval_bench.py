@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tests" / "llm_worker"))
 
 import worker as llm_worker  # noqa: E402  (the scripted agent: what each turn wrote)
-from eval_agent import canonical  # noqa: E402
+from eval_agent import canonical, digest  # noqa: E402
 from eval_tools import TOOLS  # noqa: E402
 
 # Deadlines per server (seconds, before --scale): a hung scrape passes its deadline; a sandbox
@@ -358,7 +358,7 @@ class Bench:
         times = sorted(t["seconds"] for t in tasks)
         executed = sum(len(turn["executed"]) for t in tasks for turn in t["turns"])
         errors: dict[str, int] = {}
-        lost = fenced_run = ended_early = repaired_ran = 0
+        lost = fenced_run = ended_early = repaired_ran = other_text = 0
         examples: list[str] = []
         for t in tasks:
             task = next(x for x in self.tasks if x["id"] == t["id"])
@@ -371,6 +371,7 @@ class Bench:
                     if len(examples) < 12:
                         examples.append(f"{t['id']} turn {i}: {text}")
                 script = llm_worker.script_turn(task["id"], i, task["turns"], task["format"])
+                other_text += turn.get("model") != digest(script["text"])  # the model wrote its script
                 written = [c for c in script["calls"] if not c["fenced"]]
                 written_keys = {canonical(c["name"], c["arguments"]) for c in written}
                 fenced_keys = {canonical(c["name"], c["arguments"]) for c in script["calls"] if c["fenced"]}
@@ -389,20 +390,27 @@ class Bench:
                 "turns": turns, "worker_requests": requests, "workers_consistent": consistent,
                 "uncached_tokens": sum(s["computed_tokens"] for s in stats),
                 "prompt_tokens": sum(s["prompt_tokens"] for s in stats),
-                "executed": executed, "lost": lost, "fenced_run": fenced_run, "mistakes_ran": repaired_ran,
+                "executed": executed, "lost": lost, "other_model_text": other_text,
+                "fenced_run": fenced_run, "mistakes_ran": repaired_ran,
                 "ended_early": ended_early, "deadline_hits": errors.get("timeout", 0),
                 "errors": errors, "error_examples": examples, "failed_tasks": sum(1 for t in tasks if t["error"]),
                 "first_task_error": next((t["error"] for t in tasks if t["error"]), "")}
 
     def compare(self, ref: dict, other: dict) -> dict:
-        """Per task: every call the model wrote correctly (or with numbers as strings), in the turns
-        both stacks reached, ran in both with the same result; deadline hits counted apart."""
+        """Per task: both stacks made the same model turns, and every call the model wrote
+        correctly (or with numbers as strings) ran in both with the same result; deadline hits
+        are counted apart, by stack."""
         by_id = {t["id"]: t for t in ref["_out"]["tasks"]}
         differ, checked, deadline_ref, deadline_other, examples = 0, 0, 0, 0, []
+        other_turns = 0
         for t in other["_out"]["tasks"]:
             r = by_id[t["id"]]
             task = next(x for x in self.tasks if x["id"] == t["id"])
-            bad = False
+            bad = len(t["turns"]) != len(r["turns"])
+            if bad:
+                other_turns += 1
+                if len(examples) < 3:
+                    examples.append(f"{t['id']}: {len(r['turns'])} turns in {ref['row']}, {len(t['turns'])} here")
             for i in range(min(len(t["turns"]), len(r["turns"]))):
                 script = llm_worker.script_turn(task["id"], i, task["turns"], task["format"])
                 ra = {e["key"]: e for e in r["turns"][i]["executed"]}
@@ -427,8 +435,8 @@ class Bench:
                         if len(examples) < 3:
                             examples.append(f"{t['id']} turn {i} {key}: {x} vs {y}")
             differ += bad
-        return {"tasks_differing": differ, "checked_calls": checked, "deadline_ref": deadline_ref,
-                "deadline_this": deadline_other, "examples": examples}
+        return {"tasks_differing": differ, "other_turns": other_turns, "checked_calls": checked,
+                "deadline_ref": deadline_ref, "deadline_this": deadline_other, "examples": examples}
 
 
 def pct(sorted_values: list[float], p: float) -> float:
@@ -553,6 +561,11 @@ def main() -> int:
     finally:
         bench.stop()
     for r in rows:
+        if r["ended_early"]:
+            bench.problems.append(f"{r['row']}: {r['ended_early']} task(s) ended before their script's final answer")
+        if r["other_model_text"]:
+            bench.problems.append(f"{r['row']}: {r['other_model_text']} turn(s) where the model's text was not its "
+                                  f"script's for that task and turn")
         if r["failed_tasks"]:
             bench.problems.append(f"{r['row']}: {r['failed_tasks']} task(s) failed; first: {r['first_task_error']}")
         if not r["workers_consistent"]:
@@ -573,10 +586,12 @@ def main() -> int:
         "uncached prompt tokens: summed from the workers' own counters. calls lost: calls the model wrote "
         "(outside code fences) that neither ran nor came back as an error the agent could read. fenced calls run: "
         "example calls inside a code fence that were executed (must be 0). mistyped calls run: calls written "
-        "without their server or in the wrong case that still ran. tasks ended early: the agent saw no call in a "
-        "turn that had some (its reader dropped them) and took it as the final answer. tasks differing: against "
-        "the first today row, tasks where a call written correctly (or with numbers as strings) did not run "
-        "with the same result in both, in the turns both reached; deadline hits are counted apart. router/gw CPU: the sglang-router's or the gateway's own CPU per model turn (the gateway also "
+        "without their server or in the wrong case that still ran. Both agent loops end a task on the model's "
+        "final answer (\\boxed{}), never on a turn whose calls a reader dropped, so every stack makes the same "
+        "model turns and the model writes the same text per task and turn: tasks ended early (fewer turns than "
+        "the task's script) must be 0 everywhere. tasks differing: against the first today row, tasks that made "
+        "other model turns, or where a call written correctly (or with numbers as strings) did not run with "
+        "the same result in both; deadline hits are counted apart, by stack (the notes below). router/gw CPU: the sglang-router's or the gateway's own CPU per model turn (the gateway also "
         "parses and runs the calls). tool servers CPU: spawned servers (today) or the pools (toolbridge). "
         "agent CPU: the agent loop's process. A toolbridge row's makespan starts with the gateway ready "
         "(`serve --wait-ready`: its pools started, as a gateway serves a run warm); the pools' start-up CPU "
@@ -586,7 +601,8 @@ def main() -> int:
         c = r.get("compare")
         if c:
             notes.append(f"{r['row']}: {c['checked_calls']} calls checked against today's stack; deadline hits "
-                         f"there {c['deadline_ref']}, here {c['deadline_this']}.")
+                         f"there {c['deadline_ref']}, here {c['deadline_this']}; tasks with other turns "
+                         f"{c['other_turns']}.")
     notes += bench.findings
     trows = table_rows(rows)
     doc = finite({"title": title, "columns": COLUMNS, "rows": trows, "notes": notes, "problems": bench.problems,
