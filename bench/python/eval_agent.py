@@ -289,16 +289,18 @@ async def run(spec: dict) -> dict:
             return rec
 
     t_start = time.perf_counter()
+    t_start_mono = time.monotonic()  # one clock across processes: the driver may run several
     cpu0 = time.process_time()
     records = await asyncio.gather(*(one(t) for t in spec["tasks"]))
     makespan = time.perf_counter() - t_start
+    t_end_mono = time.monotonic()
     cpu = time.process_time() - cpu0
     if tb is not None:
         await tb.close()
     for c in clients:
         await c.close()
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return {"makespan_s": makespan, "agent_cpu_s": cpu,
+    return {"makespan_s": makespan, "t_start": t_start_mono, "t_end": t_end_mono, "agent_cpu_s": cpu,
             "children_cpu_s": children.ru_utime + children.ru_stime, "spawned": ctx["spawned"],
             "tasks": [r.as_json() for r in records]}
 

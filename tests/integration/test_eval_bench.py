@@ -157,3 +157,31 @@ def test_todays_loop_goes_on_past_a_turn_whose_calls_it_dropped(tmp_path):
     finally:
         for w in workers:
             w.kill()
+
+
+@pytest.mark.serial
+@pytest.mark.timeout(300)
+def test_many_trajectories_at_once_from_several_agent_processes(binaries, tmp_path):
+    # The scale row, small: every trajectory at once, the agent loop dealt out to 3 processes
+    # (the tasks split between them, the makespan from the first start to the last end); no
+    # error but the script's own unparseable calls, nothing lost, every task to its final answer.
+    toolbridge, _ = binaries
+    out = tmp_path / "at_once.json"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "python" / "eval_bench.py"), "--short", "--rows", "tb-at-once",
+         "--at-once", "96", "--at-once-turns", "4", "--agent-procs", "3", "--tool-impl", "plain",
+         "--toolbridge", toolbridge, "--json", str(out)],
+        capture_output=True, text=True, timeout=280)
+    assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert doc["ok"], doc["problems"]
+    (row,) = doc["detail"]
+    assert row["row"] == "tb-96-at-once" and row["at_once"]
+    assert row["agent_procs"] == 3
+    tasks = make_tasks(96, 4, 3, "s")
+    assert row["turns"] == sum(t["turns"] for t in tasks) == row["worker_requests"]
+    assert row["failed_tasks"] == 0 and row["lost"] == 0 and row["ended_early"] == 0
+    assert set(row["errors"]) <= {"unparsed"}
+    assert 0 < row["makespan_s"] < 120
+    assert any(n.startswith("tb-96-at-once:") and "Limited by:" in n for n in doc["notes"])
+    assert doc["rows"][0][2] is None  # no "vs today": another load
