@@ -513,7 +513,8 @@ def limits_note(r: dict, a: argparse.Namespace) -> str:
     process can keep at most one core busy with its event loop), and the machine's share."""
     span = r["makespan_s"] or math.nan
     cores = os.cpu_count() or 1
-    parts = {"gateway": r["router_cpu_s"], f"agents ({r['agent_procs']} processes)": r["agent_cpu_s"],
+    agents = f"agents ({r['agent_procs']} process{'es' if r['agent_procs'] != 1 else ''})"
+    parts = {"gateway": r["router_cpu_s"], agents: r["agent_cpu_s"],
              f"workers ({a.workers})": r["workers_cpu_s"],
              "tool servers": r.get("servers_run_cpu_s", r["servers_cpu_s"])}
     busy = {k: v / span for k, v in parts.items()}
