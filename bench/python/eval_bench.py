@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(REPO / "tests" / "llm_worker"))
 
 import worker as llm_worker  # noqa: E402  (the scripted agent: what each turn wrote)
-from eval_agent import canonical  # noqa: E402
+from eval_agent import canonical, digest  # noqa: E402
 from eval_tools import TOOLS  # noqa: E402
 
 # Deadlines per server (seconds, before --scale): a hung scrape passes its deadline; a sandbox
@@ -54,6 +54,14 @@ def cpu_of(pid: int) -> tuple[float, float]:
         return math.nan, math.nan
     tick = os.sysconf("SC_CLK_TCK")
     return (int(fields[11]) + int(fields[12])) / tick, (int(fields[13]) + int(fields[14])) / tick
+
+
+def machine_ticks() -> tuple[int, int]:
+    """(busy, all) CPU ticks of the whole machine since boot, from /proc/stat."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    idle = v[3] + (v[4] if len(v) > 4 else 0)  # idle + iowait
+    return sum(v[:8]) - idle, sum(v[:8])
 
 
 def children_of(pid: int) -> list[int]:
@@ -144,7 +152,7 @@ def http_json(url: str, body: dict | None = None, timeout: float = 10.0):
 
 # ---- the workload ----
 
-def make_tasks(n: int, max_turns: int, min_turns: int) -> list[dict]:
+def make_tasks(n: int, max_turns: int, min_turns: int, prefix: str = "t") -> list[dict]:
     """Task-dependent turn counts (log-normal around 40 % of max_turns), half hermes, half
     MiroFlow's use_mcp_tool."""
     tasks = []
@@ -152,7 +160,7 @@ def make_tasks(n: int, max_turns: int, min_turns: int) -> list[dict]:
         rng = random.Random(f"eval-task/{i}")
         mid = max(min_turns, 0.4 * max_turns)
         turns = int(round(math.exp(rng.gauss(math.log(mid), 0.5))))
-        tasks.append({"id": f"t{i:04d}", "turns": max(min_turns, min(max_turns, turns)),
+        tasks.append({"id": f"{prefix}{i:04d}", "turns": max(min_turns, min(max_turns, turns)),
                       "format": "hermes" if i % 2 == 0 else "use_mcp_tool"})
     return tasks
 
@@ -204,7 +212,23 @@ ROWS = {
     "tb-no-admission": "toolbridge, no concurrency limit on the sandbox",
     "tb-no-cache": "toolbridge, no result cache on search",
     "tb-no-repair": "toolbridge, repair off on every server",
+    "tb-at-once": "toolbridge, --at-once trajectories all at once from this host (short turns, fast tools), "
+                  "the agent loop in --agent-procs processes",
 }
+
+
+def at_once_load(a: argparse.Namespace) -> argparse.Namespace:
+    """The load of the tb-at-once row: every trajectory at once, few turns, fast tools (deadlines
+    no shorter than --at-once-deadline, so a hung page answers before its deadline)."""
+    b = argparse.Namespace(**vars(a))
+    b.tasks = b.concurrency = a.at_once
+    b.max_turns, b.min_turns = a.at_once_turns, min(a.min_turns, a.at_once_turns)
+    b.scale, b.deadline_floor, b.agent_procs = a.at_once_scale, a.at_once_deadline, a.agent_procs
+    return b
+
+
+def row_label(a: argparse.Namespace, name: str) -> str:
+    return f"tb-{a.at_once}-at-once" if name == "tb-at-once" else name
 
 
 class Bench:
@@ -214,6 +238,8 @@ class Bench:
         self.workers: list[Proc] = []
         self.ports: list[int] = []
         self.tasks = make_tasks(a.tasks, a.max_turns, a.min_turns)
+        self.at_once = at_once_load(a)
+        self.at_once_tasks = make_tasks(self.at_once.tasks, self.at_once.max_turns, self.at_once.min_turns, "s")
         self.problems: list[str] = []
         self.findings: list[str] = []
 
@@ -223,7 +249,7 @@ class Bench:
             argv = [a.python, str(REPO / "tests" / "llm_worker" / "worker.py"), "--port", "0", "--name", f"w{i}",
                     "--model", llm_worker_model(),
                     "--prefill-us-per-token", f"{200 * a.scale:g}", "--decode-ms-per-token", f"{20 * a.scale:g}",
-                    "--max-running", "64", "--cache-tokens", str(a.cache_tokens), "--block", "16"]
+                    "--max-running", str(a.worker_max_running), "--cache-tokens", str(a.cache_tokens), "--block", "16"]
             w = Proc(argv, re.compile(r"PORT (\d+)"), 30)
             self.workers.append(w)
             self.ports.append(int(w.match.group(1)))
@@ -236,34 +262,69 @@ class Bench:
             http_json(f"http://127.0.0.1:{p}/reset", {})
 
     def workers_cpu(self) -> float:
-        return sum(cpu_of(w.pid)[0] for w in self.workers)
+        return sum(self.each_worker_cpu())
+
+    def each_worker_cpu(self) -> list[float]:
+        return [cpu_of(w.pid)[0] for w in self.workers]
 
     def stop(self) -> None:
         for w in self.workers:
             w.stop()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
-    # The agent loop of one row, in its own process: its CPU and its children's are its own.
-    def run_agent(self, spec: dict) -> tuple[dict, float]:
-        p = subprocess.Popen([self.a.python, str(HERE / "eval_agent.py")], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        out, err = p.communicate(json.dumps(spec).encode(), timeout=self.a.row_timeout)
-        if p.returncode != 0:
-            raise RuntimeError(f"eval_agent.py exited {p.returncode}: {err.decode(errors='replace')[-1500:]}")
-        return json.loads(out), 0.0
+    # The agent loop of one row, in its own process(es): their CPU and their children's are theirs.
+    # With procs > 1 the tasks are dealt out to that many processes, started together, each with
+    # its share of the concurrency; the row's makespan runs from the first start to the last end.
+    def run_agent(self, spec: dict, procs: int = 1) -> dict:
+        procs = max(1, min(procs, len(spec["tasks"])))
+        specs = [{**spec, "tasks": spec["tasks"][i::procs],
+                  "concurrency": math.ceil(spec["concurrency"] / procs)} for i in range(procs)]
+        ps = [subprocess.Popen([self.a.python, str(HERE / "eval_agent.py")], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+              for _ in specs]
+        results: list = [None] * len(ps)
 
-    def spec(self, stack: str, llm_urls: list[str], state_dir: str, gateway_url: str = "") -> dict:
-        a = self.a
+        def talk(i: int) -> None:
+            try:
+                results[i] = ps[i].communicate(json.dumps(specs[i]).encode(), timeout=self.a.row_timeout)
+            except subprocess.TimeoutExpired:
+                ps[i].kill()
+                results[i] = ps[i].communicate()
+        threads = [threading.Thread(target=talk, args=(i,)) for i in range(len(ps))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        outs = []
+        for p, (out, err) in zip(ps, results):
+            if p.returncode != 0:
+                raise RuntimeError(f"eval_agent.py exited {p.returncode}: {err.decode(errors='replace')[-1500:]}")
+            outs.append(json.loads(out))
+        by_id = {t["id"]: t for o in outs for t in o["tasks"]}
+        return {"makespan_s": max(o["t_end"] for o in outs) - min(o["t_start"] for o in outs),
+                "agent_cpu_s": sum(o["agent_cpu_s"] for o in outs),
+                "agent_max_cpu_s": max(o["agent_cpu_s"] for o in outs), "agent_procs": len(outs),
+                "children_cpu_s": sum(o["children_cpu_s"] for o in outs),
+                "spawned": sum(o["spawned"] for o in outs),
+                "tasks": [by_id[t["id"]] for t in spec["tasks"]]}
+
+    def spec(self, a: argparse.Namespace, tasks: list[dict], stack: str, llm_urls: list[str], state_dir: str,
+             gateway_url: str = "") -> dict:
         return {"stack": stack, "llm_urls": llm_urls, "gateway_url": gateway_url, "tenant": "eval",
                 "system_words": a.system_words, "max_turns": a.max_turns, "concurrency": a.concurrency,
                 "tool_command": tool_argv(a, state_dir),
-                "deadlines": {s: deadline(a, s) for s in DEADLINES}, "tasks": self.tasks}
+                "deadlines": {s: deadline(a, s) for s in DEADLINES}, "tasks": tasks}
 
     def row(self, name: str) -> dict:
+        a, tasks, procs = (self.at_once, self.at_once_tasks, self.a.agent_procs) if name == "tb-at-once" else \
+            (self.a, self.tasks, 1)
         state_dir = tempfile.mkdtemp(prefix=f"{name}-", dir=self.tmp)
         self.reset_workers()
         w_cpu0 = self.workers_cpu()
-        row = {"row": name}
+        each0 = self.each_worker_cpu()
+        m0 = machine_ticks()
+        row = {"row": row_label(self.a, name), "load": {"tasks": a.tasks, "concurrency": a.concurrency,
+                                                          "max_turns": a.max_turns, "scale": a.scale}}
         if name.startswith("today"):
             router = None
             if name == "today":
@@ -274,7 +335,7 @@ class Bench:
                 urls = [f"http://127.0.0.1:{p}/v1" for p in self.ports]
             r_cpu0 = cpu_of(router[0].pid)[0] if router else math.nan
             try:
-                out, _ = self.run_agent(self.spec("today", urls, state_dir))
+                out = self.run_agent(self.spec(a, tasks, "today", urls, state_dir))
             finally:
                 r_cpu1 = cpu_of(router[0].pid)[0] if router else math.nan
                 if router:
@@ -285,7 +346,7 @@ class Bench:
             kw = {"tb-round-robin": {"routing": "round_robin"}, "tb-no-admission": {"admission": False},
                   "tb-no-cache": {"cache": False}, "tb-no-repair": {"repair": False}}.get(name, {})
             cfg = Path(self.tmp) / f"{name}.yaml"
-            cfg.write_text(gateway_yaml(self.a, self.ports, state_dir, **kw))
+            cfg.write_text(gateway_yaml(a, self.ports, state_dir, **kw))
             log = str(Path(self.tmp) / f"{name}.stderr")
             gw = Proc([self.a.toolbridge, "serve", "--config", str(cfg), "--listen", "127.0.0.1:0", "--wait-ready"],
                       re.compile(r"listening on (http://\S+)"), 60, stderr_path=log)
@@ -301,8 +362,9 @@ class Bench:
             sampler = threading.Thread(target=sample, daemon=True)
             sampler.start()
             g0, _ = cpu_of(gw.pid)
+            pools0 = sum(cpu_of(c)[0] for c in children_of(gw.pid) if "eval_tools.py" in cmdline(c))  # start-up
             try:
-                out, _ = self.run_agent(self.spec("toolbridge", [f"{base}/v1"], state_dir, base))
+                out = self.run_agent(self.spec(a, tasks, "toolbridge", [f"{base}/v1"], state_dir, base), procs)
             finally:
                 g1, gc1 = cpu_of(gw.pid)
                 servers = sum(cpu_of(c)[0] for c in children_of(gw.pid) if "eval_tools.py" in cmdline(c))
@@ -313,11 +375,17 @@ class Bench:
                 if rc not in (0, None) or re.search(r"\b(error|critical)\b", tail, re.I):
                     self.findings.append(f"{name}: gateway exit {rc}; stderr tail:\n{tail[-1500:]}")
             row.update(router_cpu_s=g1 - g0, servers_cpu_s=servers + (gc1 if not math.isnan(gc1) else 0),
-                       spawned=len(seen))
+                       servers_run_cpu_s=servers - pools0, spawned=len(seen))
         stats = self.worker_stats()
-        row.update(self.summarise(out, stats))
+        row.update(self.summarise(out, stats, tasks, a.max_turns))
         row["workers_cpu_s"] = self.workers_cpu() - w_cpu0
+        m1 = machine_ticks()
+        row["machine_busy"] = (m1[0] - m0[0]) / max(1, m1[1] - m0[1])  # every process's, ours or not
+        row["worker_max_cpu_s"] = max((x - y for x, y in zip(self.each_worker_cpu(), each0)), default=0.0)
+        row["at_once"] = name == "tb-at-once"
         row["agent_cpu_s"] = out["agent_cpu_s"]
+        row["agent_max_cpu_s"] = out["agent_max_cpu_s"]
+        row["agent_procs"] = out["agent_procs"]
         row["_out"] = out
         return row
 
@@ -353,16 +421,17 @@ class Bench:
 
     # ---- what a row's records say ----
 
-    def summarise(self, out: dict, stats: list[dict]) -> dict:
+    def summarise(self, out: dict, stats: list[dict], script_tasks: list[dict], max_turns: int) -> dict:
         tasks = out["tasks"]
+        by_id = {x["id"]: x for x in script_tasks}
         times = sorted(t["seconds"] for t in tasks)
         executed = sum(len(turn["executed"]) for t in tasks for turn in t["turns"])
         errors: dict[str, int] = {}
-        lost = fenced_run = ended_early = repaired_ran = 0
+        lost = fenced_run = ended_early = repaired_ran = other_text = 0
         examples: list[str] = []
         for t in tasks:
-            task = next(x for x in self.tasks if x["id"] == t["id"])
-            if len(t["turns"]) < min(task["turns"], self.a.max_turns) and not t["error"]:
+            task = by_id[t["id"]]
+            if len(t["turns"]) < min(task["turns"], max_turns) and not t["error"]:
                 ended_early += 1
             for i, turn in enumerate(t["turns"]):
                 for k, v in turn["errors"].items():
@@ -371,6 +440,7 @@ class Bench:
                     if len(examples) < 12:
                         examples.append(f"{t['id']} turn {i}: {text}")
                 script = llm_worker.script_turn(task["id"], i, task["turns"], task["format"])
+                other_text += turn.get("model") != digest(script["text"])  # the model wrote its script
                 written = [c for c in script["calls"] if not c["fenced"]]
                 written_keys = {canonical(c["name"], c["arguments"]) for c in written}
                 fenced_keys = {canonical(c["name"], c["arguments"]) for c in script["calls"] if c["fenced"]}
@@ -389,20 +459,27 @@ class Bench:
                 "turns": turns, "worker_requests": requests, "workers_consistent": consistent,
                 "uncached_tokens": sum(s["computed_tokens"] for s in stats),
                 "prompt_tokens": sum(s["prompt_tokens"] for s in stats),
-                "executed": executed, "lost": lost, "fenced_run": fenced_run, "mistakes_ran": repaired_ran,
+                "executed": executed, "lost": lost, "other_model_text": other_text,
+                "fenced_run": fenced_run, "mistakes_ran": repaired_ran,
                 "ended_early": ended_early, "deadline_hits": errors.get("timeout", 0),
                 "errors": errors, "error_examples": examples, "failed_tasks": sum(1 for t in tasks if t["error"]),
                 "first_task_error": next((t["error"] for t in tasks if t["error"]), "")}
 
     def compare(self, ref: dict, other: dict) -> dict:
-        """Per task: every call the model wrote correctly (or with numbers as strings), in the turns
-        both stacks reached, ran in both with the same result; deadline hits counted apart."""
+        """Per task: both stacks made the same model turns, and every call the model wrote
+        correctly (or with numbers as strings) ran in both with the same result; deadline hits
+        are counted apart, by stack."""
         by_id = {t["id"]: t for t in ref["_out"]["tasks"]}
         differ, checked, deadline_ref, deadline_other, examples = 0, 0, 0, 0, []
+        other_turns = 0
         for t in other["_out"]["tasks"]:
             r = by_id[t["id"]]
             task = next(x for x in self.tasks if x["id"] == t["id"])
-            bad = False
+            bad = len(t["turns"]) != len(r["turns"])
+            if bad:
+                other_turns += 1
+                if len(examples) < 3:
+                    examples.append(f"{t['id']}: {len(r['turns'])} turns in {ref['row']}, {len(t['turns'])} here")
             for i in range(min(len(t["turns"]), len(r["turns"]))):
                 script = llm_worker.script_turn(task["id"], i, task["turns"], task["format"])
                 ra = {e["key"]: e for e in r["turns"][i]["executed"]}
@@ -427,8 +504,39 @@ class Bench:
                         if len(examples) < 3:
                             examples.append(f"{t['id']} turn {i} {key}: {x} vs {y}")
             differ += bad
-        return {"tasks_differing": differ, "checked_calls": checked, "deadline_ref": deadline_ref,
-                "deadline_this": deadline_other, "examples": examples}
+        return {"tasks_differing": differ, "other_turns": other_turns, "checked_calls": checked,
+                "deadline_ref": deadline_ref, "deadline_this": deadline_other, "examples": examples}
+
+
+def limits_note(r: dict, a: argparse.Namespace) -> str:
+    """What limited the tb-at-once row: each process's CPU as cores busy over the makespan (one
+    process can keep at most one core busy with its event loop), and the machine's share."""
+    span = r["makespan_s"] or math.nan
+    cores = os.cpu_count() or 1
+    agents = f"agents ({r['agent_procs']} process{'es' if r['agent_procs'] != 1 else ''})"
+    parts = {"gateway": r["router_cpu_s"], agents: r["agent_cpu_s"],
+             f"workers ({a.workers})": r["workers_cpu_s"],
+             "tool servers": r.get("servers_run_cpu_s", r["servers_cpu_s"])}
+    busy = {k: v / span for k, v in parts.items()}
+    total = sum(v for v in busy.values() if v == v)
+    machine = r["machine_busy"] * cores
+    one_proc = {"gateway": r["router_cpu_s"] / span, "one agent process": r["agent_max_cpu_s"] / span,
+                "one worker": r["worker_max_cpu_s"] / span}
+    top = max(busy, key=lambda k: busy[k] if busy[k] == busy[k] else -1)
+    hot = [k for k, v in one_proc.items() if v >= 0.85]
+    if machine >= 0.85 * cores:
+        verdict = (f"the machine's {cores} cores ({100 * r['machine_busy']:.0f} % busy: this run's processes "
+                   f"{total:.2f} cores, the largest share {top}; other processes {max(0.0, machine - total):.2f})")
+    elif hot:
+        verdict = f"{', '.join(hot)} (a core busy)"
+    else:
+        verdict = "no CPU: the simulated model and tool time"
+    shares = ", ".join(f"{k} {v:.2f}" for k, v in busy.items())
+    singles = ", ".join(f"{k} {v:.2f}" for k, v in one_proc.items())
+    return (f"{r['row']}: {r['load']['tasks']} trajectories at once, up to {r['load']['max_turns']} turns, scale "
+            f"{r['load']['scale']:g}, through one gateway from this host; {r['turns']} turns and "
+            f"{r['executed']} calls in {r['makespan_s']:.1f} s, {r['failed_tasks']} task(s) failed. Cores busy over "
+            f"the makespan: {shares} (busiest single process: {singles}). Limited by: {verdict}.")
 
 
 def pct(sorted_values: list[float], p: float) -> float:
@@ -452,7 +560,8 @@ def table_rows(rows: list[dict]) -> list[list]:
     for r in rows:
         errs = " ".join(f"{k}:{v}" for k, v in sorted(r["errors"].items())) or "-"
         cmp_ = r.get("compare")
-        out.append([r["row"], r["makespan_s"], r["makespan_s"] / ref if ref == ref else None,
+        vs = r["makespan_s"] / ref if ref == ref and not r.get("at_once") else None
+        out.append([r["row"], r["makespan_s"], vs,
                     r["task_p50_s"], r["task_p99_s"], r["turns"], r["uncached_tokens"], r["executed"],
                     r["spawned"], r["lost"], r["fenced_run"], r["mistakes_ran"], r["ended_early"],
                     r["deadline_hits"], errs,
@@ -510,6 +619,13 @@ def main() -> int:
     ap.add_argument("--pool", type=int, default=2, help="toolbridge: max_instances of each server's pool")
     ap.add_argument("--tool-impl", choices=("sdk", "plain"), default="sdk",
                     help="tool servers on the official MCP SDK (default) or a stdlib JSON-RPC loop")
+    ap.add_argument("--at-once", type=int, help="tb-at-once row: trajectories, all at once (default 1024; short 64)")
+    ap.add_argument("--at-once-turns", type=int, help="tb-at-once row: turns per task at most (default 6; short 4)")
+    ap.add_argument("--at-once-scale", type=float, default=0.01, help="tb-at-once row: the time scale (fast tools)")
+    ap.add_argument("--at-once-deadline", type=float, default=2.0,
+                    help="tb-at-once row: no deadline shorter than this many seconds")
+    ap.add_argument("--agent-procs", type=int, default=4, help="tb-at-once row: agent loop processes")
+    ap.add_argument("--worker-max-running", type=int, default=256, help="requests each worker decodes at once")
     ap.add_argument("--rows", default=None, help=f"comma-separated rows of {', '.join(ROWS)}")
     ap.add_argument("--ablations", action="store_true", help="add the tb-* rows")
     ap.add_argument("--python", default=sys.executable)
@@ -523,9 +639,11 @@ def main() -> int:
     a.concurrency = a.concurrency or (4 if a.short else 16)
     a.max_turns = a.max_turns or (6 if a.short else 40)
     a.scale = a.scale or (0.05 if a.short else 0.1)
+    a.at_once = a.at_once or (64 if a.short else 1024)
+    a.at_once_turns = a.at_once_turns or (4 if a.short else 6)
     rows_wanted = (a.rows.split(",") if a.rows else
                    ["today", "toolbridge"] + (["tb-round-robin", "tb-no-admission", "tb-no-cache", "tb-no-repair"]
-                                              if a.ablations else []))
+                                              if a.ablations else []) + ["tb-at-once"])
     for r in rows_wanted:
         if r not in ROWS:
             ap.error(f"unknown row {r!r}; rows: {', '.join(ROWS)}")
@@ -545,14 +663,24 @@ def main() -> int:
                 bench.problems.append(f"{name}: {type(e).__name__}: {e}")
                 continue
             ref = next((r for r in rows if r["row"].startswith("today")), None)
-            if ref is not None and row is not ref:
+            if ref is not None and row is not ref and name != "tb-at-once":
                 row["compare"] = bench.compare(ref, row)
             rows.append(row)
-            print(f"  {name}: makespan {row['makespan_s']:.2f} s, {row['turns']} turns, {row['executed']} calls, "
+            print(f"  {row['row']}: makespan {row['makespan_s']:.2f} s, {row['turns']} turns, {row['executed']} calls, "
                   f"{row['lost']} lost, errors {row['errors']}", file=sys.stderr, flush=True)
     finally:
         bench.stop()
     for r in rows:
+        if r["ended_early"]:
+            bench.problems.append(f"{r['row']}: {r['ended_early']} task(s) ended before their script's final answer")
+        if r["row"] == row_label(a, "tb-at-once"):
+            run_errors = {k: v for k, v in r["errors"].items() if k != "unparsed"}
+            if run_errors:
+                bench.problems.append(f"{r['row']}: errors {run_errors} (must be none: fast tools, deadlines "
+                                      f"of {a.at_once_deadline:g} s at least)")
+        if r["other_model_text"]:
+            bench.problems.append(f"{r['row']}: {r['other_model_text']} turn(s) where the model's text was not its "
+                                  f"script's for that task and turn")
         if r["failed_tasks"]:
             bench.problems.append(f"{r['row']}: {r['failed_tasks']} task(s) failed; first: {r['first_task_error']}")
         if not r["workers_consistent"]:
@@ -573,10 +701,12 @@ def main() -> int:
         "uncached prompt tokens: summed from the workers' own counters. calls lost: calls the model wrote "
         "(outside code fences) that neither ran nor came back as an error the agent could read. fenced calls run: "
         "example calls inside a code fence that were executed (must be 0). mistyped calls run: calls written "
-        "without their server or in the wrong case that still ran. tasks ended early: the agent saw no call in a "
-        "turn that had some (its reader dropped them) and took it as the final answer. tasks differing: against "
-        "the first today row, tasks where a call written correctly (or with numbers as strings) did not run "
-        "with the same result in both, in the turns both reached; deadline hits are counted apart. router/gw CPU: the sglang-router's or the gateway's own CPU per model turn (the gateway also "
+        "without their server or in the wrong case that still ran. Both agent loops end a task on the model's "
+        "final answer (\\boxed{}), never on a turn whose calls a reader dropped, so every stack makes the same "
+        "model turns and the model writes the same text per task and turn: tasks ended early (fewer turns than "
+        "the task's script) must be 0 everywhere. tasks differing: against the first today row, tasks that made "
+        "other model turns, or where a call written correctly (or with numbers as strings) did not run with "
+        "the same result in both; deadline hits are counted apart, by stack (the notes below). router/gw CPU: the sglang-router's or the gateway's own CPU per model turn (the gateway also "
         "parses and runs the calls). tool servers CPU: spawned servers (today) or the pools (toolbridge). "
         "agent CPU: the agent loop's process. A toolbridge row's makespan starts with the gateway ready "
         "(`serve --wait-ready`: its pools started, as a gateway serves a run warm); the pools' start-up CPU "
@@ -586,7 +716,11 @@ def main() -> int:
         c = r.get("compare")
         if c:
             notes.append(f"{r['row']}: {c['checked_calls']} calls checked against today's stack; deadline hits "
-                         f"there {c['deadline_ref']}, here {c['deadline_this']}.")
+                         f"there {c['deadline_ref']}, here {c['deadline_this']}; tasks with other turns "
+                         f"{c['other_turns']}.")
+    for r in rows:
+        if r.get("at_once"):
+            notes.append(limits_note(r, a))
     notes += bench.findings
     trows = table_rows(rows)
     doc = finite({"title": title, "columns": COLUMNS, "rows": trows, "notes": notes, "problems": bench.problems,

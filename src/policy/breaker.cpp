@@ -56,6 +56,10 @@ void Breaker::record(bool fault, std::string_view why) {
   }
 }
 
+void Breaker::release_probe() {
+  if (state_ == State::kHalfOpen) probe_in_flight_ = false;
+}
+
 std::string_view Breaker::state_name() const {
   switch (state_) {
     case State::kClosed:

@@ -35,6 +35,9 @@ class Breaker {
   std::string admit();
   // The outcome of an admitted call: `fault` when it timed out; `why` is kept for refusals.
   void record(bool fault, std::string_view why);
+  // The probe admitted while half-open never reached the server (its deadline passed before it
+  // was sent): it says nothing of the server, so the next call is let through as the probe.
+  void release_probe();
   State state() const { return state_; }
   std::string_view state_name() const;
   std::chrono::milliseconds cooldown() const { return cooldown_; }

@@ -39,7 +39,16 @@ boost::asio::awaitable<gateway::Result> BreakerStage::handle(gateway::Call& call
   if (std::string refused = breaker.admit(); !refused.empty()) {
     co_return gateway::Result::failure(Fault::kUnavailable, std::move(refused));
   }
+  const bool probe = breaker.state() == Breaker::State::kHalfOpen;
+  const int sends = call.sends;
   gateway::Result result = co_await next(call);
+  if (call.sends == sends) {
+    // Never handed to an instance (its deadline passed while it queued for a permit or an
+    // instance): that says nothing of the server. Counted, a burst that outwaits admission
+    // opened the breaker and refused every call to a healthy server for its cooldown.
+    if (probe) breaker.release_probe();
+    co_return result;
+  }
   const std::string_view outcome = gateway::outcome_label(result.fault);
   if (outcome != "unavailable" && outcome != "crashed" && outcome != "cancelled") {
     breaker.record(result.fault == Fault::kTimeout, result.why);

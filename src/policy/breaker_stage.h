@@ -1,12 +1,12 @@
 #pragma once
-// The breaker stage: refuses calls to a server whose breaker is open, and feeds every outcome
-// of the calls it admitted back into that server's breaker.
+// The breaker stage: refuses calls to a server whose breaker is open, and feeds the outcome of
+// every call it admitted that reached the server back into that server's breaker.
 #include <memory>
 #include <string>
 #include <unordered_map>
 
-#include "config/config.h"
 #include "call/stage.h"
+#include "config/config.h"
 #include "policy/breaker.h"
 #include "telemetry/metrics.h"
 

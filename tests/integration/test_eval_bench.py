@@ -114,10 +114,74 @@ def test_short_eval_run_keeps_every_call(binaries, tmp_path):
     assert tb["mistakes_ran"] == (written["no_server"] + written["no_server/use_mcp_tool"] +
                                   written["wrong_case"])
     assert tb["errors"].get("invalid_params", 0) == 0
-    # Today's regex reader drops an unparseable call without a word (lost, or the task taken as
-    # finished) and runs fenced examples.
-    if today["ended_early"] == 0:
-        assert today["lost"] == written["unparseable"]
-        assert today["fenced_run"] == written["fenced"]
+    # Today's regex reader drops an unparseable call without a word (lost) and runs fenced
+    # examples; its task goes on to the final answer all the same, so both stacks made the same
+    # model turns, and the model wrote its script's text in every one of them.
+    assert today["lost"] == written["unparseable"]
+    assert today["fenced_run"] == written["fenced"]
+    for r in (today, tb):
+        assert r["turns"] == expected_turns and r["ended_early"] == 0, r
+        assert r["other_model_text"] == 0, r
+    assert tb["compare"]["other_turns"] == 0
     assert tb["spawned"] <= 6  # pools of at most 2 per server, never a process per call
     assert today["spawned"] == today["executed"] + 3 * n_tasks
+
+
+@pytest.mark.timeout(120)
+def test_todays_loop_goes_on_past_a_turn_whose_calls_it_dropped(tmp_path):
+    # Task t0006's turns 5 and 6 (hermes) hold only unparseable calls: the regex reader finds
+    # none. The loop used to take "no call found" as the final answer and end the task there,
+    # so today's stack made fewer model turns than toolbridge and the makespans compared unequal
+    # work. It must now go on to the script's final answer, the dropped calls lost.
+    task = {"id": "t0006", "turns": 8, "format": "hermes"}
+    script = [llm_worker.script_turn(task["id"], i, task["turns"], task["format"]) for i in range(8)]
+    for i in (5, 6):
+        written = [c for c in script[i]["calls"] if not c["fenced"]]
+        assert written and all(c["mistake"] == "unparseable" for c in written)
+    workers = start_workers(1, "--decode-ms-per-token", "0", "--prefill-us-per-token", "0")
+    try:
+        spec = {"stack": "today", "llm_urls": [f"{workers[0].url}/v1"], "system_words": 200, "max_turns": 20,
+                "concurrency": 1, "tasks": [task],
+                "tool_command": [sys.executable, str(REPO / "bench" / "python" / "eval_tools.py"), "--impl",
+                                 "plain", "--scale", "0.01", "--state-dir", str(tmp_path)],
+                "deadlines": {"search": 5.0, "scrape": 0.5, "sandbox": 5.0}}
+        proc = subprocess.run([sys.executable, str(REPO / "bench" / "python" / "eval_agent.py")],
+                              input=json.dumps(spec), capture_output=True, text=True, timeout=110)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        rec = json.loads(proc.stdout)["tasks"][0]
+        assert rec["error"] == ""
+        assert len(rec["turns"]) == 8  # to the final answer, not to turn 5
+        assert workers[0].stats()["requests"] == 8
+        for i in (5, 6):
+            assert rec["turns"][i]["executed"] == [] and rec["turns"][i]["reported"] == 0  # lost, silently
+    finally:
+        for w in workers:
+            w.kill()
+
+
+@pytest.mark.serial
+@pytest.mark.timeout(300)
+def test_many_trajectories_at_once_from_several_agent_processes(binaries, tmp_path):
+    # The scale row, small: every trajectory at once, the agent loop dealt out to 3 processes
+    # (the tasks split between them, the makespan from the first start to the last end); no
+    # error but the script's own unparseable calls, nothing lost, every task to its final answer.
+    toolbridge, _ = binaries
+    out = tmp_path / "at_once.json"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "python" / "eval_bench.py"), "--short", "--rows", "tb-at-once",
+         "--at-once", "96", "--at-once-turns", "4", "--agent-procs", "3", "--tool-impl", "plain",
+         "--toolbridge", toolbridge, "--json", str(out)],
+        capture_output=True, text=True, timeout=280)
+    assert out.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads(out.read_text())
+    assert doc["ok"], doc["problems"]
+    (row,) = doc["detail"]
+    assert row["row"] == "tb-96-at-once" and row["at_once"]
+    assert row["agent_procs"] == 3
+    tasks = make_tasks(96, 4, 3, "s")
+    assert row["turns"] == sum(t["turns"] for t in tasks) == row["worker_requests"]
+    assert row["failed_tasks"] == 0 and row["lost"] == 0 and row["ended_early"] == 0
+    assert set(row["errors"]) <= {"unparsed"}
+    assert 0 < row["makespan_s"] < 120
+    assert any(n.startswith("tb-96-at-once:") and "Limited by:" in n for n in doc["notes"])
+    assert doc["rows"][0][2] is None  # no "vs today": another load
