@@ -31,22 +31,36 @@ double seconds(base::Clock::duration d) {
 class QueuedCall final : public AdmissionWaiter, public gateway::Abandonable {
  public:
   QueuedCall(asio::io_context& io, std::shared_ptr<Admission> admission,
-             const AdmissionRequest& request, base::Clock::time_point now,
+             const AdmissionRequest& request, const base::Clock& clock,
              gateway::Call::Clock::time_point deadline)
-      : AdmissionWaiter(request, now), timer(io, deadline), admission_(std::move(admission)) {}
+      : AdmissionWaiter(request, clock.now()),
+        timer(io, deadline),
+        deadline_(deadline),
+        clock_(clock),
+        admission_(std::move(admission)) {}
   ~QueuedCall() override {
     if (queued()) admission_->withdraw(*this);
   }
   void admitted(Permit p) override {
-    permit = std::move(p);
     timer.cancel();
+    // The deadline passed just as a slot came free (the timer's completion has not run yet): the
+    // slot goes on to the next call at once (releasing it here pumps again), not to a call that
+    // would only fail at the deadline stage.
+    if (clock_.now() >= deadline_) {
+      late = true;
+      return;
+    }
+    permit = std::move(p);
   }
   void abandon(const std::string&) override { timer.cancel(); }
 
   Permit permit;
   asio::steady_timer timer;
+  bool late = false;  // admitted after its deadline: the slot was passed on
 
  private:
+  gateway::Call::Clock::time_point deadline_;
+  const base::Clock& clock_;
   std::shared_ptr<Admission> admission_;
 };
 
@@ -144,7 +158,7 @@ asio::awaitable<Result> AdmissionStage::handle(gateway::Call& call, gateway::Nex
   const auto arrived = clock_.now();
   Permit permit = admission_->try_admit(request);
   if (!permit) {
-    auto waiter = std::make_shared<QueuedCall>(io_, admission_, request, arrived, call.deadline);
+    auto waiter = std::make_shared<QueuedCall>(io_, admission_, request, clock_, call.deadline);
     if (!admission_->enqueue(*waiter)) {
       ++*series.shed;
       std::string why = admission_->overloaded_message(call.route.server);
@@ -156,6 +170,16 @@ asio::awaitable<Result> AdmissionStage::handle(gateway::Call& call, gateway::Nex
       co_await waiter->timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
     if (call.cancelled()) co_return Result::failure(Fault::kCancelled, "cancelled");
+    if (!waiter->permit && waiter->late) {
+      ++*series.expired;
+      std::string why = fmt::format(
+          "{} waited {:.1f} s in the admission queue of server '{}' and its deadline of {:g} s "
+          "passed as a slot came free, before it could be sent: retry later or with a longer "
+          "timeout",
+          call.route.display_name, seconds(clock_.now() - arrived), call.route.server,
+          static_cast<double>(call.timeout.count()) / 1000.0);
+      co_return Result::failure(Fault::kTimeout, std::move(why));
+    }
     if (!waiter->permit) {
       const Admission::Withdrawn w = admission_->withdraw(*waiter);
       ++*series.expired;

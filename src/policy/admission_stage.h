@@ -31,6 +31,7 @@ class AdmissionStage final : public gateway::Stage {
   boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
 
   const Admission& admission() const { return *admission_; }
+  Admission& admission() { return *admission_; }
   // Limits, calls in flight and queues, for /healthz.
   boost::json::object health() const;
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/co_spawn.hpp>
+#include <optional>
+
 #include "policy/retry.h"
 #include "stage_support.h"
 
@@ -78,6 +81,39 @@ TEST_F(AdmissionStageTest, ARetriedCallKeepsItsSlotAndGivesItBackOnceAnswered) {
   const auto health = admission->health();
   EXPECT_EQ(health.at("servers").at("srv").at("limit"), 1);
   EXPECT_EQ(health.at("servers").at("srv").at("in_flight"), 0);
+}
+
+// A slot that comes free just after a queued call's deadline passed (its timer's completion not
+// yet run) goes on to the next call at once; the late call fails with the admission queue's own
+// message, never reaching the server (found by the eval bench: such calls went on and failed at
+// the deadline stage with "timed out before it could be sent", holding the slot meanwhile).
+TEST_F(AdmissionStageTest, ASlotFreedAfterAQueuedCallsDeadlineGoesToTheNextCall) {
+  config::Server s;
+  s.concurrency_limit = 1;
+  build(s);
+  Permit held = admission->admission().try_admit({"srv", "t", "other", "traj"});
+  ASSERT_TRUE(held);
+  auto late = routed->call();
+  late.deadline = clock.now() + 10s;
+  late.timeout = 10s;
+  auto next = routed->call();
+  std::optional<Result> late_result, next_result;
+  boost::asio::co_spawn(routed->io, gateway::Next(chain, 0)(late),
+                        [&](std::exception_ptr, Result r) { late_result = std::move(r); });
+  boost::asio::co_spawn(routed->io, gateway::Next(chain, 0)(next),
+                        [&](std::exception_ptr, Result r) { next_result = std::move(r); });
+  routed->io.poll();
+  ASSERT_EQ(admission->admission().servers()[0].queued, 2u);
+  clock.advance(11s);  // past the first call's deadline; its timer has not fired (real time)
+  held.release();
+  routed->io.run();
+  ASSERT_TRUE(late_result && next_result);
+  EXPECT_EQ(late_result->fault, Fault::kTimeout);
+  EXPECT_NE(late_result->why.find("in the admission queue of server 'srv'"), std::string::npos)
+      << late_result->why;
+  EXPECT_EQ(next_result->fault, Fault::kNone);
+  EXPECT_EQ(last->attempts_seen.size(), 1u);  // only the second call reached the server
+  EXPECT_EQ(admission->admission().servers()[0].in_flight, 0u);
 }
 
 }  // namespace
