@@ -11,7 +11,8 @@ namespace toolbridge::cache {
 
 class RedisTier final : public Tier {
  public:
-  RedisTier(boost::asio::io_context& io, const std::string& host, unsigned short port,
+  RedisTier(boost::asio::io_context& io, const base::Clock& clock, const std::string& host,
+            unsigned short port,
             std::chrono::milliseconds timeout, std::string prefix);
 
   std::string_view name() const override { return "redis"; }

@@ -13,56 +13,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Files not converted yet. Empty this list, do not add to it.
+// Files not converted yet: another change edits them now (the HTTP server's sweep and the
+// admission stage); they are converted after it lands. Empty this list, do not add to it.
 const std::set<std::string> kNotYetConverted = {
-    "src/app/stdio_shim.cpp",
-    "src/cache/cache_stage.cpp",
-    "src/cache/coalescer.cpp",
-    "src/cache/redis_client.cpp",
-    "src/cache/redis_client.h",
-    "src/call/call.h",
-    "src/frontend/batch.cpp",
-    "src/frontend/call_run.cpp",
-    "src/frontend/call_run.h",
-    "src/frontend/event_stream.cpp",
-    "src/frontend/legacy_sse.cpp",
-    "src/frontend/mcp_http.cpp",
-    "src/frontend/mcp_modern_stream.cpp",
-    "src/frontend/observe.cpp",
-    "src/frontend/openai.cpp",
-    "src/frontend/openai_proxy.cpp",
-    "src/frontend/parse.cpp",
-    "src/frontend/parse.h",
-    "src/gateway/dispatch.cpp",
-    "src/gateway/gateway.cpp",
-    "src/gateway/gateway.h",
-    "src/gateway/input_required.h",
-    "src/gateway/measure.cpp",
-    "src/gateway/measure.h",
-    "src/gateway/session.h",
-    "src/llm/model.h",
     "src/policy/admission_stage.cpp",
-    "src/policy/retry.cpp",
-    "src/telemetry/call_log.h",
-    "src/transport/http_client.cpp",
-    "src/transport/http_connection.cpp",
     "src/transport/http_server.cpp",
     "src/transport/http_server.h",
     "src/transport/http_server_connection.h",
-    "src/upstream/instance.cpp",
-    "src/upstream/instance.h",
-    "src/upstream/instance_handshake.cpp",
-    "src/upstream/instance_messages.cpp",
-    "src/upstream/remote.cpp",
-    "src/upstream/remote.h",
-    "src/upstream/start_gate.cpp",
-    "src/upstream/start_gate.h",
-    "src/upstream/stdio_transport.cpp",
-    "src/upstream/stdio_transport.h",
-    "src/upstream/supervisor.cpp",
-    "src/upstream/supervisor.h",
-    "src/upstream/upstream.cpp",
-    "src/upstream/upstream.h",
 };
 
 // A direct read of a std::chrono clock, or an Asio timer of any clock.
