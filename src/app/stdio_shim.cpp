@@ -20,8 +20,8 @@
 #include <limits>
 #include <map>
 
-#include "base/clock.h"
 #include "app/commands.h"
+#include "base/clock.h"
 #include "json/envelope.h"
 #include "json/parse.h"
 #include "transport/http_client.h"

@@ -16,8 +16,7 @@ Clock::wall_time_point Clock::wall_now() const {
 }
 
 void Timer::bind(const ManualClock& clock, time_point expiry) {
-  manual_ = std::make_unique<detail::ManualWaits>(
-      detail::ManualWaits{&clock, expiry, {}, &timer_});
+  manual_ = std::make_unique<detail::ManualWaits>(detail::ManualWaits{&clock, expiry, {}, &timer_});
   clock.timers_.push_back(manual_.get());
 }
 
@@ -27,7 +26,9 @@ Timer::~Timer() {
   timers.erase(std::find(timers.begin(), timers.end(), manual_.get()));
 }
 
-Timer::time_point Timer::expiry() const { return manual_ ? manual_->expiry : timer_.expiry(); }
+Timer::time_point Timer::expiry() const {
+  return manual_ ? manual_->expiry : timer_.expiry();
+}
 
 std::size_t Timer::expires_at(time_point t) {
   if (!manual_) return timer_.expires_at(t);
@@ -86,8 +87,8 @@ void ManualClock::set(time_point t) {
 }
 
 std::size_t ManualClock::timers_waiting() const {
-  return static_cast<std::size_t>(
-      std::count_if(timers_.begin(), timers_.end(), [](const auto* w) { return !w->waits.empty(); }));
+  return static_cast<std::size_t>(std::count_if(timers_.begin(), timers_.end(),
+                                                [](const auto* w) { return !w->waits.empty(); }));
 }
 
 }  // namespace toolbridge::base

@@ -4,16 +4,15 @@
 // drive time with a ManualClock, whose advance() fires the timers that are due, instead of
 // sleeping. The real path costs what std::chrono and asio::steady_timer cost: now() is a branch,
 // not a virtual call, and a Timer on the real clock is a steady_timer and a null pointer.
+#include <boost/asio/associator.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <memory>
 #include <type_traits>
 #include <utility>
 #include <vector>
-
-#include <boost/asio/associator.hpp>
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/error.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 namespace toolbridge::base {
 
@@ -103,7 +102,7 @@ class Timer {
   friend class ManualClock;
   void bind(const ManualClock& clock, time_point expiry);
   std::shared_ptr<bool> start_manual_wait();  // registers a wait; true already if it is due
-  void finish_start();                         // completes at once a wait that was due
+  void finish_start();                        // completes at once a wait that was due
   template <class Handler>
   void wait_manually(Handler handler) {
     auto fired = start_manual_wait();

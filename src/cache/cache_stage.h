@@ -33,7 +33,8 @@ struct Plan {
 class CacheStage final : public gateway::Stage {
  public:
   CacheStage(boost::asio::io_context& io, const config::Config& config,
-             const catalog::Catalog& catalog, telemetry::Metrics& metrics, const base::Clock& clock);
+             const catalog::Catalog& catalog, telemetry::Metrics& metrics,
+             const base::Clock& clock);
   ~CacheStage() override;
 
   std::string_view name() const override { return "cache"; }

@@ -107,8 +107,9 @@ asio::awaitable<void> LegacySse::open_stream(Exchange& ex, std::string_view path
   }
   if (ok) {
     // The stream is the session, so a client that hung up is noticed within a second.
-    const PumpOptions options{kHangupPoll, kKeepalive, [this] { return gateway_.stopping(); },
-                              [session, &clock = gateway_.clock()] { session->last_seen = clock.now(); }};
+    const PumpOptions options{
+        kHangupPoll, kKeepalive, [this] { return gateway_.stopping(); },
+        [session, &clock = gateway_.clock()] { session->last_seen = clock.now(); }};
     ok = co_await pump_events(ex, *channel, gateway_.clock(), options);
   }
   if (ok) co_await ex.end_stream();
@@ -186,7 +187,8 @@ asio::awaitable<void> LegacySse::deliver(std::shared_ptr<Session> session,
     if (stream->finished()) break;
     stream->channel.wake(gateway_.clock()).expires_at(base::Timer::never());
     boost::system::error_code ec;
-    co_await stream->channel.wake(gateway_.clock()).async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_await stream->channel.wake(gateway_.clock())
+        .async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
   stream->detached = true;
 }

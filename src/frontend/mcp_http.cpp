@@ -335,7 +335,8 @@ asio::awaitable<void> McpHttp::answer(Exchange& ex, std::shared_ptr<gateway::Pos
     if (stream->channel.queue.empty() &&
         !(stream->finished() || (streaming && sent < stream->responses.size()))) {
       boost::system::error_code ec;
-      co_await stream->channel.wake(gateway_.clock()).async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      co_await stream->channel.wake(gateway_.clock())
+          .async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
   }
   stream->detached = true;
@@ -380,9 +381,9 @@ asio::awaitable<void> McpHttp::get(Exchange& ex, std::string_view trajectory) {
     std::string opened = ": stream open\n\n";
     bool ok = co_await ex.write_chunk(std::move(opened));
     if (ok) {
-      const PumpOptions options{kSseKeepalive, kSseKeepalive,
-                                [this] { return gateway_.stopping(); },
-                                [session, &clock = gateway_.clock()] { session->last_seen = clock.now(); }};
+      const PumpOptions options{
+          kSseKeepalive, kSseKeepalive, [this] { return gateway_.stopping(); },
+          [session, &clock = gateway_.clock()] { session->last_seen = clock.now(); }};
       ok = co_await pump_events(ex, *channel, gateway_.clock(), options);
     }
     if (ok) co_await ex.end_stream();

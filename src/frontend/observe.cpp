@@ -59,8 +59,7 @@ asio::awaitable<void> Observe::trajectories(transport::Exchange& ex) {
     co_await answer_error(ex, http::status::forbidden, std::move(why));
     co_return;
   }
-  std::string body =
-      gateway_.call_log().trajectories_json(gateway_.clock().now(), kMaxListed);
+  std::string body = gateway_.call_log().trajectories_json(gateway_.clock().now(), kMaxListed);
   co_await answer_json(ex, http::status::ok, std::move(body));
 }
 

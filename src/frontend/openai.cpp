@@ -281,9 +281,8 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
   std::vector<std::unique_ptr<gateway::Stage>> chain;
   chain.push_back(std::make_unique<gateway::BorrowedStage>(gateway_.pipeline().measure_stage()));
   chain.push_back(std::make_unique<gateway::BorrowedStage>(admission));
-  auto proxy =
-      std::make_unique<ProxyStage>(ex, *model, state, path, input, gateway_.io().get_executor(),
-                                   gateway_.clock());
+  auto proxy = std::make_unique<ProxyStage>(ex, *model, state, path, input,
+                                            gateway_.io().get_executor(), gateway_.clock());
   ProxyStage& stage = *proxy;
   chain.push_back(std::move(proxy));
   Result result = co_await gateway::Next(chain, 0)(call);

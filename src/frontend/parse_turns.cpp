@@ -75,9 +75,9 @@ asio::awaitable<void> Parse::post_turns(Exchange& ex, const bj::value& body) {
         std::chrono::duration<double, std::milli>(gateway_.clock().now() - arrived).count();
     out += turn->final_json(ms);
   }
-  out +=
-      fmt::format(R"(],"timing":{{"total_ms":{:.3f}}}}})",
-                  std::chrono::duration<double, std::milli>(gateway_.clock().now() - arrived).count());
+  out += fmt::format(
+      R"(],"timing":{{"total_ms":{:.3f}}}}})",
+      std::chrono::duration<double, std::milli>(gateway_.clock().now() - arrived).count());
   ++*parsed_;
   co_await ex.reply(http::status::ok, "application/json", std::move(out), kNoHeaders);
 }

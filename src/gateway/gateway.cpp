@@ -47,7 +47,8 @@ Gateway::Gateway(asio::io_context& io, config::Config config, const base::Clock&
     session_dir_root_ = fmt::format("{}/toolbridge-{}", tmp && *tmp ? tmp : "/tmp", ::getpid());
   }
   for (const auto& s : config_.servers) {
-    auto up = std::make_shared<upstream::Upstream>(io_, s, gate_, metrics_, session_dir_root_, clock_);
+    auto up =
+        std::make_shared<upstream::Upstream>(io_, s, gate_, metrics_, session_dir_root_, clock_);
     up->on_catalog_changed = [this]() { rebuild_catalog(); };
     upstreams_.push_back(std::move(up));
   }

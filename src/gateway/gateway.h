@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "base/clock.h"
-
 #include "catalog/catalog.h"
 #include "config/config.h"
 #include "gateway/pipeline.h"

@@ -40,7 +40,7 @@ MeasureStage::Series& MeasureStage::series(const Call& call) {
 }
 
 base::Clock::wall_time_point MeasureStage::wall_time(Call::Clock::time_point t,
-                                                    Call::Clock::time_point now) {
+                                                     Call::Clock::time_point now) {
   using Wall = base::Clock::wall_time_point;
   if (offset_read_ == Call::Clock::time_point{} || now - offset_read_ > std::chrono::seconds(1)) {
     wall_offset_ = clock_.wall_now().time_since_epoch() -

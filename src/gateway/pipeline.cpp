@@ -27,7 +27,8 @@ Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
   chain_.push_back(std::make_unique<policy::TrajectoryOwnerStage>(p.io, p.config.gateway, p.clock));
   chain_.push_back(std::make_unique<repair::RepairStage>(p.catalog, p.config, p.metrics));
   // A hit takes no admission slot (nor a share of its tenant's rate).
-  chain_.push_back(std::make_unique<cache::CacheStage>(p.io, p.config, p.catalog, p.metrics, p.clock));
+  chain_.push_back(
+      std::make_unique<cache::CacheStage>(p.io, p.config, p.catalog, p.metrics, p.clock));
   chain_.push_back(
       std::make_unique<policy::SharedRateStage>(p.io, p.config.gateway, p.metrics, p.clock));
   auto admission = std::make_unique<policy::AdmissionStage>(p.io, p.config, p.metrics, p.clock);

@@ -1,4 +1,3 @@
-#include "base/clock.h"
 #include "transport/http_client.h"
 
 #include <fmt/format.h>
@@ -9,6 +8,8 @@
 #include <boost/beast/core/string.hpp>
 #include <limits>
 #include <map>
+
+#include "base/clock.h"
 
 namespace toolbridge::transport {
 
@@ -50,8 +51,7 @@ class HttpClientPool {
 
  private:
   struct Origin {
-    explicit Origin(const asio::any_io_executor& ex)
-        : slot_free(ex, base::steady_clock()) {}
+    explicit Origin(const asio::any_io_executor& ex) : slot_free(ex, base::steady_clock()) {}
     std::vector<std::shared_ptr<HttpConnection>> idle;
     std::size_t busy = 0;
     base::Timer slot_free;  // never expires; cancel() wakes every waiter

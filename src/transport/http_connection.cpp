@@ -1,4 +1,3 @@
-#include "base/clock.h"
 #include "transport/http_connection.h"
 
 #include <fmt/format.h>
@@ -11,6 +10,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/stream_traits.hpp>
 #include <cerrno>
+
+#include "base/clock.h"
 
 namespace toolbridge::transport {
 

@@ -55,8 +55,8 @@ asio::awaitable<std::string> Instance::start() {
   if (server_.remote()) {
     transport_ = std::make_shared<Remote>(io_, clock_, server_, transport_handlers());
   } else {
-    transport_ = std::make_shared<StdioTransport>(io_, clock_, server_, number_,
-                                                  transport_handlers());
+    transport_ =
+        std::make_shared<StdioTransport>(io_, clock_, server_, number_, transport_handlers());
   }
   std::string error = transport_->open();
   if (!error.empty()) {

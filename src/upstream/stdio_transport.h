@@ -54,7 +54,7 @@ class StdioTransport : public Transport, public std::enable_shared_from_this<Std
   bool writing_ = false;
   bool stopping_ = false;  // stop() or abort() began: handlers are not called any more
   std::deque<std::string> stderr_tail_;
-  base::Timer exited_;  // cancelled once the child is reaped
+  base::Timer exited_;                // cancelled once the child is reaped
   NoiseLog stderr_log_;               // the server's stderr lines
   NoiseLog dropped_log_;              // writes dropped because the server does not read
 };

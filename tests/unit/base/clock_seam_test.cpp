@@ -1,13 +1,13 @@
 // The time seam holds: outside src/base, no code reads std::chrono's clocks or makes an Asio
 // timer itself; it reads a base::Clock and waits on a base::Timer, so a ManualClock drives it.
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 namespace fs = std::filesystem;
 

@@ -1,12 +1,13 @@
 #include "base/clock.h"
 
+#include <gtest/gtest.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <gtest/gtest.h>
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;

@@ -2,6 +2,9 @@
 // pipeline, supervisors and instances, with the real fixture server as a child process) under a
 // ManualClock: the processes are real, the passing of time is not, so nothing here sleeps. These
 // replace integration tests that slept through each timeout (README, "Tests").
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -12,9 +15,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <gtest/gtest.h>
-#include <spdlog/spdlog.h>
 
 #include "base/clock.h"
 #include "config/config.h"
@@ -108,7 +108,9 @@ class SimulatedTime : public ::testing::Test {
     r->call.started = clock_.now();
     asio::co_spawn(
         io_,
-        [this, r]() -> asio::awaitable<void> { r->result = co_await gateway_->pipeline().run(r->call); },
+        [this, r]() -> asio::awaitable<void> {
+          r->result = co_await gateway_->pipeline().run(r->call);
+        },
         asio::detached);
     return r;
   }
@@ -122,7 +124,9 @@ class SimulatedTime : public ::testing::Test {
   bj::object fixture_health() const {
     return bj::parse(gateway_->health_json()).at("servers").at("fixture").as_object();
   }
-  std::uint64_t in_flight() const { return fixture_health().at("in_flight").to_number<std::uint64_t>(); }
+  std::uint64_t in_flight() const {
+    return fixture_health().at("in_flight").to_number<std::uint64_t>();
+  }
 
   static std::string text_of(const std::string& answer) {
     const bj::value v = bj::parse(answer);
@@ -176,8 +180,7 @@ TEST_F(SimulatedTime, ACallerMayShortenItsDeadlineButNotLengthenIt) {
   until([&] { return capped->done(); }, "the configured deadline");
   EXPECT_NE(text_of(capped->answer()).find("after 2 s"), std::string::npos) << capped->answer();
   // A short call under a generous caller deadline is unaffected.
-  EXPECT_EQ(text_of(call_and_wait("fixture__sleep", {{"ms", 10}}, 3, 5s)->answer()),
-            "slept 10 ms");
+  EXPECT_EQ(text_of(call_and_wait("fixture__sleep", {{"ms", 10}}, 3, 5s)->answer()), "slept 10 ms");
 }
 
 TEST_F(SimulatedTime, APerToolTimeoutOverridesTheServerDefault) {
@@ -212,9 +215,9 @@ TEST_F(SimulatedTime, TheBreakerOpensAfterTimeoutsFailsFastAndClosesOnAGoodProbe
   EXPECT_EQ(text_of(call_and_wait("fixture__echo", {{"text", "probe"}}, 11)->answer()), "probe");
   EXPECT_EQ(breaker(), "closed");
   EXPECT_EQ(text_of(call_and_wait("fixture__echo", {{"text", "normal"}}, 12)->answer()), "normal");
-  EXPECT_NE(gateway_->metrics().render().find(
-                "toolbridge_breaker_opened_total{server=\"fixture\"} 1"),
-            std::string::npos);
+  EXPECT_NE(
+      gateway_->metrics().render().find("toolbridge_breaker_opened_total{server=\"fixture\"} 1"),
+      std::string::npos);
 }
 
 TEST_F(SimulatedTime, AFailedProbeReopensTheBreaker) {
