@@ -10,7 +10,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/json.hpp>
@@ -22,6 +21,7 @@
 #include <map>
 
 #include "app/commands.h"
+#include "base/clock.h"
 #include "json/envelope.h"
 #include "json/parse.h"
 #include "transport/http_client.h"
@@ -52,8 +52,8 @@ class Shim {
         in_(io, ::dup(STDIN_FILENO)),
         out_(io, ::dup(STDOUT_FILENO)),
         framer_(kMaxLine),
-        session_ready_(io, asio::steady_timer::time_point::max()),
-        renewed_(io, asio::steady_timer::time_point::max()) {}
+        session_ready_(io, base::steady_clock()),
+        renewed_(io, base::steady_clock()) {}
 
   void start() { asio::co_spawn(io_, read_stdin(), asio::detached); }
 
@@ -371,10 +371,10 @@ class Shim {
   bool writing_ = false;
   std::string session_id_;
   bool init_done_ = false;  // initialize answered (or failed): later messages may go
-  asio::steady_timer session_ready_;
+  base::Timer session_ready_;  // a wake-up: never expires, cancelled
   std::string init_message_;  // replayed when the gateway has lost the session
   bool renewing_ = false;
-  asio::steady_timer renewed_;                  // cancelled when a renewal ends
+  base::Timer renewed_;                         // cancelled when a renewal ends
   std::map<std::string, std::string> pending_;  // request id (raw JSON) -> method
   // --server: the server's own names -> the gateway's, from the last listing.
   std::map<std::string, std::string> tool_names_, prompt_names_;

@@ -27,9 +27,8 @@ constexpr const char* kCoalesced = "toolbridge_cache_coalesced_total";
 constexpr const char* kStores = "toolbridge_cache_stores_total";
 constexpr const char* kSkipped = "toolbridge_cache_not_stored_total";
 
-std::int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
+std::int64_t wall_ms(const base::Clock& clock) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(clock.wall_now().time_since_epoch())
       .count();
 }
 
@@ -160,12 +159,14 @@ std::string_view storable_result(const Result& r) {
 }  // namespace
 
 CacheStage::CacheStage(asio::io_context& io, const config::Config& config,
-                       const catalog::Catalog& catalog, telemetry::Metrics& metrics)
+                       const catalog::Catalog& catalog, telemetry::Metrics& metrics,
+                       const base::Clock& clock)
     : catalog_(catalog),
       metrics_(metrics),
+      clock_(clock),
       store_(config.gateway.cache),
       memory_(std::make_unique<MemoryTier>(config.gateway.cache.memory_bytes)),
-      coalescer_(io) {
+      coalescer_(io, clock) {
   if (!store_.disk_path.empty()) {
     try {
       disk_ = std::make_unique<DiskTier>(store_.disk_path, store_.disk_bytes);
@@ -176,7 +177,7 @@ CacheStage::CacheStage(asio::io_context& io, const config::Config& config,
     }
   }
   if (!store_.redis_host.empty()) {
-    redis_ = std::make_unique<RedisTier>(io, store_.redis_host, store_.redis_port,
+    redis_ = std::make_unique<RedisTier>(io, clock_, store_.redis_host, store_.redis_port,
                                          store_.redis_timeout, store_.redis_prefix);
     metrics_.counter_fn("toolbridge_cache_redis_failures_total",
                         "Redis connections refused or lost, and commands it did not answer in "
@@ -312,7 +313,7 @@ asio::awaitable<Result> CacheStage::handle(Call& call, gateway::Next next) {
   if (k.empty()) return next(call);  // no canonical form: neither cached nor shared
   bool looked_up = false;
   if (p.cache && call.cache_request != "refresh" && tier_for(p.cache->tier) == memory_.get()) {
-    const std::int64_t now = wall_ms();
+    const std::int64_t now = wall_ms(clock_);
     if (const Entry* e = memory_->find(k, now)) {
       if (call.cache_max_age_ms < 0 || now - e->stored_ms <= call.cache_max_age_ms) {
         call.cached = true;
@@ -352,7 +353,7 @@ asio::awaitable<Result> CacheStage::run(Call& call, gateway::Next next, Plan pla
   }
   if (plan.cache && call.cache_request != "refresh" && !looked_up) {
     Tier* tier = tier_for(plan.cache->tier);
-    const std::int64_t now = wall_ms();
+    const std::int64_t now = wall_ms(clock_);
     std::optional<Entry> found = co_await tier->get(k, now);
     if (found && (call.cache_max_age_ms < 0 || now - found->stored_ms <= call.cache_max_age_ms)) {
       call.cached = true;
@@ -376,10 +377,9 @@ asio::awaitable<Result> CacheStage::run(Call& call, gateway::Next next, Plan pla
     lead = coalescer_.lead(k);
   }
   if (plan.cache) count(Counter::kMiss, call);
-  const auto started = std::chrono::steady_clock::now();
+  const auto started = clock_.now();
   Result r = co_await next(call);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double seconds = std::chrono::duration<double>(clock_.now() - started).count();
   if (plan.cache) store(call, plan, k, r, seconds);
   lead.finish(r, seconds);
   co_return r;
@@ -398,10 +398,10 @@ void CacheStage::store(const Call& call, const Plan& plan, const std::string& ke
     if (r.fault != Fault::kCancelled) skipped("error");
     return;
   }
-  if (Call::Clock::now() >= call.deadline) return skipped("deadline");
+  if (clock_.now() >= call.deadline) return skipped("deadline");
   if (result.size() > store_.max_entry_bytes) return skipped("too_large");
   Tier* tier = tier_for(plan.cache->tier);
-  const std::int64_t now = wall_ms();
+  const std::int64_t now = wall_ms(clock_);
   Entry e;
   // Memory hits are the ones worth a layout: worked out once here, not on every hit.
   auto layout = tier == memory_.get() ? cache_meta_layout(result) : std::nullopt;

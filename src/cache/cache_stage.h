@@ -12,6 +12,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/clock.h"
 #include "cache/coalescer.h"
 #include "cache/memory_tier.h"
 #include "cache/tier.h"
@@ -32,7 +33,8 @@ struct Plan {
 class CacheStage final : public gateway::Stage {
  public:
   CacheStage(boost::asio::io_context& io, const config::Config& config,
-             const catalog::Catalog& catalog, telemetry::Metrics& metrics);
+             const catalog::Catalog& catalog, telemetry::Metrics& metrics,
+             const base::Clock& clock);
   ~CacheStage() override;
 
   std::string_view name() const override { return "cache"; }
@@ -65,6 +67,7 @@ class CacheStage final : public gateway::Stage {
 
   const catalog::Catalog& catalog_;
   telemetry::Metrics& metrics_;
+  const base::Clock& clock_;  // entry ages and expiry are wall time (entries outlive a process)
   const config::CacheStore store_;
   std::unordered_map<std::string, ServerPolicy> servers_;
   std::unique_ptr<MemoryTier> memory_;

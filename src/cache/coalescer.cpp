@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <vector>
 
@@ -20,7 +19,7 @@ struct Coalescer::Flight {
   bool done = false;
   std::optional<Result> result;  // unset when done: the leader gave up
   double upstream_seconds = 0;
-  std::vector<std::weak_ptr<asio::steady_timer>> waiting;
+  std::vector<std::weak_ptr<base::Timer>> waiting;
   std::size_t followers = 0;
 };
 
@@ -29,7 +28,7 @@ namespace {
 // A follower's wait, abandoned by Call::cancel.
 class Wait final : public gateway::Abandonable {
  public:
-  explicit Wait(std::shared_ptr<asio::steady_timer> timer) : timer_(std::move(timer)) {}
+  explicit Wait(std::shared_ptr<base::Timer> timer) : timer_(std::move(timer)) {}
   void abandon(const std::string& reason) override {
     abandoned = true;
     why = reason;
@@ -39,7 +38,7 @@ class Wait final : public gateway::Abandonable {
   std::string why;
 
  private:
-  std::shared_ptr<asio::steady_timer> timer_;
+  std::shared_ptr<base::Timer> timer_;
 };
 
 // The leader's response under the follower's own id.
@@ -113,8 +112,7 @@ asio::awaitable<Coalescer::Join> Coalescer::join(const std::string& key, Call& c
   if (it == flights_.end()) co_return join;
   join.joined = true;
   std::shared_ptr<Flight> flight = it->second;
-  auto timer = std::make_shared<asio::steady_timer>(io_);
-  timer->expires_at(call.deadline);
+  auto timer = std::make_shared<base::Timer>(io_, clock_, call.deadline);
   auto wait = std::make_shared<Wait>(timer);
   call.set_in_flight(wait);
   flight->waiting.push_back(timer);

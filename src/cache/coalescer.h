@@ -10,13 +10,14 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/clock.h"
 #include "call/stage.h"
 
 namespace toolbridge::cache {
 
 class Coalescer {
  public:
-  explicit Coalescer(boost::asio::io_context& io) : io_(io) {}
+  Coalescer(boost::asio::io_context& io, const base::Clock& clock) : io_(io), clock_(clock) {}
 
   // The shared execution of `key`, if one is in flight: waits for its result (nullopt: the
   // leader gave up — cancelled — and the caller should run the call itself; a kTimeout or
@@ -55,6 +56,7 @@ class Coalescer {
   void complete(const std::string& key, const gateway::Result* result, double seconds);
 
   boost::asio::io_context& io_;
+  const base::Clock& clock_;
   std::unordered_map<std::string, std::shared_ptr<Flight>> flights_;
 };
 

@@ -6,7 +6,6 @@
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <memory>
 
@@ -85,16 +84,16 @@ class RedisClient::Adapter {
 // One command waiting for its reply. Owned by the coroutine that waits (shared) and by hiredis
 // until the reply callback (which always runs: with a null reply when the connection goes).
 struct RedisClient::Pending {
-  explicit Pending(asio::io_context& io) : timer(io) {}
-  asio::steady_timer timer;
+  Pending(asio::io_context& io, const base::Clock& clock) : timer(io, clock) {}
+  base::Timer timer;
   bool done = false;
   std::optional<RedisReply> reply;
   RedisClient* client = nullptr;  // null once the client is gone
 };
 
-RedisClient::RedisClient(asio::io_context& io, std::string host, unsigned short port,
-                         std::chrono::milliseconds timeout)
-    : io_(io), host_(std::move(host)), port_(port), timeout_(timeout) {}
+RedisClient::RedisClient(asio::io_context& io, const base::Clock& clock, std::string host,
+                         unsigned short port, std::chrono::milliseconds timeout)
+    : io_(io), clock_(clock), host_(std::move(host)), port_(port), timeout_(timeout) {}
 
 RedisClient::~RedisClient() {
   if (ac_) {
@@ -107,7 +106,7 @@ RedisClient::~RedisClient() {
 
 bool RedisClient::ensure_connection() {
   if (ac_) return true;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = clock_.now();
   if (now < next_attempt_) return false;
   next_attempt_ = now + std::max(kRetryInterval, timeout_);
   redisAsyncContext* ac = redisAsyncConnect(host_.c_str(), port_);
@@ -153,7 +152,7 @@ void RedisClient::on_disconnect(const redisAsyncContext* ac, int status) {
   if (status != REDIS_OK) ++self->failures_;
   self->connected_ = false;
   self->ac_ = nullptr;
-  self->next_attempt_ = std::chrono::steady_clock::now() + std::max(kRetryInterval, self->timeout_);
+  self->next_attempt_ = self->clock_.now() + std::max(kRetryInterval, self->timeout_);
 }
 
 void RedisClient::on_reply(redisAsyncContext* ac, void* r, void* privdata) {
@@ -221,19 +220,19 @@ void RedisClient::drop(const char* why) {
   redisAsyncContext* ac = ac_;
   ac_ = nullptr;
   connected_ = false;
-  next_attempt_ = std::chrono::steady_clock::now() + std::max(kRetryInterval, timeout_);
+  next_attempt_ = clock_.now() + std::max(kRetryInterval, timeout_);
   redisAsyncFree(ac);  // every command still waiting gets a null reply
 }
 
 bool RedisClient::send(const std::vector<std::string>& argv) {
-  auto p = std::make_shared<Pending>(io_);
+  auto p = std::make_shared<Pending>(io_, clock_);
   p->client = this;
   p->done = true;  // nobody waits for the answer
   return issue(argv, p);
 }
 
 asio::awaitable<std::optional<RedisReply>> RedisClient::command(std::vector<std::string> argv) {
-  auto p = std::make_shared<Pending>(io_);
+  auto p = std::make_shared<Pending>(io_, clock_);
   p->client = this;
   if (!issue(argv, p)) co_return std::nullopt;
   p->timer.expires_after(timeout_);

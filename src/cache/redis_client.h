@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
+
 struct redisAsyncContext;
 
 namespace toolbridge::cache {
@@ -27,8 +29,8 @@ struct RedisReply {
 
 class RedisClient {
  public:
-  RedisClient(boost::asio::io_context& io, std::string host, unsigned short port,
-              std::chrono::milliseconds timeout);
+  RedisClient(boost::asio::io_context& io, const base::Clock& clock, std::string host,
+              unsigned short port, std::chrono::milliseconds timeout);
   ~RedisClient();
   RedisClient(const RedisClient&) = delete;
   RedisClient& operator=(const RedisClient&) = delete;
@@ -52,12 +54,13 @@ class RedisClient {
   static void on_reply(redisAsyncContext* ac, void* reply, void* privdata);
 
   boost::asio::io_context& io_;
+  const base::Clock& clock_;
   std::string host_;
   unsigned short port_;
   std::chrono::milliseconds timeout_;
   redisAsyncContext* ac_ = nullptr;
   bool connected_ = false;
-  std::chrono::steady_clock::time_point next_attempt_{};
+  base::Clock::time_point next_attempt_{};
   std::size_t outstanding_ = 0;  // commands sent, not answered
   std::uint64_t failures_ = 0;
 };

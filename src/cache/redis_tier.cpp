@@ -8,9 +8,9 @@ namespace {
 constexpr std::int64_t kMemoryReadInterval = 10'000;
 }
 
-RedisTier::RedisTier(boost::asio::io_context& io, const std::string& host, unsigned short port,
-                     std::chrono::milliseconds timeout, std::string prefix)
-    : client_(io, host, port, timeout), prefix_(std::move(prefix)) {}
+RedisTier::RedisTier(boost::asio::io_context& io, const base::Clock& clock, const std::string& host,
+                     unsigned short port, std::chrono::milliseconds timeout, std::string prefix)
+    : client_(io, clock, host, port, timeout), prefix_(std::move(prefix)) {}
 
 boost::asio::awaitable<std::optional<Entry>> RedisTier::get(std::string key, std::int64_t now_ms) {
   std::vector<std::string> argv{"GET", prefix_ + key_digest(key)};

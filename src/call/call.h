@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/clock.h"
 #include "json/envelope.h"
 #include "upstream/instance.h"
 
@@ -94,7 +95,7 @@ class Abandonable {
 
 class Call {
  public:
-  using Clock = std::chrono::steady_clock;
+  using Clock = base::Clock;
 
   // As the front end parsed it.
   std::string method;                 // "tools/call", "prompts/get", "resources/read", ...
@@ -126,7 +127,9 @@ class Call {
   // empty if none. Written to the call trace and sent on in the upstream call's _meta.
   std::string traceparent;
   std::shared_ptr<Events> events;  // may be null (no stream to send events to)
-  Clock::time_point started = Clock::now();
+  // When the call arrived, on the gateway's clock (the front end sets it): deadlines, queue
+  // times and the call log count from here.
+  Clock::time_point started{};
 
   // Decided by the stages.
   Route route;

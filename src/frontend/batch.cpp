@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
@@ -69,7 +68,7 @@ asio::awaitable<void> Batch::tools(Exchange& ex) {
 asio::awaitable<void> Batch::post(Exchange& ex) {
   const auto& req = ex.request();
   const config::Gateway& limits = gateway_.config().gateway;
-  const auto arrived = Call::Clock::now();
+  const auto arrived = gateway_.clock().now();
   const transport::Headers no_headers;
   const Encoding encoding = encoding_of(header(req, "Content-Type"));
   if (encoding == Encoding::kUnsupported) {
@@ -162,7 +161,7 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
     entries.push_back(run->entry(i, std::move(request.calls[i].tool), arrived));
   }
   const double total_ms =
-      std::chrono::duration<double, std::milli>(Call::Clock::now() - arrived).count();
+      std::chrono::duration<double, std::milli>(gateway_.clock().now() - arrived).count();
   std::string body = encode_response(encoding, entries, total_ms);
   const std::string_view type = content_type(encoding);
   co_await ex.reply(http::status::ok, type, std::move(body), no_headers);

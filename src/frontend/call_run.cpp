@@ -139,12 +139,12 @@ CallRun::CallRun(asio::io_context& io, const gateway::Pipeline& pipeline, bool f
       pipeline_(pipeline),
       fail_fast_(fail_fast),
       sequential_(sequential),
-      wake_(io),
+      wake_(io, pipeline.clock()),
       max_result_bytes_(max_result_bytes) {}
 
 void CallRun::start() {
   pending_ = calls.size();
-  done_at.resize(calls.size(), Call::Clock::now());
+  done_at.resize(calls.size(), pipeline_.clock().now());
   results.resize(calls.size());
   if (sequential_) return next();
   starting_ = true;
@@ -185,7 +185,7 @@ std::size_t CallRun::add(std::shared_ptr<Call> call, std::optional<Result> prese
   const std::size_t i = calls.size();
   calls.push_back(std::move(call));
   results.push_back(std::move(preset));
-  done_at.push_back(Call::Clock::now());
+  done_at.push_back(pipeline_.clock().now());
   ++pending_;
   launch(i);
   return i;
@@ -193,7 +193,7 @@ std::size_t CallRun::add(std::shared_ptr<Call> call, std::optional<Result> prese
 
 asio::awaitable<void> CallRun::wait() {
   while (pending_ > 0) {
-    wake_.expires_at(asio::steady_timer::time_point::max());
+    wake_.expires_at(base::Timer::never());
     boost::system::error_code ec;
     co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
@@ -246,7 +246,7 @@ void CallRun::finish(std::size_t i, Result result) {
   }
   held_bytes_ += result.response.size();
   const bool failed = result.fault != Fault::kNone;
-  done_at[i] = Call::Clock::now();
+  done_at[i] = pipeline_.clock().now();
   results[i] = std::move(result);
   if (failed && fail_fast_ && !stopped_by) {
     stopped_by = i;

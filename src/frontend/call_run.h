@@ -5,7 +5,6 @@
 // (concurrently, one after another, fail-fast), and the timing of each answer.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -14,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "call/call.h"
 #include "frontend/batch.h"
 #include "frontend/batch_codec.h"
@@ -30,7 +30,7 @@ struct CallScope {
   std::string tenant;
   const config::ApiKey* principal = nullptr;  // the API key the request came with, if any
   std::string traceparent;  // the caller's W3C trace context, validated; empty if none
-  gateway::Call::Clock::time_point arrived = gateway::Call::Clock::now();
+  gateway::Call::Clock::time_point arrived{};  // on the gateway's clock
 };
 
 // The scope of the request in `ex` from its headers and the trajectory and tenant its body
@@ -104,7 +104,7 @@ class CallRun : public std::enable_shared_from_this<CallRun> {
   const gateway::Pipeline& pipeline_;
   const bool fail_fast_;
   const bool sequential_;
-  boost::asio::steady_timer wake_;
+  base::Timer wake_;  // a wake-up: never expires, cancelled
   std::size_t pending_ = 0;
   std::size_t next_ = 0;
   std::size_t held_bytes_ = 0;  // of the results kept for the answer

@@ -25,20 +25,20 @@ void drain_events(gateway::Channel& channel, std::string& out) {
 }
 
 asio::awaitable<bool> pump_events(transport::Exchange& ex, gateway::Channel& channel,
-                                  const PumpOptions& options) {
+                                  const base::Clock& clock, const PumpOptions& options) {
   bool ok = true;
-  auto last_write = std::chrono::steady_clock::now();
+  auto last_write = clock.now();
   while (ok && !channel.closed && !(options.stop && options.stop())) {
     if (channel.queue.empty()) {
-      channel.wake().expires_after(options.poll);
+      channel.wake(clock).expires_after(options.poll);
       boost::system::error_code ec;
-      co_await channel.wake().async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      co_await channel.wake(clock).async_wait(asio::redirect_error(asio::use_awaitable, ec));
       if (!ec && channel.queue.empty()) {
         ok = !ex.peer_closed();
-        if (ok && std::chrono::steady_clock::now() - last_write >= options.keepalive) {
+        if (ok && clock.now() - last_write >= options.keepalive) {
           std::string comment = ": keepalive\n\n";
           ok = co_await ex.write_chunk(std::move(comment));
-          last_write = std::chrono::steady_clock::now();
+          last_write = clock.now();
         }
         continue;
       }
@@ -46,7 +46,7 @@ asio::awaitable<bool> pump_events(transport::Exchange& ex, gateway::Channel& cha
     std::string chunk;
     drain_events(channel, chunk);
     if (!chunk.empty()) ok = co_await ex.write_chunk(std::move(chunk));
-    last_write = std::chrono::steady_clock::now();
+    last_write = clock.now();
     if (options.on_written) options.on_written();
   }
   co_return ok;

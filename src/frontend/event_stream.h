@@ -27,8 +27,9 @@ struct PumpOptions {
 };
 
 // Writes the channel's events to the begun stream until the channel closes, a write fails or
-// stop() says so. Returns false if the connection broke (no end_stream is owed).
+// stop() says so; `clock` times the polls and keep-alives. Returns false if the connection broke
+// (no end_stream is owed).
 boost::asio::awaitable<bool> pump_events(transport::Exchange& ex, gateway::Channel& channel,
-                                         const PumpOptions& options);
+                                         const base::Clock& clock, const PumpOptions& options);
 
 }  // namespace toolbridge::frontend

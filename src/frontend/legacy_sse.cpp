@@ -107,9 +107,10 @@ asio::awaitable<void> LegacySse::open_stream(Exchange& ex, std::string_view path
   }
   if (ok) {
     // The stream is the session, so a client that hung up is noticed within a second.
-    const PumpOptions options{kHangupPoll, kKeepalive, [this] { return gateway_.stopping(); },
-                              [session] { session->last_seen = Session::Clock::now(); }};
-    ok = co_await pump_events(ex, *channel, options);
+    const PumpOptions options{
+        kHangupPoll, kKeepalive, [this] { return gateway_.stopping(); },
+        [session, &clock = gateway_.clock()] { session->last_seen = clock.now(); }};
+    ok = co_await pump_events(ex, *channel, gateway_.clock(), options);
   }
   if (ok) co_await ex.end_stream();
   if (channel->overflowed) {
@@ -163,7 +164,7 @@ asio::awaitable<void> LegacySse::post_message(Exchange& ex) {
     co_await ex.reply(http::status::bad_request, "application/json", answer, {});
     co_return;
   }
-  session->last_seen = Session::Clock::now();
+  session->last_seen = gateway_.clock().now();
   // The POST only hands the message over; everything it causes goes out on the SSE stream, so
   // the stream cannot answer inline (can_stream = false sends notifications to the session).
   auto stream = std::make_shared<PostStream>(gateway_.io(), session, false);
@@ -184,9 +185,10 @@ asio::awaitable<void> LegacySse::deliver(std::shared_ptr<Session> session,
       }
     }
     if (stream->finished()) break;
-    stream->channel.wake().expires_at(asio::steady_timer::time_point::max());
+    stream->channel.wake(gateway_.clock()).expires_at(base::Timer::never());
     boost::system::error_code ec;
-    co_await stream->channel.wake().async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_await stream->channel.wake(gateway_.clock())
+        .async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
   stream->detached = true;
 }

@@ -4,7 +4,6 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http.hpp>
 #include <optional>
@@ -199,7 +198,7 @@ McpHttp::Accepted McpHttp::accept_post(const Exchange& ex, std::string_view traj
     return out;
   }
   out.session = std::move(found.session);
-  out.session->last_seen = Session::Clock::now();
+  out.session->last_seen = gateway_.clock().now();
   out.stream = std::make_shared<gateway::PostStream>(gateway_.io(), out.session, accepts_sse);
   // A malformed traceparent is ignored, as W3C Trace Context says a receiver must.
   if (const std::string_view tp = header(req, gateway::kTraceparent);
@@ -253,10 +252,10 @@ asio::awaitable<void> McpHttp::post(Exchange& ex, std::string_view trajectory) {
     Exchange& ex;
     const Accepted& a;
     bool running = false;
-    std::optional<asio::steady_timer> done;
+    std::optional<base::Timer> done;
     void start() {
       running = true;
-      done.emplace(self.gateway_.io(), asio::steady_timer::time_point::max());
+      done.emplace(self.gateway_.io(), self.gateway_.clock());
       asio::co_spawn(self.gateway_.io(), self.answer(ex, a.stream, false, a.headers),
                      [this](const std::exception_ptr& failure) {
                        if (failure) spdlog::error("a POST's event stream failed");
@@ -332,11 +331,12 @@ asio::awaitable<void> McpHttp::answer(Exchange& ex, std::shared_ptr<gateway::Pos
         co_return;
       }
     }
-    stream->channel.wake().expires_at(asio::steady_timer::time_point::max());
+    stream->channel.wake(gateway_.clock()).expires_at(base::Timer::never());
     if (stream->channel.queue.empty() &&
         !(stream->finished() || (streaming && sent < stream->responses.size()))) {
       boost::system::error_code ec;
-      co_await stream->channel.wake().async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      co_await stream->channel.wake(gateway_.clock())
+          .async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
   }
   stream->detached = true;
@@ -381,10 +381,10 @@ asio::awaitable<void> McpHttp::get(Exchange& ex, std::string_view trajectory) {
     std::string opened = ": stream open\n\n";
     bool ok = co_await ex.write_chunk(std::move(opened));
     if (ok) {
-      const PumpOptions options{kSseKeepalive, kSseKeepalive,
-                                [this] { return gateway_.stopping(); },
-                                [session] { session->last_seen = Session::Clock::now(); }};
-      ok = co_await pump_events(ex, *channel, options);
+      const PumpOptions options{
+          kSseKeepalive, kSseKeepalive, [this] { return gateway_.stopping(); },
+          [session, &clock = gateway_.clock()] { session->last_seen = clock.now(); }};
+      ok = co_await pump_events(ex, *channel, gateway_.clock(), options);
     }
     if (ok) co_await ex.end_stream();
   }

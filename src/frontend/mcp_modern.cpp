@@ -82,7 +82,7 @@ std::string with_result_type(std::string response) {
 McpModern::McpModern(gateway::Gateway& gateway)
     : gateway_(gateway),
       input_required_(gateway.config().gateway.max_input_required,
-                      gateway.config().gateway.input_required_ttl) {
+                      gateway.config().gateway.input_required_ttl, gateway.clock()) {
   table_ = {
       {"server/discover", &McpModern::discover},
       {"tools/list", &McpModern::list},

@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
@@ -28,10 +27,11 @@ constexpr auto kKeepalive = std::chrono::seconds(15);
 // Server requests sent within this window of the first one go out in one input_required result.
 constexpr auto kGatherWindow = std::chrono::milliseconds(5);
 
-asio::awaitable<void> wait(gateway::Channel& channel, std::chrono::steady_clock::duration most) {
-  channel.wake().expires_after(most);
+asio::awaitable<void> wait(gateway::Channel& channel, const base::Clock& clock,
+                           base::Clock::duration most) {
+  channel.wake(clock).expires_after(most);
   boost::system::error_code ec;
-  co_await channel.wake().async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  co_await channel.wake(clock).async_wait(asio::redirect_error(asio::use_awaitable, ec));
 }
 
 // The response re-addressed to the request that is being answered now.
@@ -107,7 +107,7 @@ asio::awaitable<void> McpModern::answer(Exchange& ex, std::shared_ptr<Conversati
       co_return;
     }
     if (conv->has_asks()) {
-      asio::steady_timer gather(gateway_.io(), kGatherWindow);
+      base::Timer gather(gateway_.io(), gateway_.clock(), kGatherWindow);
       boost::system::error_code ec;
       co_await gather.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       if (!conv->responses.empty() || !conv->has_asks()) continue;
@@ -116,7 +116,7 @@ asio::awaitable<void> McpModern::answer(Exchange& ex, std::shared_ptr<Conversati
       co_await finish(ex, streaming, std::move(body));
       co_return;
     }
-    co_await wait(conv->channel, kKeepalive);
+    co_await wait(conv->channel, gateway_.clock(), kKeepalive);
     if (streaming && conv->channel.queue.empty() && conv->responses.empty() && !conv->has_asks()) {
       std::string comment = ": keep-alive\n\n";
       if (!co_await ex.write_chunk(std::move(comment))) break;
@@ -176,7 +176,7 @@ asio::awaitable<void> McpModern::listen(Exchange& ex, Request& r) {
     if (!ok) break;
     // Messages pushed while the write was in flight woke no one: look again before waiting.
     if (!channel->queue.empty()) continue;
-    co_await wait(*channel, kKeepalive);
+    co_await wait(*channel, gateway_.clock(), kKeepalive);
     std::string comment = ": keep-alive\n\n";
     if (channel->queue.empty()) ok = co_await ex.write_chunk(std::move(comment));
   }

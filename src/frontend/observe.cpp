@@ -59,8 +59,7 @@ asio::awaitable<void> Observe::trajectories(transport::Exchange& ex) {
     co_await answer_error(ex, http::status::forbidden, std::move(why));
     co_return;
   }
-  std::string body =
-      gateway_.call_log().trajectories_json(std::chrono::steady_clock::now(), kMaxListed);
+  std::string body = gateway_.call_log().trajectories_json(gateway_.clock().now(), kMaxListed);
   co_await answer_json(ex, http::status::ok, std::move(body));
 }
 
@@ -76,7 +75,7 @@ asio::awaitable<void> Observe::trajectory(transport::Exchange& ex, std::string_v
     co_return;
   }
   const std::string id = percent_decode(raw);
-  std::string body = gateway_.call_log().trajectory_json(id, std::chrono::steady_clock::now());
+  std::string body = gateway_.call_log().trajectory_json(id, gateway_.clock().now());
   if (body.empty()) {
     // The id is echoed only as a JSON string: quote() escapes whatever it holds.
     co_await answer_error(
@@ -114,7 +113,7 @@ asio::awaitable<void> Observe::state(transport::Exchange& ex) {
       R"({{"health":{},"calls":{},"totals":{{"calls":{},"repairs":{},"cache_hits":{},)"
       R"("cache_misses":{}}},"trace":{}}})",
       gateway_.health_json(),
-      gateway_.call_log().live_json(std::chrono::steady_clock::now(), kWindow, kSlowestShown),
+      gateway_.call_log().live_json(gateway_.clock().now(), kWindow, kSlowestShown),
       metrics.counter_total("toolbridge_calls_total"),
       metrics.counter_total("toolbridge_repairs_total"),
       metrics.counter_total("toolbridge_cache_hits_total"),

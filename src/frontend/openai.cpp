@@ -6,7 +6,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
@@ -26,7 +25,6 @@ namespace http = boost::beast::http;
 using gateway::Fault;
 using gateway::Result;
 using transport::Exchange;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -88,7 +86,7 @@ std::string prompt_key(const bj::object& body, bool chat) {
 OpenAi::OpenAi(gateway::Gateway& gateway) : gateway_(gateway) {
   for (const auto& m : gateway_.config().models) {
     models_.push_back(std::make_unique<llm::Model>(gateway_.io().get_executor(), m,
-                                                   gateway_.metrics(), base::steady_clock()));
+                                                   gateway_.metrics(), gateway_.clock()));
   }
   register_metrics();
 }
@@ -143,13 +141,13 @@ void OpenAi::start() {
 }
 
 asio::awaitable<void> OpenAi::drain(std::chrono::milliseconds grace) {
-  const auto until = Clock::now() + grace;
-  asio::steady_timer tick(gateway_.io());
+  const auto until = gateway_.clock().now() + grace;
+  base::Timer tick(gateway_.io(), gateway_.clock());
   for (;;) {
     std::size_t in_flight = 0;
     for (const auto& m : models_)
       for (const auto& w : m->workers()) in_flight += w.in_flight;
-    if (in_flight == 0 || Clock::now() >= until) {
+    if (in_flight == 0 || gateway_.clock().now() >= until) {
       if (in_flight > 0)
         spdlog::warn("shutdown: {} model requests still in flight after shutdown_grace", in_flight);
       co_return;
@@ -267,6 +265,7 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
   call.tenant = tenant;
   call.trajectory = trajectory;
   call.timeout = model->config().request_timeout;
+  call.started = gateway_.clock().now();
   call.deadline = call.started + call.timeout;
 
   auto state = std::make_shared<InFlight>();
@@ -282,8 +281,8 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
   std::vector<std::unique_ptr<gateway::Stage>> chain;
   chain.push_back(std::make_unique<gateway::BorrowedStage>(gateway_.pipeline().measure_stage()));
   chain.push_back(std::make_unique<gateway::BorrowedStage>(admission));
-  auto proxy =
-      std::make_unique<ProxyStage>(ex, *model, state, path, input, gateway_.io().get_executor());
+  auto proxy = std::make_unique<ProxyStage>(ex, *model, state, path, input,
+                                            gateway_.io().get_executor(), gateway_.clock());
   ProxyStage& stage = *proxy;
   chain.push_back(std::move(proxy));
   Result result = co_await gateway::Next(chain, 0)(call);

@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 #include <charconv>
@@ -22,7 +21,7 @@ namespace http = boost::beast::http;
 using gateway::Fault;
 using gateway::Result;
 using transport::Exchange;
-using Clock = std::chrono::steady_clock;
+using Clock = base::Clock;
 
 namespace {
 
@@ -67,19 +66,19 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
       const auto base = cfg.retry_backoff * (1 << std::min<std::size_t>(attempt - 1, 10));
       std::chrono::milliseconds delay = base::jittered(base, 0.5, base::process_random());
       delay = std::max(delay, wait);
-      if (Clock::now() + delay >= call.deadline) {
+      if (clock_.now() + delay >= call.deadline) {
         out_of_time = true;
         break;
       }
       ++model_.retries();
       if (delay.count() > 0) {
-        asio::steady_timer timer(exec_, delay);
+        base::Timer timer(exec_, clock_, delay);
         boost::system::error_code ec;
         co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         if (state_->client_gone) co_return Result::failure(Fault::kCancelled, "");
       }
     }
-    if (call.sent == Clock::time_point{}) call.sent = Clock::now();  // queueing ends here
+    if (call.sent == Clock::time_point{}) call.sent = clock_.now();  // queueing ends here
     auto choice = model_.pick(input_, tried);
     if (!choice) {
       status = http::status::service_unavailable;
@@ -92,7 +91,7 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
     tried[i] = true;
     llm::Worker& w = model_.workers()[i];
     model_.policy().routed(input_, i);
-    const auto now = Clock::now();
+    const auto now = clock_.now();
     if (now >= call.deadline) {
       out_of_time = true;
       break;
@@ -116,7 +115,7 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
     req.body_timeout = std::min(left, cfg.stream_idle_timeout);
 
     ++w.in_flight;
-    const auto sent_at = Clock::now();
+    const auto sent_at = clock_.now();
     state_->upstream = std::make_unique<transport::HttpExchange>();
     *state_->upstream = co_await model_.client().send(req);
     transport::HttpExchange& hx = *state_->upstream;
@@ -135,7 +134,7 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
       const auto step = hx.error().step;
       if (hx.error().timed_out() &&
           (step == transport::HttpStep::kWrite || step == transport::HttpStep::kReadHeader ||
-           Clock::now() >= call.deadline)) {
+           clock_.now() >= call.deadline)) {
         status = http::status::gateway_timeout;
         error_type = "timeout";
         why = fmt::format("model '{}': no answer within the request timeout of {} ms ({})",
@@ -171,7 +170,7 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
     std::string relay_why;
     const bool relayed = co_await relay(call, i, hx, relay_why);
     --w.in_flight;
-    w.latency->observe(seconds(Clock::now() - sent_at));
+    w.latency->observe(seconds(clock_.now() - sent_at));
     if (relayed) {
       ++*w.requests_ok;
       co_return Result{};
@@ -187,7 +186,7 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
     wait = std::chrono::milliseconds{0};
   }
   // A worker's own error answer (a 429 whose Retry-After outlasts the deadline) is passed on.
-  if ((out_of_time || Clock::now() >= call.deadline) && error_body.empty()) {
+  if ((out_of_time || clock_.now() >= call.deadline) && error_body.empty()) {
     status = http::status::gateway_timeout;
     error_type = "timeout";
     error_body.clear();
@@ -203,7 +202,7 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
 asio::awaitable<bool> ProxyStage::relay(gateway::Call&, std::size_t i, transport::HttpExchange& hx,
                                         std::string& why) {
   llm::Worker& w = model_.workers()[i];
-  const auto started = Clock::now();
+  const auto started = clock_.now();
   const std::string content_type = hx.header("Content-Type");
   const transport::Headers out{{kWorkerHeader, w.config.name}};
   const auto status_code = static_cast<http::status>(hx.status());
@@ -219,7 +218,7 @@ asio::awaitable<bool> ProxyStage::relay(gateway::Call&, std::size_t i, transport
       why = fmt::format("worker {}: {}", w.config.name, hx.error().message);
       co_return false;
     }
-    w.ttft->observe(seconds(Clock::now() - started));
+    w.ttft->observe(seconds(clock_.now() - started));
     usage.feed(body);
     account();
     state_->replied = true;
@@ -232,7 +231,7 @@ asio::awaitable<bool> ProxyStage::relay(gateway::Call&, std::size_t i, transport
     why = fmt::format("worker {}: {}", w.config.name, hx.error().message);
     co_return false;
   }
-  w.ttft->observe(seconds(Clock::now() - started));
+  w.ttft->observe(seconds(clock_.now() - started));
   state_->replied = true;
   if (!co_await ex_.begin_stream(status_code, content_type, out)) {
     hx.close();

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/clock.h"
 #include "call/stage.h"
 #include "llm/model.h"
 #include "transport/http_client.h"
@@ -31,13 +32,15 @@ struct InFlight {
 class ProxyStage final : public gateway::Stage {
  public:
   ProxyStage(transport::Exchange& ex, llm::Model& model, std::shared_ptr<InFlight> state,
-             std::string_view path, const llm::RouteInput& input, boost::asio::any_io_executor exec)
+             std::string_view path, const llm::RouteInput& input, boost::asio::any_io_executor exec,
+             const base::Clock& clock)
       : ex_(ex),
         model_(model),
         state_(std::move(state)),
         path_(path),
         input_(input),
-        exec_(std::move(exec)) {}
+        exec_(std::move(exec)),
+        clock_(clock) {}
 
   std::string_view name() const override { return "llm-proxy"; }
   boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next) override;
@@ -58,6 +61,7 @@ class ProxyStage final : public gateway::Stage {
   std::string_view path_;
   const llm::RouteInput& input_;
   boost::asio::any_io_executor exec_;
+  const base::Clock& clock_;
 };
 
 }  // namespace toolbridge::frontend

@@ -24,13 +24,13 @@ constexpr std::string_view kStreamPrefix = "/v1/parse/streams/";
 // Named, not a temporary inside a co_await expression (GCC 12 miscompiles those).
 const transport::Headers kNoHeaders;
 
-double ms_since(Call::Clock::time_point from) {
-  return std::chrono::duration<double, std::milli>(Call::Clock::now() - from).count();
+double ms_since(const base::Clock& clock, Call::Clock::time_point from) {
+  return std::chrono::duration<double, std::milli>(clock.now() - from).count();
 }
 
 }  // namespace
 
-Parse::Parse(gateway::Gateway& gateway) : gateway_(gateway), sweep_(gateway.io()) {
+Parse::Parse(gateway::Gateway& gateway) : gateway_(gateway), sweep_(gateway.io(), gateway.clock()) {
   auto& m = gateway_.metrics();
   m.describe("toolbridge_parse_requests_total", "counter",
              "POST /v1/parse requests and stream appends by result: answered, refused (4xx/5xx).");
@@ -69,7 +69,7 @@ asio::awaitable<void> Parse::refuse(Exchange& ex, const BatchRefusal& refusal) {
 
 std::unique_ptr<Turn> Parse::begin(Exchange& ex, const bj::value& body, bool stream,
                                    BatchRefusal& refusal) {
-  const auto arrived = Call::Clock::now();
+  const auto arrived = gateway_.clock().now();
   ParseOptions options;
   if (refusal = read_parse_options(body, options); !refusal.empty()) return nullptr;
   if (!stream && !options.has_text) {
@@ -161,7 +161,7 @@ asio::awaitable<void> Parse::finish(Exchange& ex, Turn& turn) {
     }
   }
   ++*parsed_;
-  std::string body = turn.final_json(ms_since(turn.scope().arrived));
+  std::string body = turn.final_json(ms_since(gateway_.clock(), turn.scope().arrived));
   co_await ex.reply(http::status::ok, "application/json", std::move(body), kNoHeaders);
 }
 
@@ -175,7 +175,7 @@ void Parse::drop(const std::string& id, const std::string& why) {
 }
 
 void Parse::expire_streams() {
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = gateway_.clock().now();
   const auto idle = gateway_.config().gateway.parse_stream_idle;
   std::vector<std::string> expired;
   for (const auto& [id, s] : streams_) {
@@ -267,7 +267,7 @@ asio::awaitable<void> Parse::open(Exchange& ex) {
   const std::string id = fmt::format("ps-{}", ++next_stream_);
   auto s = std::make_shared<Stream>();
   s->owner = std::move(owner);
-  s->last_used = std::chrono::steady_clock::now();
+  s->last_used = gateway_.clock().now();
   std::string progress = turn->progress_json(0, 0);
   s->turn = std::move(turn);
   streams_.emplace(id, std::move(s));
@@ -329,7 +329,7 @@ asio::awaitable<void> Parse::append(Exchange& ex, const std::string& id) {
     co_return;
   }
   Turn& turn = *s->turn;
-  s->last_used = std::chrono::steady_clock::now();
+  s->last_used = gateway_.clock().now();
   const std::size_t calls_before = turn.calls(), unparsed_before = turn.unparsed();
   turn.extractor().feed(text);
   if (done) turn.extractor().finish();

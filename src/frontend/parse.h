@@ -15,13 +15,13 @@
 // with the options above as defaults each turn may override; answered {"turns": [...]} in
 // order, so one round trip carries them all.
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 
+#include "base/clock.h"
 #include "frontend/parse_turn.h"
 #include "gateway/gateway.h"
 #include "transport/http_server.h"
@@ -45,7 +45,7 @@ class Parse {
   struct Stream {
     std::unique_ptr<Turn> turn;
     std::string owner;
-    std::chrono::steady_clock::time_point last_used;
+    base::Clock::time_point last_used;
     bool finishing = false;
   };
 
@@ -70,7 +70,7 @@ class Parse {
 
   gateway::Gateway& gateway_;
   parse::ToolIndexCache index_;
-  boost::asio::steady_timer sweep_;
+  base::Timer sweep_;
   bool sweep_armed_ = false;
   bool stopped_ = false;
   std::map<std::string, std::shared_ptr<Stream>, std::less<>> streams_;

@@ -29,7 +29,7 @@ std::string error_json(const BatchRefusal& r) {
 }  // namespace
 
 asio::awaitable<void> Parse::post_turns(Exchange& ex, const bj::value& body) {
-  const auto arrived = Call::Clock::now();
+  const auto arrived = gateway_.clock().now();
   std::vector<ParseOptions> options;
   const BatchRefusal refusal =
       read_parse_turns(body, options, gateway_.config().gateway.parse_max_turns);
@@ -72,12 +72,12 @@ asio::awaitable<void> Parse::post_turns(Exchange& ex, const bj::value& body) {
       continue;
     }
     const double ms =
-        std::chrono::duration<double, std::milli>(Call::Clock::now() - arrived).count();
+        std::chrono::duration<double, std::milli>(gateway_.clock().now() - arrived).count();
     out += turn->final_json(ms);
   }
-  out +=
-      fmt::format(R"(],"timing":{{"total_ms":{:.3f}}}}})",
-                  std::chrono::duration<double, std::milli>(Call::Clock::now() - arrived).count());
+  out += fmt::format(
+      R"(],"timing":{{"total_ms":{:.3f}}}}})",
+      std::chrono::duration<double, std::milli>(gateway_.clock().now() - arrived).count());
   ++*parsed_;
   co_await ex.reply(http::status::ok, "application/json", std::move(out), kNoHeaders);
 }

@@ -5,7 +5,6 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 #include <optional>
@@ -166,7 +165,7 @@ asio::awaitable<Result> DispatchStage::wait_and_send(Call& call, std::string err
   const auto limit =
       std::min(call.deadline, clock_.now() + std::chrono::duration_cast<base::Clock::duration>(
                                                  up.config().checkout_timeout));
-  asio::steady_timer pause(io_);
+  base::Timer pause(io_, clock_);
   upstream::Upstream::Pick picked;
   if (call.cancelled()) co_return Result::failure(Fault::kCancelled, "cancelled");
   const auto waiting = std::make_shared<StoppableWait>();

@@ -32,13 +32,14 @@ std::string_view breaker_state(const Pipeline& pipeline, const std::string& serv
 
 }  // namespace
 
-Gateway::Gateway(asio::io_context& io, config::Config config)
+Gateway::Gateway(asio::io_context& io, config::Config config, const base::Clock& clock)
     : io_(io),
+      clock_(clock),
       config_(std::move(config)),
       call_log_(telemetry::CallLog::Limits{.max_bytes = config_.gateway.call_log_max_bytes}),
       gate_(io, config_.gateway.start_concurrency),
-      sweep_(io),
-      settled_(io) {
+      sweep_(io, clock),
+      settled_(io, clock) {
   sessions_.set_owner(config_.gateway.gateway_id);
   session_dir_root_ = config_.gateway.session_dir_root;
   if (session_dir_root_.empty()) {
@@ -46,7 +47,8 @@ Gateway::Gateway(asio::io_context& io, config::Config config)
     session_dir_root_ = fmt::format("{}/toolbridge-{}", tmp && *tmp ? tmp : "/tmp", ::getpid());
   }
   for (const auto& s : config_.servers) {
-    auto up = std::make_shared<upstream::Upstream>(io_, s, gate_, metrics_, session_dir_root_);
+    auto up =
+        std::make_shared<upstream::Upstream>(io_, s, gate_, metrics_, session_dir_root_, clock_);
     up->on_catalog_changed = [this]() { rebuild_catalog(); };
     upstreams_.push_back(std::move(up));
   }
@@ -54,7 +56,7 @@ Gateway::Gateway(asio::io_context& io, config::Config config)
   if (!config_.gateway.trace.file.empty())
     trace_ = std::make_unique<telemetry::CallTrace>(config_.gateway.trace, false);
   pipeline_ = std::make_unique<Pipeline>(PipelineParts{io_, config_, catalog_, upstreams_, metrics_,
-                                                       stopping_, call_log_, trace_.get()});
+                                                       stopping_, call_log_, trace_.get(), clock_});
   methods_ = std::make_unique<Methods>(*this);
   register_metrics();
 }
@@ -144,7 +146,7 @@ std::string Gateway::start() {
     if (std::string err = trace_->error(); !err.empty()) return "trace: " + err;
     trace_->start_writer();
   }
-  settle_by_ = std::chrono::steady_clock::now() + config_.gateway.ready_timeout;
+  settle_by_ = clock_.now() + config_.gateway.ready_timeout;
   settled_.expires_at(settle_by_);
   first_starts_ = upstreams_.size();
   for (const auto& up : upstreams_) {
@@ -157,7 +159,7 @@ std::string Gateway::start() {
 }
 
 bool Gateway::settled() const {
-  return first_starts_ == 0 || std::chrono::steady_clock::now() >= settle_by_;
+  return first_starts_ == 0 || clock_.now() >= settle_by_;
 }
 
 asio::awaitable<void> Gateway::until_settled() {
@@ -173,12 +175,12 @@ void Gateway::begin_stop() {
 }
 
 asio::awaitable<void> Gateway::drain() {
-  const auto drain_until = std::chrono::steady_clock::now() + config_.gateway.shutdown_grace;
-  asio::steady_timer tick(io_);
+  const auto drain_until = clock_.now() + config_.gateway.shutdown_grace;
+  base::Timer tick(io_, clock_);
   for (;;) {
     std::size_t in_flight = 0;
     for (const auto& up : upstreams_) in_flight += up->in_flight();
-    if (in_flight == 0 || std::chrono::steady_clock::now() >= drain_until) {
+    if (in_flight == 0 || clock_.now() >= drain_until) {
       if (in_flight > 0)
         spdlog::warn("shutdown: {} calls still in flight after shutdown_grace", in_flight);
       co_return;
@@ -197,7 +199,7 @@ asio::awaitable<void> Gateway::stop_servers() {
   sessions_.clear();
   // Stop all servers at once; each is bounded by its own stop ladder.
   std::size_t remaining = upstreams_.size();
-  asio::steady_timer all_done(io_, asio::steady_timer::time_point::max());
+  base::Timer all_done(io_, clock_);
   for (const auto& up : upstreams_) {
     asio::co_spawn(io_, up->stop(), [&](std::exception_ptr) {
       if (--remaining == 0) all_done.cancel();
@@ -294,7 +296,7 @@ void Gateway::forget_unbound_trajectories() {
 
 void Gateway::forget_unbound_trajectories_now_and_then() {
   // A client at its cap that keeps naming new trajectories must not make every call a scan.
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = clock_.now();
   if (now - last_forced_forget_ < 1s) return;
   last_forced_forget_ = now;
   forget_unbound_trajectories();
@@ -320,7 +322,7 @@ void Gateway::expire_sessions() {
   sweep_.expires_after(std::clamp<std::chrono::milliseconds>(ttl / 2, 100ms, kSweepInterval));
   sweep_.async_wait([this](boost::system::error_code ec) {
     if (ec || stopping_) return;
-    const auto now = Session::Clock::now();
+    const auto now = clock_.now();
     for (auto it = sessions_.begin(); it != sessions_.end();) {
       const auto& s = it->second;
       if (s->idle() && now - s->last_seen > config_.gateway.session_idle_ttl) {
@@ -425,11 +427,13 @@ std::shared_ptr<Session> Gateway::create_session(const std::string& client, std:
         g.max_sessions, g.session_reclaim_after.count() / 1000);
     return nullptr;
   }
-  return sessions_.add(io_, client);
+  auto session = sessions_.add(io_, client);
+  session->last_seen = clock_.now();
+  return session;
 }
 
 bool Gateway::evict_idle_session(const std::string* client) {
-  const auto seen_before = Session::Clock::now() - config_.gateway.session_reclaim_after;
+  const auto seen_before = clock_.now() - config_.gateway.session_reclaim_after;
   auto victim = sessions_.idle_longest(client, seen_before);
   if (!victim) return false;
   spdlog::info("session {} of {} closed to make room for a new one ({})", victim->id(),

@@ -4,13 +4,13 @@
 // into sessions, messages and Calls; everything they run goes through here.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "base/clock.h"
 #include "catalog/catalog.h"
 #include "config/config.h"
 #include "gateway/pipeline.h"
@@ -27,7 +27,10 @@ class Methods;
 
 class Gateway {
  public:
-  Gateway(boost::asio::io_context& io, config::Config config);
+  // Every clock read and timer of the gateway and its front ends goes through `clock` (unit
+  // tests pass a base::ManualClock).
+  Gateway(boost::asio::io_context& io, config::Config config,
+          const base::Clock& clock = base::steady_clock());
   ~Gateway();
 
   // Starts every server concurrently (bounded by start_concurrency) and the session sweep.
@@ -47,6 +50,7 @@ class Gateway {
   boost::asio::awaitable<void> until_settled();
 
   boost::asio::io_context& io() { return io_; }
+  const base::Clock& clock() const { return clock_; }
   const config::Config& config() const { return config_; }
   const catalog::Catalog& catalog() const { return catalog_; }
   const Pipeline& pipeline() const { return *pipeline_; }
@@ -89,6 +93,7 @@ class Gateway {
   void register_metrics();
 
   boost::asio::io_context& io_;
+  const base::Clock& clock_;
   config::Config config_;
   telemetry::Metrics metrics_;
   telemetry::CallLog call_log_;
@@ -102,11 +107,11 @@ class Gateway {
   SessionTable sessions_;
   std::unordered_map<std::string, std::string> trajectory_owners_;   // name -> owner
   std::unordered_map<std::string, std::size_t> owned_trajectories_;  // owner -> names
-  std::chrono::steady_clock::time_point last_forced_forget_{};
-  boost::asio::steady_timer sweep_;
-  std::size_t first_starts_ = 0;       // servers whose first start has not finished
-  boost::asio::steady_timer settled_;  // expires at ready_timeout; cancelled when settled
-  std::chrono::steady_clock::time_point settle_by_{};
+  base::Clock::time_point last_forced_forget_{};
+  base::Timer sweep_;
+  std::size_t first_starts_ = 0;  // servers whose first start has not finished
+  base::Timer settled_;           // expires at ready_timeout; cancelled when settled
+  base::Clock::time_point settle_by_{};
   std::string session_dir_root_;  // per_session servers' ${session.dir} directories go here
 };
 

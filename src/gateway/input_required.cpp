@@ -157,8 +157,9 @@ void Conversation::refuse_all(const std::string& why) {
   asks_.clear();
 }
 
-InputRequired::InputRequired(std::size_t max_parked, std::chrono::milliseconds ttl)
-    : max_parked_(max_parked), ttl_(ttl) {
+InputRequired::InputRequired(std::size_t max_parked, std::chrono::milliseconds ttl,
+                             const base::Clock& clock)
+    : clock_(clock), max_parked_(max_parked), ttl_(ttl) {
   if (RAND_bytes(key_, sizeof key_) != 1) {
     std::random_device rd;  // OpenSSL's generator failing is near impossible; still a fresh key
     for (auto& b : key_) b = static_cast<unsigned char>(rd());
@@ -188,7 +189,7 @@ void InputRequired::drop(std::map<std::uint64_t, Entry>::iterator it, const std:
 }
 
 void InputRequired::purge() {
-  const auto now = Clock::now();
+  const auto now = clock_.now();
   for (auto it = parked_.begin(); it != parked_.end();) {
     auto next = std::next(it);
     if (it->second.expires <= now) {
@@ -207,7 +208,7 @@ std::string InputRequired::park(const std::shared_ptr<Conversation>& conv) {
          "too many calls wait for their agents' input (gateway.max_input_required)");
   }
   conv->parked = true;
-  parked_[conv->id] = Entry{conv, Clock::now() + ttl_};
+  parked_[conv->id] = Entry{conv, clock_.now() + ttl_};
   const std::string payload = std::to_string(conv->id) + ":" + std::to_string(conv->round) + ":" +
                               conv->method + "\n" + conv->name;
   return base64(payload) + "." + mac(payload);

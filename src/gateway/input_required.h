@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "gateway/session.h"
 #include "mcp/revision.h"
 
@@ -69,7 +70,7 @@ class Conversation : public PostStream {
 // conversations, bounded in count and lifetime.
 class InputRequired {
  public:
-  InputRequired(std::size_t max_parked, std::chrono::milliseconds ttl);
+  InputRequired(std::size_t max_parked, std::chrono::milliseconds ttl, const base::Clock& clock);
 
   // Parks `conv` (again, for a later round) and returns the state the client must echo.
   std::string park(const std::shared_ptr<Conversation>& conv);
@@ -85,7 +86,7 @@ class InputRequired {
   std::string mac(std::string_view payload) const;
 
  private:
-  using Clock = std::chrono::steady_clock;
+  using Clock = base::Clock;
   struct Entry {
     std::shared_ptr<Conversation> conv;
     Clock::time_point expires;
@@ -93,6 +94,7 @@ class InputRequired {
   void drop(std::map<std::uint64_t, Entry>::iterator it, const std::string& why);
   void purge();
 
+  const base::Clock& clock_;
   std::size_t max_parked_;
   std::chrono::milliseconds ttl_;
   unsigned char key_[32];

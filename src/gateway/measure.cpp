@@ -13,8 +13,8 @@ const std::string& logged_trajectory(const Call& call) {
 }  // namespace
 
 MeasureStage::MeasureStage(telemetry::Metrics& metrics, telemetry::CallLog& log,
-                           telemetry::CallTrace* trace)
-    : metrics_(metrics), log_(log), trace_(trace) {
+                           telemetry::CallTrace* trace, const base::Clock& clock)
+    : metrics_(metrics), log_(log), trace_(trace), clock_(clock) {
   metrics_.describe("toolbridge_calls_total", "counter",
                     "Requests forwarded to servers, by server, tool (or method) and outcome "
                     "(ok, tool_error, error, timeout, crashed, unavailable, shed).");
@@ -39,16 +39,15 @@ MeasureStage::Series& MeasureStage::series(const Call& call) {
   return it->second;
 }
 
-std::chrono::system_clock::time_point MeasureStage::wall_time(Call::Clock::time_point t,
-                                                              Call::Clock::time_point now) {
-  using std::chrono::system_clock;
+base::Clock::wall_time_point MeasureStage::wall_time(Call::Clock::time_point t,
+                                                     Call::Clock::time_point now) {
+  using Wall = base::Clock::wall_time_point;
   if (offset_read_ == Call::Clock::time_point{} || now - offset_read_ > std::chrono::seconds(1)) {
-    wall_offset_ = system_clock::now().time_since_epoch() -
-                   std::chrono::duration_cast<system_clock::duration>(now.time_since_epoch());
+    wall_offset_ = clock_.wall_now().time_since_epoch() -
+                   std::chrono::duration_cast<Wall::duration>(now.time_since_epoch());
     offset_read_ = now;
   }
-  return system_clock::time_point(
-      std::chrono::duration_cast<system_clock::duration>(t.time_since_epoch()) + wall_offset_);
+  return Wall(std::chrono::duration_cast<Wall::duration>(t.time_since_epoch()) + wall_offset_);
 }
 
 void MeasureStage::fill(telemetry::CallRecord& r, const Call& call, const Result& result,
@@ -78,7 +77,7 @@ boost::asio::awaitable<Result> MeasureStage::handle(Call& call, Next next) {
   const telemetry::CallLog::Handle handle =
       log_.begin(logged_trajectory(call), call.route.server, call.route.label, call.started);
   Result result = co_await next(call);
-  const auto now = Call::Clock::now();
+  const auto now = clock_.now();
   // Filled in place, then ended with no suspension in between (CallLog::slot).
   telemetry::CallRecord& r = log_.slot(handle);
   fill(r, call, result, handle.seq, now);

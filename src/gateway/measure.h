@@ -17,7 +17,8 @@ namespace toolbridge::gateway {
 class MeasureStage final : public Stage {
  public:
   // `trace` may be null (no call trace configured).
-  MeasureStage(telemetry::Metrics& metrics, telemetry::CallLog& log, telemetry::CallTrace* trace);
+  MeasureStage(telemetry::Metrics& metrics, telemetry::CallLog& log, telemetry::CallTrace* trace,
+               const base::Clock& clock);
   std::string_view name() const override { return "measure"; }
   boost::asio::awaitable<Result> handle(Call& call, Next next) override;
 
@@ -34,16 +35,16 @@ class MeasureStage final : public Stage {
   // Fills `r` (a reused record: every field is set) with what the call did.
   void fill(telemetry::CallRecord& r, const Call& call, const Result& result, std::uint64_t seq,
             Call::Clock::time_point now);
-  // The wall-clock time of `t`, from the steady clock and an offset read again every second
-  // (one system clock read a second instead of one a call).
-  std::chrono::system_clock::time_point wall_time(Call::Clock::time_point t,
-                                                  Call::Clock::time_point now);
+  // The wall-clock time of `t`, from the monotonic clock and an offset read again every second
+  // (one wall clock read a second instead of one a call).
+  base::Clock::wall_time_point wall_time(Call::Clock::time_point t, Call::Clock::time_point now);
 
   telemetry::Metrics& metrics_;
   telemetry::CallLog& log_;
   telemetry::CallTrace* trace_;
+  const base::Clock& clock_;
   std::unordered_map<std::string, Series> series_;  // by display name (unique per pair)
-  std::chrono::system_clock::duration wall_offset_{};
+  base::Clock::wall_time_point::duration wall_offset_{};
   Call::Clock::time_point offset_read_{};
 };
 

@@ -363,6 +363,7 @@ void Methods::release(const Incoming& in) {
 
 std::shared_ptr<Call> Methods::make_call(const Incoming& in, std::string& error) {
   auto call = std::make_shared<Call>();
+  call->started = gateway_.clock().now();
   call->method = in.env.method;
   call->id = in.id;
   call->params = in.env.params.empty() ? std::string("{}") : std::string(in.params());

@@ -15,19 +15,20 @@
 
 namespace toolbridge::gateway {
 
-Pipeline::Pipeline(const PipelineParts& p) {
+Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
   // resolve → authorize → measure → owner → repair → cache → shared_rate → admission → retry
   // → breaker → deadline → dispatch
   chain_.push_back(std::make_unique<catalog::ResolveStage>(p.catalog, p.upstreams, p.stopping,
                                                            p.config.gateway.separator));
   chain_.push_back(std::make_unique<policy::AuthorizeStage>());
-  auto measure = std::make_unique<MeasureStage>(p.metrics, p.call_log, p.trace);
+  auto measure = std::make_unique<MeasureStage>(p.metrics, p.call_log, p.trace, p.clock);
   measure_ = measure.get();
   chain_.push_back(std::move(measure));
   chain_.push_back(std::make_unique<policy::TrajectoryOwnerStage>(p.io, p.config.gateway, p.clock));
   chain_.push_back(std::make_unique<repair::RepairStage>(p.catalog, p.config, p.metrics));
   // A hit takes no admission slot (nor a share of its tenant's rate).
-  chain_.push_back(std::make_unique<cache::CacheStage>(p.io, p.config, p.catalog, p.metrics));
+  chain_.push_back(
+      std::make_unique<cache::CacheStage>(p.io, p.config, p.catalog, p.metrics, p.clock));
   chain_.push_back(
       std::make_unique<policy::SharedRateStage>(p.io, p.config.gateway, p.metrics, p.clock));
   auto admission = std::make_unique<policy::AdmissionStage>(p.io, p.config, p.metrics, p.clock);

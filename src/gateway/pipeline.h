@@ -49,12 +49,15 @@ class Pipeline {
   // For front ends that run their own last stage: every request they answer is measured (metrics,
   // the call log, the trace) as a call is.
   Stage& measure_stage() const { return *measure_; }
+  // The clock every stage reads and waits on (and the calls' `started`).
+  const base::Clock& clock() const { return clock_; }
 
  private:
   std::vector<std::unique_ptr<Stage>> chain_;
   const policy::BreakerStage* breakers_ = nullptr;
   policy::AdmissionStage* admission_ = nullptr;
   Stage* measure_ = nullptr;
+  const base::Clock& clock_;
 };
 
 }  // namespace toolbridge::gateway

@@ -2,7 +2,6 @@
 // A downstream MCP session (one agent trajectory): negotiated version and capabilities, the
 // streams that carry messages to it, and the requests it has in flight.
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/container/deque.hpp>
 #include <boost/container/flat_map.hpp>
 #include <boost/container/small_vector.hpp>
@@ -14,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "base/clock.h"
 #include "call/call.h"
 #include "mcp/protocol.h"
 #include "upstream/instance.h"
@@ -30,9 +30,10 @@ class Channel {
 
   explicit Channel(boost::asio::io_context& io) : io_(io) {}
   // The timer a writer waits on (made at first use: most POSTs never wait, and making a timer
-  // looks up the timer service under a lock). notify() cancels a wait.
-  boost::asio::steady_timer& wake() {
-    if (!wake_) wake_.emplace(io_, boost::asio::steady_timer::time_point::max());
+  // looks up the timer service under a lock), on the clock of the first caller. notify()
+  // cancels a wait.
+  base::Timer& wake(const base::Clock& clock) {
+    if (!wake_) wake_.emplace(io_, clock);
     return *wake_;
   }
   void notify() {
@@ -69,7 +70,7 @@ class Channel {
 
  private:
   boost::asio::io_context& io_;
-  std::optional<boost::asio::steady_timer> wake_;
+  std::optional<base::Timer> wake_;
 };
 
 class Session;
@@ -108,7 +109,7 @@ class PostStream : public upstream::CallSink, public std::enable_shared_from_thi
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  using Clock = std::chrono::steady_clock;
+  using Clock = base::Clock;
   Session(boost::asio::io_context& /*io*/, std::string id, std::string client = {})
       : id_(std::move(id)), client_(std::move(client)) {}
 
@@ -131,7 +132,7 @@ class Session : public std::enable_shared_from_this<Session> {
   mcp::ClientCapabilities caps;
   bool initialized = false;
   int min_log_rank = 0;
-  Clock::time_point last_seen = Clock::now();
+  Clock::time_point last_seen{};  // set from the gateway's clock when made and when used
 
   // The open GET stream, if any; messages not tied to a POST go there.
   std::shared_ptr<Channel> get_stream;

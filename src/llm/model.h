@@ -4,7 +4,6 @@
 // this keeps the state they share.
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -79,7 +78,7 @@ class Model {
   std::vector<Worker> workers_;
   std::unique_ptr<RoutingPolicy> policy_;
   std::uint64_t* retries_ = nullptr;
-  boost::asio::steady_timer health_timer_;
+  base::Timer health_timer_;
   bool stopped_ = false;
 };
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "base/jitter.h"
@@ -54,7 +53,7 @@ asio::awaitable<gateway::Result> RetryStage::handle(gateway::Call& call, gateway
     spdlog::info("[{}] retrying {} (attempt {}): {}", call.route.server, call.route.display_name,
                  call.attempts + 1, result.why);
     if (first_failure.why.empty()) first_failure = result;
-    asio::steady_timer pause(io_, pause_());
+    base::Timer pause(io_, clock_, pause_());
     boost::system::error_code ec;
     co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (call.cancelled()) co_return gateway::Result::failure(Fault::kCancelled, "cancelled");

@@ -52,7 +52,7 @@ SharedRateStage::SharedRateStage(boost::asio::io_context& io, const config::Gate
   if (any_rate_ && !shared.address.empty()) {
     const std::size_t colon = shared.address.rfind(':');
     const auto port = static_cast<unsigned short>(std::stoi(shared.address.substr(colon + 1)));
-    redis_ = std::make_unique<cache::RedisClient>(io, shared.address.substr(0, colon), port,
+    redis_ = std::make_unique<cache::RedisClient>(io, clock, shared.address.substr(0, colon), port,
                                                   shared.timeout);
   }
   member_prefix_ = (g.gateway_id.empty() ? std::to_string(::getpid()) : g.gateway_id) + "." +

@@ -17,7 +17,7 @@ TrajectoryOwnerStage::TrajectoryOwnerStage(boost::asio::io_context& io, const co
   claim_ = g.gateway_id + "#" + transport::random_session_id().substr(0, 12);
   const std::size_t colon = address.rfind(':');
   const auto port = static_cast<unsigned short>(std::stoi(address.substr(colon + 1)));
-  redis_ = std::make_unique<cache::RedisClient>(io, address.substr(0, colon), port,
+  redis_ = std::make_unique<cache::RedisClient>(io, clock, address.substr(0, colon), port,
                                                 g.shared_limits.timeout);
 }
 

@@ -14,6 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/clock.h"
+
 namespace toolbridge::telemetry {
 
 // One finished call, as the trace and the trajectory view show it.
@@ -44,7 +46,7 @@ struct CallRecord {
 
 class CallLog {
  public:
-  using Clock = std::chrono::steady_clock;
+  using Clock = base::Clock;
   struct Limits {
     std::size_t trajectories = 4096;    // the least recently active idle one goes first
     std::size_t calls_kept = 256;       // per trajectory; the summary counts all of them

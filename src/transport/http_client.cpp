@@ -4,11 +4,12 @@
 
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/string.hpp>
 #include <limits>
 #include <map>
+
+#include "base/clock.h"
 
 namespace toolbridge::transport {
 
@@ -50,11 +51,10 @@ class HttpClientPool {
 
  private:
   struct Origin {
-    explicit Origin(const asio::any_io_executor& ex)
-        : slot_free(ex, asio::steady_timer::time_point::max()) {}
+    explicit Origin(const asio::any_io_executor& ex) : slot_free(ex, base::steady_clock()) {}
     std::vector<std::shared_ptr<HttpConnection>> idle;
     std::size_t busy = 0;
-    asio::steady_timer slot_free;  // never expires; cancel() wakes every waiter
+    base::Timer slot_free;  // never expires; cancel() wakes every waiter
   };
   Origin& origin(const Url& url) { return origins_.try_emplace(url.origin(), ex_).first->second; }
   std::shared_ptr<HttpConnection> take_idle(Origin& o);

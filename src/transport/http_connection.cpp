@@ -7,10 +7,11 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/stream_traits.hpp>
 #include <cerrno>
+
+#include "base/clock.h"
 
 namespace toolbridge::transport {
 
@@ -60,9 +61,10 @@ asio::awaitable<HttpError> HttpConnection::connect(const Url& origin, bool verif
                                                    std::chrono::milliseconds handshake_timeout) {
   auto self = shared_from_this();
   const auto ex = lowest().get_executor();
-  // Name resolution has no stream timer: a timer cancels it instead.
+  // Name resolution has no stream timer: a timer cancels it instead. Like the stream's own
+  // timers (Beast's), it waits real time: what it bounds is the network.
   resolver_ = std::make_shared<tcp::resolver>(ex);
-  asio::steady_timer resolve_limit(ex);
+  base::Timer resolve_limit(ex, base::steady_clock());
   if (connect_timeout > kNoTimeout) {
     resolve_limit.expires_after(connect_timeout);
     resolve_limit.async_wait([resolver = resolver_](error_code ec) {

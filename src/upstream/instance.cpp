@@ -19,12 +19,14 @@ namespace asio = boost::asio;
 namespace bj = boost::json;
 using namespace std::chrono_literals;
 
-Instance::Instance(asio::io_context& io, config::Server server, std::uint64_t number)
+Instance::Instance(asio::io_context& io, config::Server server, std::uint64_t number,
+                   const base::Clock& clock)
     : io_(io),
+      clock_(clock),
       server_(std::move(server)),
       number_(number),
-      invalid_log_(base::steady_clock(), server_.log_garbage_lines, server_.log_interval),
-      repaired_log_(base::steady_clock(), server_.log_garbage_lines, server_.log_interval) {}
+      invalid_log_(clock_, server_.log_garbage_lines, server_.log_interval),
+      repaired_log_(clock_, server_.log_garbage_lines, server_.log_interval) {}
 
 Instance::~Instance() {
   // The transport's readers hold it, not us: without this a child nobody stopped would live
@@ -51,9 +53,10 @@ Transport::Handlers Instance::transport_handlers() {
 asio::awaitable<std::string> Instance::start() {
   // A url means HTTP; a command, a child process on stdio.
   if (server_.remote()) {
-    transport_ = std::make_shared<Remote>(io_, server_, transport_handlers());
+    transport_ = std::make_shared<Remote>(io_, clock_, server_, transport_handlers());
   } else {
-    transport_ = std::make_shared<StdioTransport>(io_, server_, number_, transport_handlers());
+    transport_ =
+        std::make_shared<StdioTransport>(io_, clock_, server_, number_, transport_handlers());
   }
   std::string error = transport_->open();
   if (!error.empty()) {
@@ -112,7 +115,7 @@ void Instance::call(std::string_view method, std::string params, std::string cal
   entry.sink = std::move(sink);
   entry.display_name = display_name;
   entry.timeout = timeout;
-  entry.expires = std::chrono::steady_clock::now() + timeout;
+  entry.expires = clock_.now() + timeout;
   const auto expires = entry.expires;
   if (stateless_) {
     entry.method = std::string(method);
@@ -124,22 +127,22 @@ void Instance::call(std::string_view method, std::string params, std::string cal
   write(json::make_request(id_text, method, params), id);
 }
 
-void Instance::arm_deadline(std::chrono::steady_clock::time_point at) {
+void Instance::arm_deadline(Clock::time_point at) {
   if (at >= deadline_armed_) return;  // the timer fires sooner and re-arms for what is left
   deadline_armed_ = at;
-  if (!deadline_timer_) deadline_timer_ = std::make_unique<asio::steady_timer>(io_);
+  if (!deadline_timer_) deadline_timer_ = std::make_unique<base::Timer>(io_, clock_);
   deadline_timer_->expires_at(at);  // cancels a later wait, whose handler then does nothing
   deadline_timer_->async_wait([weak = weak_from_this()](boost::system::error_code ec) {
     auto self = weak.lock();
     if (ec || !self) return;
-    self->deadline_armed_ = std::chrono::steady_clock::time_point::max();
+    self->deadline_armed_ = Clock::time_point::max();
     self->expire_due();
   });
 }
 
 void Instance::expire_due() {
-  const auto now = std::chrono::steady_clock::now();
-  auto next = std::chrono::steady_clock::time_point::max();
+  const auto now = clock_.now();
+  auto next = Clock::time_point::max();
   std::vector<std::uint64_t> due;
   for (const auto& [id, p] : pending_) {
     if (p.expires <= now) {
@@ -156,7 +159,7 @@ void Instance::expire_due() {
     time_out(id, std::move(p));
   }
   // Calls forwarded by the callbacks above armed the timer themselves.
-  if (next != std::chrono::steady_clock::time_point::max()) arm_deadline(next);
+  if (next != Clock::time_point::max()) arm_deadline(next);
 }
 
 void Instance::time_out(std::uint64_t id, Pending p) {

@@ -5,7 +5,6 @@
 // never meet.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/json.hpp>
 #include <chrono>
 #include <cstdint>
@@ -14,6 +13,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "base/clock.h"
 #include "config/config.h"
 #include "json/envelope.h"
 #include "mcp/protocol.h"
@@ -55,11 +55,13 @@ struct Catalog {
 
 class Instance : public std::enable_shared_from_this<Instance> {
  public:
-  using Clock = std::chrono::steady_clock;
+  using Clock = base::Clock;
   enum class State { kStarting, kReady, kStopping, kExited };
 
   // Keeps its own copy of `server`: per_session instances differ in args, env and cwd.
-  Instance(boost::asio::io_context& io, config::Server server, std::uint64_t number);
+  // Its call deadlines, timers and its transport's read `clock`.
+  Instance(boost::asio::io_context& io, config::Server server, std::uint64_t number,
+           const base::Clock& clock = base::steady_clock());
   ~Instance();
 
   // Spawns, initialises and lists the catalog, bounded by the startup timeout. Returns an
@@ -121,7 +123,7 @@ class Instance : public std::enable_shared_from_this<Instance> {
     std::shared_ptr<CallSink> sink;  // null for the instance's own requests
     std::function<void(std::string_view line, const json::Envelope&)> internal;
     // When a forwarded call times out (max: never; the instance's own requests time themselves).
-    std::chrono::steady_clock::time_point expires = std::chrono::steady_clock::time_point::max();
+    Clock::time_point expires = Clock::time_point::max();
     std::string display_name;  // "server__tool" for messages
     std::chrono::milliseconds timeout{0};
     bool sent = false;  // its bytes reached the child's stdin
@@ -167,7 +169,7 @@ class Instance : public std::enable_shared_from_this<Instance> {
   void check_responsive(const std::string& after);
   // One timer per instance, armed for the earliest deadline of the calls in flight (not a timer
   // per call: arming and cancelling one per call cost a scheduler round trip each).
-  void arm_deadline(std::chrono::steady_clock::time_point at);
+  void arm_deadline(Clock::time_point at);
   void expire_due();
   void time_out(std::uint64_t id, Pending p);
   // `timeout` bounds each request (none during startup: startup_timeout bounds it all).
@@ -178,6 +180,7 @@ class Instance : public std::enable_shared_from_this<Instance> {
   boost::asio::awaitable<void> relist_loop();
 
   boost::asio::io_context& io_;
+  const base::Clock& clock_;
   const config::Server server_;
   std::uint64_t number_;
   State state_ = State::kStarting;
@@ -200,10 +203,9 @@ class Instance : public std::enable_shared_from_this<Instance> {
   bool relist_again_ = false;
   std::string list_error_;
   int list_failures_ = 0;
-  std::shared_ptr<boost::asio::steady_timer> relist_wait_;  // the backoff before a retry
-  std::unique_ptr<boost::asio::steady_timer> deadline_timer_;
-  std::chrono::steady_clock::time_point deadline_armed_ =
-      std::chrono::steady_clock::time_point::max();
+  std::shared_ptr<base::Timer> relist_wait_;  // the backoff before a retry
+  std::unique_ptr<base::Timer> deadline_timer_;
+  Clock::time_point deadline_armed_ = Clock::time_point::max();
 };
 
 }  // namespace toolbridge::upstream

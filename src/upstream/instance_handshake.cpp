@@ -1,7 +1,6 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "json/parse.h"
@@ -26,7 +25,7 @@ asio::awaitable<std::string> Instance::initialize() {
   std::string error;
 
   // Everything up to the first catalog is bounded by one startup timeout.
-  asio::steady_timer limit(io_, server_.startup_timeout);
+  base::Timer limit(io_, clock_, server_.startup_timeout);
   bool timed_out = false;
   limit.async_wait([this, &timed_out, self](boost::system::error_code ec) {
     if (ec || state_ != State::kStarting) return;
@@ -153,7 +152,7 @@ asio::awaitable<bj::value> Instance::request(std::string_view method, std::strin
     co_return nullptr;
   }
   const std::uint64_t id = next_id_++;
-  asio::steady_timer done(io_, asio::steady_timer::time_point::max());
+  base::Timer done(io_, clock_);
   bj::value result;
   bool answered = false;
   Pending p;
@@ -183,7 +182,7 @@ asio::awaitable<bj::value> Instance::request(std::string_view method, std::strin
   ++own_in_flight_;
   const std::string request_text = json::make_request(std::to_string(id), method, params);
   write(request_text);
-  asio::steady_timer limit(io_);
+  base::Timer limit(io_, clock_);
   if (timeout.count() > 0) {
     limit.expires_after(timeout);
     limit.async_wait([this, id, &answered, &error, &done, method = std::string(method),

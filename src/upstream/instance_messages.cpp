@@ -3,7 +3,6 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "base/jitter.h"
@@ -202,7 +201,7 @@ asio::awaitable<void> Instance::relist_loop() {
         "retrying in {} ms",
         server_.name, list_failures_, err, delay.count());
     if (!relist_again_) {
-      relist_wait_ = std::make_shared<asio::steady_timer>(io_, delay);
+      relist_wait_ = std::make_shared<base::Timer>(io_, clock_, delay);
       auto wait = relist_wait_;
       boost::system::error_code ec;
       co_await wait->async_wait(asio::redirect_error(asio::use_awaitable, ec));
@@ -258,7 +257,7 @@ void Instance::on_server_request(std::string_view line, const json::Envelope& en
   ++server_requests_;
   // Settled once: by the agent's reply or by the timeout, whichever comes first.
   auto settled = std::make_shared<bool>(false);
-  auto timer = std::make_shared<asio::steady_timer>(io_, server_.server_request_timeout);
+  auto timer = std::make_shared<base::Timer>(io_, clock_, server_.server_request_timeout);
   timer->async_wait([weak = weak_from_this(), timer, settled, id,
                      method = env.method](boost::system::error_code ec) {
     auto self = weak.lock();

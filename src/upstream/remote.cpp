@@ -58,12 +58,14 @@ bool before_sending(const transport::HttpError& e) {
 }
 }  // namespace
 
-Remote::Remote(asio::io_context& io, const config::Server& server, Handlers handlers)
+Remote::Remote(asio::io_context& io, const base::Clock& clock, const config::Server& server,
+               Handlers handlers)
     : io_(io),
+      clock_(clock),
       server_(server),
       handlers_(std::move(handlers)),
       client_(io.get_executor(), client_options(server_)),
-      endpoint_known_(io, asio::steady_timer::time_point::max()) {}
+      endpoint_known_(io, clock) {}
 
 Remote::~Remote() = default;
 
@@ -206,7 +208,7 @@ asio::awaitable<void> Remote::stop() {
   close();
   boost::system::error_code ec;
   for (auto waited = 0ms; running_ > 0 && waited < server_.stop_grace; waited += 5ms) {
-    asio::steady_timer tick(io_, 5ms);
+    base::Timer tick(io_, clock_, 5ms);
     co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
 }
@@ -436,7 +438,7 @@ asio::awaitable<void> Remote::get_stream(std::string last_event_id, long retry_m
                                     kMaxResumes));
         co_return;
       }
-      asio::steady_timer wait(io_, std::chrono::milliseconds(retry_ms));
+      base::Timer wait(io_, clock_, std::chrono::milliseconds(retry_ms));
       error_code wec;
       co_await wait.async_wait(asio::redirect_error(asio::use_awaitable, wec));
       if (closed_) co_return;

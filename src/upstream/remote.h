@@ -5,7 +5,6 @@
 // go to the same line handler the stdio reader feeds, so the MCP session logic stays in Instance.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -13,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "config/config.h"
 #include "transport/http_client.h"
 #include "transport/sse_reader.h"
@@ -22,7 +22,8 @@ namespace toolbridge::upstream {
 
 class Remote : public Transport, public std::enable_shared_from_this<Remote> {
  public:
-  Remote(boost::asio::io_context& io, const config::Server& server, Handlers handlers);
+  Remote(boost::asio::io_context& io, const base::Clock& clock, const config::Server& server,
+         Handlers handlers);
   ~Remote() override;
 
   // Checks the URL and loads the trusted certificates. Returns an error message, empty on
@@ -105,6 +106,7 @@ class Remote : public Transport, public std::enable_shared_from_this<Remote> {
   std::string where() const;
 
   boost::asio::io_context& io_;
+  const base::Clock& clock_;
   const config::Server server_;  // a copy: coroutines may outlive the Instance
   Handlers handlers_;
   transport::HttpClient client_;
@@ -124,7 +126,7 @@ class Remote : public Transport, public std::enable_shared_from_this<Remote> {
     ~Running() { --r.running_; }
     Remote& r;
   };
-  boost::asio::steady_timer endpoint_known_;  // legacy: cancelled when `endpoint` arrives
+  base::Timer endpoint_known_;  // legacy: cancelled when `endpoint` arrives
 };
 
 }  // namespace toolbridge::upstream

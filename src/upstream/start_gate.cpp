@@ -12,7 +12,7 @@ asio::awaitable<void> StartGate::acquire() {
     --free_;
     co_return;
   }
-  auto t = std::make_shared<asio::steady_timer>(io_, asio::steady_timer::time_point::max());
+  auto t = std::make_shared<base::Timer>(io_, base::steady_clock());
   waiters_.push_back(t);
   boost::system::error_code ec;
   co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));

@@ -3,10 +3,11 @@
 // and a burst of 500 new sessions must not fork 500 processes at once).
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <cstddef>
 #include <deque>
 #include <memory>
+
+#include "base/clock.h"
 
 namespace toolbridge::upstream {
 
@@ -19,7 +20,7 @@ class StartGate {
  private:
   boost::asio::io_context& io_;
   std::size_t free_;
-  std::deque<std::shared_ptr<boost::asio::steady_timer>> waiters_;
+  std::deque<std::shared_ptr<base::Timer>> waiters_;  // wake-ups: never expire, cancelled
 };
 
 }  // namespace toolbridge::upstream

@@ -29,9 +29,11 @@ std::string tail_text(const std::deque<std::string>& lines) {
 }
 }  // namespace
 
-StdioTransport::StdioTransport(asio::io_context& io, const config::Server& server,
-                               std::uint64_t number, Handlers handlers)
+StdioTransport::StdioTransport(asio::io_context& io, const base::Clock& clock,
+                               const config::Server& server, std::uint64_t number,
+                               Handlers handlers)
     : io_(io),
+      clock_(clock),
       server_(server),
       number_(number),
       handlers_(std::move(handlers)),
@@ -40,9 +42,9 @@ StdioTransport::StdioTransport(asio::io_context& io, const config::Server& serve
       stderr_(io),
       pidfd_(io),
       framer_(server_.max_line_bytes),
-      exited_(io, asio::steady_timer::time_point::max()),
-      stderr_log_(base::steady_clock(), server_.log_stderr_lines, server_.log_interval),
-      dropped_log_(base::steady_clock(), server_.log_garbage_lines, server_.log_interval) {}
+      exited_(io, clock),
+      stderr_log_(clock, server_.log_stderr_lines, server_.log_interval),
+      dropped_log_(clock, server_.log_garbage_lines, server_.log_interval) {}
 
 // Descriptors close with their owners; Child's destructor kills and reaps if stop() never ran.
 StdioTransport::~StdioTransport() = default;
@@ -135,7 +137,7 @@ asio::awaitable<void> StdioTransport::write_loop() {
       stdin_.close(ignored);
       // A broken pipe usually means the process is exiting: give the exit watcher a moment so
       // the error names the exit code rather than the symptom.
-      auto grace = std::make_shared<asio::steady_timer>(io_, server_.stop_grace);
+      auto grace = std::make_shared<base::Timer>(io_, clock_, server_.stop_grace);
       grace->async_wait(
           [self = shared_from_this(), grace, why = ec.message()](boost::system::error_code) {
             self->fail("its stdin broke (" + why + ")");

@@ -4,11 +4,11 @@
 // (close stdin -> SIGTERM -> SIGKILL to its group).
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <deque>
 #include <memory>
 #include <vector>
 
+#include "base/clock.h"
 #include "config/config.h"
 #include "process/child.h"
 #include "transport/line_framer.h"
@@ -19,8 +19,8 @@ namespace toolbridge::upstream {
 
 class StdioTransport : public Transport, public std::enable_shared_from_this<StdioTransport> {
  public:
-  StdioTransport(boost::asio::io_context& io, const config::Server& server, std::uint64_t number,
-                 Handlers handlers);
+  StdioTransport(boost::asio::io_context& io, const base::Clock& clock,
+                 const config::Server& server, std::uint64_t number, Handlers handlers);
   ~StdioTransport() override;
 
   std::string open() override;
@@ -38,6 +38,7 @@ class StdioTransport : public Transport, public std::enable_shared_from_this<Std
   void fail(const std::string& reason);
 
   boost::asio::io_context& io_;
+  const base::Clock& clock_;
   const config::Server server_;  // a copy: coroutines may outlive the Instance
   const std::uint64_t number_;
   Handlers handlers_;
@@ -53,7 +54,7 @@ class StdioTransport : public Transport, public std::enable_shared_from_this<Std
   bool writing_ = false;
   bool stopping_ = false;  // stop() or abort() began: handlers are not called any more
   std::deque<std::string> stderr_tail_;
-  boost::asio::steady_timer exited_;  // cancelled once the child is reaped
+  base::Timer exited_;                // cancelled once the child is reaped
   NoiseLog stderr_log_;               // the server's stderr lines
   NoiseLog dropped_log_;              // writes dropped because the server does not read
 };

@@ -48,9 +48,9 @@ Supervisor::Supervisor(asio::io_context& io, config::Server server, StartGate& g
       clock_(clock),
       backoff_(server_.restart_backoff_initial, server_.restart_backoff_max, random),
       recycling_(recycle_limits(server_)),
-      retry_timer_(io),
-      refill_timer_(io),
-      tick_timer_(io) {
+      retry_timer_(io, clock),
+      refill_timer_(io, clock),
+      tick_timer_(io, clock) {
   uses_dir_ = server_.policy == Policy::kPerSession && server_.uses_session_var("${session.dir}");
   uses_id_ = server_.policy == Policy::kPerSession && server_.uses_session_var("${session.id}");
   // Counters exist from the start, so a dashboard sees 0 rather than no series.
@@ -103,7 +103,7 @@ std::shared_ptr<Member> Supervisor::launch(const std::string& key) {
   const std::string_view session = key.empty() ? std::string_view("toolbridge-catalog") : key;
   config::Server config =
       server_.policy == Policy::kPerSession ? for_session(server_, session, m->dir) : server_;
-  m->inst = std::make_shared<Instance>(io_, std::move(config), number);
+  m->inst = std::make_shared<Instance>(io_, std::move(config), number, clock_);
   members_.push_back(m);
   asio::co_spawn(
       io_,
@@ -332,7 +332,7 @@ asio::awaitable<void> Supervisor::stop() {
   // one after another.
   auto members = members_;
   std::size_t remaining = members.size();
-  asio::steady_timer all_done(io_, asio::steady_timer::time_point::max());
+  base::Timer all_done(io_, clock_);
   for (const auto& m : members) {
     m->inst->on_exit = nullptr;
     m->inst->on_idle = nullptr;

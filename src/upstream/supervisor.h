@@ -5,7 +5,6 @@
 // SupervisorCallbacks. Decisions read the time from a base::Clock; Asio timers only schedule.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -124,11 +123,11 @@ class Supervisor : public std::enable_shared_from_this<Supervisor> {
   std::uint64_t restarts_ = 0;
   std::uint64_t instances_started_ = 0;
   std::size_t pending_restarts_ = 0;  // launches owed to instances that failed or died
-  boost::asio::steady_timer retry_timer_;
+  base::Timer retry_timer_;
   bool retry_armed_ = false;
-  boost::asio::steady_timer refill_timer_;
+  base::Timer refill_timer_;
   bool refill_armed_ = false;
-  boost::asio::steady_timer tick_timer_;
+  base::Timer tick_timer_;
   bool ticking_ = false;
   time_point next_rss_check_{};
   std::map<std::string, std::uint64_t> recycles_;

@@ -161,7 +161,7 @@ asio::awaitable<void> Upstream::start() {
   // rest of what the policy keeps running is started by the supervisor once it is ready.
   auto first = supervisor_->launch(std::string());
   while (first->starting() && !supervisor_->stopped() && !supervisor_->failing()) {
-    auto t = std::make_shared<asio::steady_timer>(io_, asio::steady_timer::time_point::max());
+    auto t = std::make_shared<base::Timer>(io_, clock_);
     waiters_.push_back(t);
     boost::system::error_code ec;
     co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
@@ -322,7 +322,7 @@ asio::awaitable<Upstream::Pick> Upstream::checkout(std::string key, Clock::time_
       awaiting_spare_.erase(key);
       co_return Pick{nullptr, checkout_timeout_message(key), false};
     }
-    auto t = std::make_shared<asio::steady_timer>(io_, deadline);
+    auto t = std::make_shared<base::Timer>(io_, clock_, deadline);
     waiters_.push_back(t);
     if (stop) stop->timer_ = t;
     boost::system::error_code ec;
@@ -335,7 +335,7 @@ asio::awaitable<Upstream::Pick> Upstream::checkout(std::string key, Clock::time_
 asio::awaitable<void> Upstream::until_started(Clock::time_point deadline, WaitStop* stop) {
   while (!catalog() && state() == State::kStarting && clock_.now() < deadline &&
          !(stop && stop->stopped())) {
-    auto t = std::make_shared<asio::steady_timer>(io_, deadline);
+    auto t = std::make_shared<base::Timer>(io_, clock_, deadline);
     waiters_.push_back(t);
     if (stop) stop->timer_ = t;
     boost::system::error_code ec;

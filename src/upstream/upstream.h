@@ -7,7 +7,6 @@
 // sessions to instances and answers for the server as a whole.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <deque>
 #include <functional>
 #include <map>
@@ -42,7 +41,7 @@ class WaitStop {
  private:
   friend class Upstream;
   bool stopped_ = false;
-  std::weak_ptr<boost::asio::steady_timer> timer_;  // the wait's timer while it waits
+  std::weak_ptr<base::Timer> timer_;  // the wait's timer while it waits
 };
 
 class Upstream : public std::enable_shared_from_this<Upstream>, private SupervisorCallbacks {
@@ -143,7 +142,7 @@ class Upstream : public std::enable_shared_from_this<Upstream>, private Supervis
   std::vector<Candidate> candidates_;  // reused by pick(): no allocation per call
   std::unordered_map<std::string, Binding> bindings_;
   std::unordered_set<std::string> awaiting_spare_;  // new sessions waiting for a starting spare
-  std::deque<std::shared_ptr<boost::asio::steady_timer>> waiters_;
+  std::deque<std::shared_ptr<base::Timer>> waiters_;
 };
 
 std::string_view to_string(Upstream::State s);

@@ -1,5 +1,6 @@
-"""Deadlines and shutdown: timeouts are tool results an agent can act on, callers can only
-shorten their deadline, a server that stops answering is recycled, SIGTERM drains calls."""
+"""Deadlines and shutdown: a server that stops answering is recycled, SIGTERM drains calls,
+cancellation reaches the server. Timeouts as tool results, the caller's shorter deadline and per
+tool timeouts run on simulated time: tests/unit/gateway/simulated_time_test.cpp."""
 
 from __future__ import annotations
 
@@ -13,53 +14,6 @@ import pytest
 from tb_support import RawSession, fixture_server, text_of
 
 pytestmark = pytest.mark.timeout(90)
-
-
-def test_timeout_is_an_error_result_naming_tool_and_deadline(gateway_factory):
-    gw = gateway_factory({"fixture": fixture_server(call_timeout="1s")})
-    s = RawSession(gw.mcp_url).initialize()
-    try:
-        answer = s.call_tool("fixture__sleep", {"ms": 5000}, 7)
-        assert answer["id"] == 7
-        assert "error" not in answer, answer
-        assert answer["result"]["isError"] is True
-        assert text_of(answer["result"]) == "fixture__sleep timed out after 1 s; the request was cancelled"
-        assert 'outcome="timeout"' in gw.metrics()
-    finally:
-        s.close()
-
-
-def test_caller_can_shorten_but_not_lengthen_its_deadline(gateway_factory):
-    gw = gateway_factory({"fixture": fixture_server(call_timeout="2s")})
-    s = RawSession(gw.mcp_url).initialize()
-    try:
-        t0 = time.monotonic()
-        answer = s.request("tools/call", {"name": "fixture__sleep", "arguments": {"ms": 5000},
-                                          "_meta": {"toolbridge/timeout_ms": 300}}, 1)
-        assert answer["result"]["isError"] is True
-        assert "0.3 s" in text_of(answer["result"])
-        assert time.monotonic() - t0 < 1.5
-        # Asking for more than the configured 2 s gets 2 s.
-        answer = s.request("tools/call", {"name": "fixture__sleep", "arguments": {"ms": 5000},
-                                          "_meta": {"toolbridge/timeout_ms": 60000}}, 2)
-        assert "after 2 s" in text_of(answer["result"])
-        # A short call under a generous caller deadline is unaffected.
-        answer = s.request("tools/call", {"name": "fixture__sleep", "arguments": {"ms": 10},
-                                          "_meta": {"toolbridge/timeout_ms": 5000}}, 3)
-        assert text_of(answer["result"]) == "slept 10 ms"
-    finally:
-        s.close()
-
-
-def test_per_tool_timeout_overrides_the_server_default(gateway_factory):
-    gw = gateway_factory({"fixture": fixture_server(call_timeout="30s", tool_timeouts={"sleep": "500ms"})})
-    s = RawSession(gw.mcp_url).initialize()
-    try:
-        answer = s.call_tool("fixture__sleep", {"ms": 3000}, 1)
-        assert "after 0.5 s" in text_of(answer["result"])
-        assert text_of(s.call_tool("fixture__echo", {"text": "still here"}, 2)["result"]) == "still here"
-    finally:
-        s.close()
 
 
 def test_unresponsive_server_is_recycled(gateway_factory):

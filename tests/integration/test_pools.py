@@ -410,25 +410,6 @@ def test_recycling_by_max_calls_under_load_fails_no_call(gateway_factory, policy
     assert 'toolbridge_recycles_total{server="fixture",reason="max_calls"}' in metrics
 
 
-# ---- shared ------------------------------------------------------------------------------------
-
-def test_shared_idle_ttl_stops_the_instance_and_the_next_call_starts_it(gateway_factory):
-    gw = gateway_factory({"fixture": fixture_server(idle_ttl="1s")})
-    sess = RawSession(gw.mcp_url).initialize()
-    try:
-        assert tool_text(sess, "fixture__counter") == "1"
-        health = gw.wait_health(lambda h: not h["servers"]["fixture"]["pids"], 10, "idle instance stopped")
-        fixture = health["servers"]["fixture"]
-        assert fixture["state"] == "ready" and fixture["tools"] > 0, fixture
-        assert fixture["recycles"]["idle"] == 1
-        # Tools stay listed; the next call starts a fresh instance.
-        tools = result_of(sess.request("tools/list", {}, 2))["tools"]
-        assert any(t["name"] == "fixture__counter" for t in tools)
-        assert tool_text(sess, "fixture__counter", req_id=3) == "1"
-    finally:
-        sess.close()
-
-
 def test_healthz_and_metrics_show_policy_instances_spares_and_sessions(gateway_factory):
     gw = gateway_factory({"one": fixture_server(),
                           "many": fixture_server(policy="pool", min_instances=2, max_instances=3),

@@ -53,6 +53,9 @@ struct Routed {
   }
   gateway::Call call(std::string tool = "t") const {
     gateway::Call c;
+    // A front end sets it from the gateway's clock; these chains run on the steady clock (a test
+    // on a ManualClock sets its clock there, or `started` from its clock).
+    c.started = base::steady_clock().now();
     c.method = "tools/call";
     c.id = "7";
     c.route = gateway::Route{up, up->name(), tool, "srv__" + tool, "srv__" + tool};

@@ -169,9 +169,11 @@ TEST_F(SupervisorTest, AFailedStartBacksOffByTheInitialDelayThenDoubles) {
     EXPECT_EQ(sup->retry_at() - clock_.now(), 500ms);
     EXPECT_EQ(sup->live(), 0u) << "no start while backing off";
     EXPECT_NE(sup->last_error(), "");
-    clock_.advance(500ms);
-    sup->maintain();  // what the retry timer does when the wait is over
-    co_await until([&] { return sup->backing_off(); });
+    clock_.advance(499ms);
+    co_await until([&] { return clock_.timers_waiting() > 0; });
+    EXPECT_EQ(sup->restarts(), 0u) << "the retry timer has not fired yet";
+    clock_.advance(1ms);  // the retry timer fires: the supervisor tries again, and fails again
+    co_await until([&] { return sup->restarts() == 1 && sup->backing_off(); });
     EXPECT_EQ(sup->retry_at() - clock_.now(), 1000ms);
     EXPECT_EQ(sup->restarts(), 1u);
     co_await sup->stop();

@@ -33,7 +33,7 @@ void follow(asio::io_context& io, Coalescer& co, Call& call, std::optional<Coale
 
 TEST(CacheCoalescer, NothingInFlightMeansNothingToJoin) {
   asio::io_context io;
-  Coalescer co(io);
+  Coalescer co(io, toolbridge::base::steady_clock());
   Call c = call_with_id("1");
   std::optional<Coalescer::Join> j;
   follow(io, co, c, j);
@@ -44,7 +44,7 @@ TEST(CacheCoalescer, NothingInFlightMeansNothingToJoin) {
 
 TEST(CacheCoalescer, FollowersGetTheLeadersResultUnderTheirOwnIds) {
   asio::io_context io;
-  Coalescer co(io);
+  Coalescer co(io, toolbridge::base::steady_clock());
   Coalescer::Lead lead = co.lead("k");
   ASSERT_TRUE(lead);
   EXPECT_FALSE(co.lead("k"));  // one leader per key
@@ -66,9 +66,9 @@ TEST(CacheCoalescer, FollowersGetTheLeadersResultUnderTheirOwnIds) {
 
 TEST(CacheCoalescer, AFollowerPastItsDeadlineTimesOutAlone) {
   asio::io_context io;
-  Coalescer co(io);
+  Coalescer co(io, toolbridge::base::steady_clock());
   Coalescer::Lead lead = co.lead("k");
-  Call late = call_with_id("2", Call::Clock::now() - std::chrono::seconds(1));
+  Call late = call_with_id("2", toolbridge::base::steady_clock().now() - std::chrono::seconds(1));
   std::optional<Coalescer::Join> j;
   follow(io, co, late, j);
   io.run();
@@ -80,7 +80,7 @@ TEST(CacheCoalescer, AFollowerPastItsDeadlineTimesOutAlone) {
 
 TEST(CacheCoalescer, ACancelledFollowerStopsWaiting) {
   asio::io_context io;
-  Coalescer co(io);
+  Coalescer co(io, toolbridge::base::steady_clock());
   Coalescer::Lead lead = co.lead("k");
   Call c = call_with_id("3");
   std::optional<Coalescer::Join> j;
@@ -95,7 +95,7 @@ TEST(CacheCoalescer, ACancelledFollowerStopsWaiting) {
 TEST(CacheCoalescer, ALeaderThatGivesUpLeavesFollowersToRunTheCall) {
   for (bool cancelled : {false, true}) {
     asio::io_context io;
-    Coalescer co(io);
+    Coalescer co(io, toolbridge::base::steady_clock());
     std::optional<Coalescer::Lead> lead(co.lead("k"));
     Call c = call_with_id("4");
     std::optional<Coalescer::Join> j;

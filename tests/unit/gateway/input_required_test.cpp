@@ -113,7 +113,7 @@ TEST(InputRequired, ResponsesSentWithoutAStateAnswerTheRerunAtOnce) {
 
 TEST(InputRequired, StatesAreSignedAndBoundToTheirRequestAndRound) {
   boost::asio::io_context io;
-  InputRequired table(16, std::chrono::minutes(1));
+  InputRequired table(16, std::chrono::minutes(1), toolbridge::base::steady_clock());
   auto conv = conversation(io, client(true));
   conv->round = 1;
   const std::string state = table.park(conv);
@@ -151,7 +151,7 @@ TEST(InputRequired, StatesAreSignedAndBoundToTheirRequestAndRound) {
 
 TEST(InputRequired, TheOldestParkedCallGivesWayPastTheLimit) {
   boost::asio::io_context io;
-  InputRequired table(2, std::chrono::minutes(1));
+  InputRequired table(2, std::chrono::minutes(1), toolbridge::base::steady_clock());
   Answer oldest;
   std::vector<std::shared_ptr<Conversation>> convs;
   for (int i = 0; i < 3; ++i) {
@@ -171,7 +171,7 @@ TEST(InputRequired, TheOldestParkedCallGivesWayPastTheLimit) {
 
 TEST(InputRequired, ExpiredCallsAreDroppedAndTheirServerRequestsRefused) {
   boost::asio::io_context io;
-  InputRequired table(8, std::chrono::milliseconds(0));
+  InputRequired table(8, std::chrono::milliseconds(0), toolbridge::base::steady_clock());
   Answer a;
   auto conv = conversation(io, client(true));
   conv->on_server_request("elicitation/create", kElicit, into(a));

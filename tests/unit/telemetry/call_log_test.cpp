@@ -8,7 +8,7 @@ namespace toolbridge::telemetry {
 namespace {
 
 namespace bj = boost::json;
-using Clock = CallLog::Clock;
+using Clock = std::chrono::steady_clock;  // CallLog takes its time points
 using namespace std::chrono_literals;
 
 CallRecord record(std::uint64_t seq, const std::string& trajectory, std::string_view outcome,
