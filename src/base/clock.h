@@ -95,7 +95,7 @@ class Timer {
   auto async_wait(Token&& token) {
     if (!manual_) return timer_.async_wait(std::forward<Token>(token));
     return boost::asio::async_initiate<Token, void(boost::system::error_code)>(
-        [this](auto handler) { wait_manually(std::move(handler)); }, token);
+        [this](auto handler) { this->wait_manually(std::move(handler)); }, token);
   }
 
  private:
