@@ -558,3 +558,33 @@ def metric(gw, name: str, **labels: str) -> float:
         if m and all(f'{k}="{v}"' in (m.group(1) or "") for k, v in labels.items()):
             total += float(m.group(2))
     return total
+
+
+class Bystander(threading.Thread):
+    """A well-behaved caller beside a misbehaving one: its own session calls `tool` (an echo) every
+    50 ms until stop(), keeping each call's latency and any call not answered with its text."""
+
+    def __init__(self, mcp_url: str, tool: str, version: str):
+        super().__init__()
+        self.mcp_url, self.tool, self.version = mcp_url, tool, version
+        self.failures: list[str] = []
+        self.latencies: list[float] = []
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        b = RawSession(self.mcp_url, version=self.version).initialize()
+        i = 0
+        while not self._halt.is_set():
+            started = time.monotonic()
+            answer = b.call_tool(self.tool, {"text": f"b{i}"}, 1000 + i)
+            self.latencies.append(time.monotonic() - started)
+            if "result" not in answer or text_of(answer["result"]) != f"b{i}":
+                self.failures.append(str(answer)[:200])
+            i += 1
+            time.sleep(0.05)
+        b.close()
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(60)
+

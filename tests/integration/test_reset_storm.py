@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import socket
 import struct
-import threading
 import time
 
 import pytest
 
-from tb_support import RawSession, fixture_server, rpc, text_of
+from tb_support import Bystander, RawSession, fixture_server, rpc, text_of
 from test_limits import PROTOCOL, connect, raw_post
 from test_node_scale import SANITIZED, fds as fd_count
 
@@ -43,26 +42,8 @@ def test_a_bystander_is_served_through_a_storm_of_resets(gateway_factory):
     assert text_of(s.call_tool("fixture__echo", {"text": "warm"}, 1)["result"]) == "warm"
     fds_before = fd_count(pid)
 
-    failures: list[str] = []
-    answered = 0
-    stop = threading.Event()
-
-    def bystander() -> None:
-        nonlocal answered
-        b = RawSession(gw.mcp_url, version=PROTOCOL).initialize()
-        i = 0
-        while not stop.is_set():
-            answer = b.call_tool("fixture__echo", {"text": f"b{i}"}, 1000 + i)
-            if "result" in answer and text_of(answer["result"]) == f"b{i}":
-                answered += 1
-            else:
-                failures.append(str(answer)[:200])
-            i += 1
-            time.sleep(0.05)
-        b.close()
-
-    t = threading.Thread(target=bystander)
-    t.start()
+    bystander = Bystander(gw.mcp_url, "fixture__echo", PROTOCOL)
+    bystander.start()
     time.sleep(0.3)
     call = raw_post(gw, s.session_id, rpc("tools/call", {
         "name": "fixture__sleep", "arguments": {"ms": 1000}}, 7))
@@ -90,10 +71,9 @@ def test_a_bystander_is_served_through_a_storm_of_resets(gateway_factory):
         assert c.recv(64).startswith(b"HTTP/1.1 200")
         reset(c)
     time.sleep(1.5)  # the calls reset mid-call end upstream meanwhile
-    stop.set()
-    t.join(60)
-    assert not failures, failures[:5]
-    assert answered >= 20
+    bystander.stop()
+    assert not bystander.failures, bystander.failures[:5]
+    assert len(bystander.latencies) >= 20
     # Nothing is left behind: connections and descriptors back to where they were.
     until = time.monotonic() + 20
     while time.monotonic() < until:

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import re
 import socket
-import threading
 import time
 
 import pytest
 
-from tb_support import RawSession, fixture_server, rpc, text_of
+from tb_support import Bystander, RawSession, fixture_server, rpc, text_of
 from test_limits import PROTOCOL, connect, raw_post
 from test_node_scale import SANITIZED, closed_total, rss_mb
 
@@ -43,25 +42,8 @@ def test_non_reading_clients_are_bounded_and_a_bystander_is_served(gateway_facto
     assert text_of(s.call_tool("other__echo", {"text": "warm"}, 2)["result"]) == "warm"
     baseline = rss_mb(pid)
 
-    failures: list[str] = []
-    latencies: list[float] = []
-    stop = threading.Event()
-
-    def bystander() -> None:
-        b = RawSession(gw.mcp_url, version=PROTOCOL).initialize()
-        i = 0
-        while not stop.is_set():
-            started = time.monotonic()
-            answer = b.call_tool("other__echo", {"text": f"b{i}"}, 1000 + i)
-            latencies.append(time.monotonic() - started)
-            if "result" not in answer or text_of(answer["result"]) != f"b{i}":
-                failures.append(str(answer)[:200])
-            i += 1
-            time.sleep(0.05)
-        b.close()
-
-    t = threading.Thread(target=bystander)
-    t.start()
+    bystander = Bystander(gw.mcp_url, "other__echo", PROTOCOL)
+    bystander.start()
     stuck = []
     for i in range(NON_READERS):
         c = connect(gw)
@@ -79,13 +61,13 @@ def test_non_reading_clients_are_bounded_and_a_bystander_is_served(gateway_facto
             break
         time.sleep(0.1)
     time.sleep(1)  # the bystander calls on after the storm
-    stop.set()
-    t.join(60)
+    bystander.stop()
     metrics = gw.metrics()
     assert closed_total(metrics, "unread") >= expected_closed
-    assert not failures and len(latencies) >= 20, failures[:5]
+    assert not bystander.failures and len(bystander.latencies) >= 20, bystander.failures[:5]
     # Reads wait for at most about one sweep while the bound is passed.
-    assert max(latencies) < 5, f"slowest bystander call {max(latencies):.2f} s"
+    slowest = max(bystander.latencies)
+    assert slowest < 5, f"slowest bystander call {slowest:.2f} s"
     assert gauge(metrics, "toolbridge_answer_read_waits_total") > 0  # the gate held reads back
     if not SANITIZED:  # the sanitizer's allocator keeps what it freed
         # The bound, plus the answer each of the two instances is reading, plus slack.
