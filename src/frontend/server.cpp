@@ -79,8 +79,9 @@ Server::Server(asio::io_context& io, config::Config config)
       observe_(gateway_),
       openai_(gateway_),
       guard_(gateway_.config().gateway.host, gateway_.config().gateway.allowed_origins),
-      http_(io, listener_options(gateway_.config().gateway),
-            [this](Exchange& ex) { return checked(ex, guard_, router_); }) {
+      http_(
+          io, listener_options(gateway_.config().gateway),
+          [this](Exchange& ex) { return checked(ex, guard_, router_); }, gateway_.clock()) {
   add_routes();
   add_admin_listener();
   register_metrics();
@@ -121,7 +122,7 @@ void Server::add_admin_listener() {
   r.fallback([this](Exchange& ex, std::string_view) { return admin_.not_found(ex); });
   admin_http_ = std::make_unique<transport::HttpServer>(
       gateway_.io(), std::move(o),
-      [this, guard](Exchange& ex) { return checked(ex, guard, admin_router_); });
+      [this, guard](Exchange& ex) { return checked(ex, guard, admin_router_); }, gateway_.clock());
 }
 
 void Server::register_metrics() {

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <map>
 
@@ -34,7 +33,7 @@ class QueuedCall final : public AdmissionWaiter, public gateway::Abandonable {
              const AdmissionRequest& request, const base::Clock& clock,
              gateway::Call::Clock::time_point deadline)
       : AdmissionWaiter(request, clock.now()),
-        timer(io, deadline),
+        timer(io, clock, deadline),
         deadline_(deadline),
         clock_(clock),
         admission_(std::move(admission)) {}
@@ -55,7 +54,7 @@ class QueuedCall final : public AdmissionWaiter, public gateway::Abandonable {
   void abandon(const std::string&) override { timer.cancel(); }
 
   Permit permit;
-  asio::steady_timer timer;
+  base::Timer timer;
   bool late = false;  // admitted after its deadline: the slot was passed on
 
  private:

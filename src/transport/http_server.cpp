@@ -234,13 +234,15 @@ class BeastExchange final : public Exchange {
 
 }  // namespace
 
-HttpServer::HttpServer(asio::io_context& io, HttpServerOptions options, Handler handler)
+HttpServer::HttpServer(asio::io_context& io, HttpServerOptions options, Handler handler,
+                       const base::Clock& clock)
     : io_(io),
+      clock_(clock),
       options_(std::move(options)),
       handler_(std::move(handler)),
       acceptor_(io),
-      sweep_timer_(io),
-      now_(SweepClock::now()) {
+      sweep_timer_(io, clock),
+      now_(clock.now()) {
   base::held_answer_bytes().set_limit(options_.max_unread_bytes);
 }
 
@@ -339,7 +341,7 @@ asio::awaitable<void> HttpServer::accept_loop() {
       if (stopping_ || ec == asio::error::operation_aborted || !acceptor_.is_open()) break;
       // EMFILE and friends: log, pause briefly, keep serving the connections we have.
       spdlog::warn("accept failed: {}", ec.message());
-      asio::steady_timer pause(io_, std::chrono::milliseconds(50));
+      base::Timer pause(io_, clock_, std::chrono::milliseconds(50));
       co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       continue;
     }

@@ -11,7 +11,6 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
@@ -22,6 +21,8 @@
 #include <unordered_set>
 #include <utility>
 #include <vector>
+
+#include "base/clock.h"
 
 namespace toolbridge::config {
 struct ApiKey;
@@ -96,7 +97,9 @@ struct HttpServerOptions {
 
 class HttpServer {
  public:
-  HttpServer(boost::asio::io_context& io, HttpServerOptions options, Handler handler);
+  // `clock` times the sweep (idle, header and write timeouts) and the pause after a failed accept.
+  HttpServer(boost::asio::io_context& io, HttpServerOptions options, Handler handler,
+             const base::Clock& clock = base::steady_clock());
   ~HttpServer();
   // Binds and starts accepting. Returns an error message, empty on success.
   std::string listen();
@@ -141,7 +144,7 @@ class HttpServer {
   boost::asio::awaitable<void> refuse_request(Connection& conn, boost::beast::flat_buffer& buffer);
   void sweep();
   // The peer acknowledged nothing of `conn`'s write for `window` (sampled at each sweep).
-  bool stalled(Connection& conn, std::chrono::steady_clock::duration window) const;
+  bool stalled(Connection& conn, base::Clock::duration window) const;
   std::chrono::milliseconds sweep_interval() const;
   // While the answers held are over max_unread_bytes: sweeps this often, and a writer is stalled
   // after this long without progress (a client that pauses reading for less is not closed).
@@ -156,11 +159,12 @@ class HttpServer {
   void give_back_after_flood();
 
   boost::asio::io_context& io_;
+  const base::Clock& clock_;
   HttpServerOptions options_;
   std::shared_ptr<boost::asio::ssl::context> tls_;
   Handler handler_;
   boost::asio::ip::tcp::acceptor acceptor_;
-  boost::asio::steady_timer sweep_timer_;
+  base::Timer sweep_timer_;
   unsigned short port_ = 0;
   std::unordered_set<Connection*> open_;
   std::unordered_map<std::string, std::size_t> per_client_;
@@ -172,7 +176,7 @@ class HttpServer {
   std::size_t peak_open_ = 0;   // most connections open at once since memory was last given back
   // Time as of the last sweep: connections stamp their phase changes with it, so a request
   // costs no clock read and no timer operation.
-  std::chrono::steady_clock::time_point now_;
+  base::Clock::time_point now_;
   bool stopping_ = false;
 };
 

@@ -15,7 +15,7 @@
 
 namespace toolbridge::transport {
 
-using SweepClock = std::chrono::steady_clock;
+using SweepClock = base::Clock;
 
 struct HttpServer::Connection {
   using tcp = boost::asio::ip::tcp;

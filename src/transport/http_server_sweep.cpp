@@ -45,16 +45,16 @@ void HttpServer::wait_for_sweep() {
 }
 
 void HttpServer::hurry_sweep() {
-  if (stopping_ || sweep_timer_.expiry() <= SweepClock::now() + kOverSweep) return;
+  if (stopping_ || sweep_timer_.expiry() <= clock_.now() + kOverSweep) return;
   sweep_timer_.expires_after(kOverSweep);  // ends the wait in progress
   wait_for_sweep();
 }
 
 void HttpServer::sweep() {
   const auto previous = now_;
-  now_ = SweepClock::now();
+  now_ = clock_.now();
   const auto stall_window =
-      base::held_answer_bytes().over() ? kStallWhenOver : SweepClock::duration(sweep_interval());
+      base::held_answer_bytes().over() ? kStallWhenOver : base::Clock::duration(sweep_interval());
   // What the writes aborted at the last sweep held (freed since) goes back to the system now,
   // not at the end of the next flood.
   if (std::exchange(trim_, false)) ::malloc_trim(0);
