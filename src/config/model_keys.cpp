@@ -1,5 +1,5 @@
 // The keys of the `models` section: workers, routing, limits, retries and the routing policies'
-// thresholds (README "LLM routing").
+// thresholds (docs/llm-routing.md).
 #include "config/model_keys.h"
 
 #include <fmt/format.h>
