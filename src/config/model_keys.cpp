@@ -219,6 +219,8 @@ std::string_view to_string(Routing r) {
   return "prefix_aware";
 }
 
+std::span<const std::string_view> model_keys() { return kModelKeys; }
+
 void read_models(const NodeReader& r, const Node& n, const std::string& path, Config& config) {
   std::set<std::string, std::less<>> seen;
   for (const Entry& m : r.entries(n, path)) {
