@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
   app.add_option("--node", options.node_bin, "node executable for server-everything")->capture_default_str();
   app.add_option("--everything", options.everything_js, "server-everything's dist/index.js")->capture_default_str();
   app.add_flag("--idle-limits", options.idle_limits,
-               "admission limits configured but never reached (their overhead; README Admission control)");
+               "admission limits configured but never reached (their overhead; docs/admission.md)");
   app.add_flag("--trace", options.trace,
                "overhead: also measure the call trace's CPU cost (two gateways, alternating windows; table notes)");
   app.add_option("--window", options.window_seconds, "seconds measured per row (default: 1 short, 5 full)");

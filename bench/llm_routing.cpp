@@ -44,7 +44,7 @@ struct Workload {
   std::size_t workers = 4;
 };
 
-// What every worker is told (README "llm-routing" states the same).
+// What every worker is told (docs/llm-routing.md states the same).
 std::vector<std::string> worker_args(const Workload& w) {
   return {"--model",
           kModel,
@@ -384,7 +384,7 @@ ScenarioResult run_llm_routing(const Options& o) {
   sglang_row({"--balance-abs-threshold", "4"}, "(balance_abs_threshold 4)");
   toolbridge_row("affinity");
   toolbridge_row("prefix_aware");
-  // The thresholds' defaults against tighter ones (README "LLM routing": why).
+  // The thresholds' defaults against tighter ones (docs/llm-routing.md: why).
   toolbridge_row("affinity", "    load_factor: 1.25\n", "(load_factor 1.25)");
   toolbridge_row("prefix_aware", "    prefix_balance_slack: 1\n", "(prefix_balance_slack 1)");
   for (auto& p : workers) p->stop();

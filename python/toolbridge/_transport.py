@@ -1,7 +1,7 @@
 """HTTP/1.1 keep-alive transports to one gateway: a thread-safe pool of ``http.client``
 connections (sync) and a small asyncio client (async).
 
-Chosen by measurement (bench/python/client_http_libs.py, README "From Python"): for one call per
+Chosen by measurement (bench/python/client_http_libs.py, docs/python.md): for one call per
 request, http.client costs about a quarter of httpx's client CPU and about half of urllib3's;
 on asyncio, this module's stream client costs less than aiohttp and a fraction of
 httpx.AsyncClient. The gateway always answers with Content-Length; chunked answers are read

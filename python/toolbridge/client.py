@@ -31,7 +31,7 @@ Encoding = Literal["json", "msgpack"]
 
 class _Codec:
     """How batch bodies are written and answers read: JSON, or MessagePack (`msgpack` package),
-    which costs the client less on large results and the gateway more (README, "From Python")."""
+    which costs the client less on large results and the gateway more (docs/python.md)."""
 
     def __init__(self, encoding: Encoding) -> None:
         if encoding == "json":

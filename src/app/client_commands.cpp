@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "app/commands.h"
+#include "base/spawn.h"
 #include "json/envelope.h"
 #include "json/parse.h"
 #include "transport/http_client.h"
@@ -123,7 +124,7 @@ class CliSession {
         [&]() -> asio::awaitable<void> {
           res = co_await client_.fetch(req, std::numeric_limits<std::size_t>::max());
         },
-        [](std::exception_ptr) {});
+        base::log_failure("request"));
     io_.restart();
     io_.run();
     return to_reply(std::move(res));

@@ -7,7 +7,6 @@
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -16,6 +15,7 @@
 
 #include "app/commands.h"
 #include "base/memory.h"
+#include "base/spawn.h"
 #include "config/config.h"
 #include "frontend/server.h"
 #include "process/cgroup_tree.h"
@@ -107,7 +107,10 @@ int serve(const std::string& config_path, const std::string& listen, const std::
   };
   if (wait_ready) {
     // For scripts: the line means every server is ready or failed (or ready_timeout passed).
-    asio::co_spawn(io, gw.gateway().until_settled(), [&](std::exception_ptr) { announce(); });
+    asio::co_spawn(io, gw.gateway().until_settled(), [&](std::exception_ptr e) {
+      base::log_failure("the wait for the servers' start")(e);
+      announce();
+    });
   } else {
     announce();
   }
@@ -123,7 +126,10 @@ int serve(const std::string& config_path, const std::string& listen, const std::
     }
     stopping = true;
     spdlog::info("signal {}: stopping servers", sig);
-    asio::co_spawn(io, gw.shutdown(), [&](std::exception_ptr) { io.stop(); });
+    asio::co_spawn(io, gw.shutdown(), [&](std::exception_ptr e) {
+      base::log_failure("shutdown")(e);
+      io.stop();
+    });
     signals.async_wait(on_signal);
   };
   signals.async_wait(on_signal);

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -22,6 +21,7 @@
 
 #include "app/commands.h"
 #include "base/clock.h"
+#include "base/spawn.h"
 #include "json/envelope.h"
 #include "json/parse.h"
 #include "transport/http_client.h"
@@ -55,7 +55,7 @@ class Shim {
         session_ready_(io, base::steady_clock()),
         renewed_(io, base::steady_clock()) {}
 
-  void start() { asio::co_spawn(io_, read_stdin(), asio::detached); }
+  void start() { asio::co_spawn(io_, read_stdin(), base::log_failure("stdio shim stdin read")); }
 
  private:
   struct Reply {
@@ -73,7 +73,7 @@ class Shim {
           asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
       if (ec) break;
       const bool ok = framer_.feed(std::string_view(buf.data(), n), [this](std::string_view line) {
-        asio::co_spawn(io_, forward(std::string(line)), asio::detached);
+        asio::co_spawn(io_, forward(std::string(line)), base::log_failure("stdio shim forward"));
       });
       if (!ok) {
         std::cerr << "toolbridge stdio: a message exceeds " << kMaxLine << " bytes; stopping\n";
@@ -132,7 +132,7 @@ class Shim {
       session_ready_.cancel();
       if (sent && !reply.session_id.empty()) {
         session_id_ = reply.session_id;
-        asio::co_spawn(io_, listen_get(), asio::detached);
+        asio::co_spawn(io_, listen_get(), base::log_failure("stdio shim GET stream"));
       }
     }
     if (!sent || (reply.status >= 400 && env.kind == json::Kind::kRequest)) {
@@ -166,7 +166,7 @@ class Shim {
       Reply ack;
       const std::string initialized = json::make_notification("notifications/initialized", {});
       co_await exchange(http::verb::post, initialized, ack, error, nullptr);
-      asio::co_spawn(io_, listen_get(), asio::detached);
+      asio::co_spawn(io_, listen_get(), base::log_failure("stdio shim GET stream"));
       std::cerr
           << "toolbridge stdio: the gateway no longer knew the session; continuing on a new one\n";
     } else {
@@ -355,7 +355,7 @@ class Shim {
           }
           writing_ = false;
         },
-        asio::detached);
+        base::log_failure("stdio shim"));
   }
 
   asio::io_context& io_;

@@ -1,6 +1,6 @@
 #pragma once
 // The gateway's configuration: what `toolbridge serve` reads from YAML or `mcpServers` JSON.
-// Every limit has a default here; README's reference table lists them.
+// Every limit has a default here; docs/configuration.md lists them.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -36,7 +36,7 @@ enum class ToolNaming {
 enum class RemoteTransport { kAuto, kStreamableHttp, kSse };
 
 // Adaptive concurrency of one server (concurrency_limit: adaptive): the limit follows the
-// server's latency against its sampled minimum (README "Admission control").
+// server's latency against its sampled minimum (docs/admission.md).
 struct AdaptiveLimit {
   std::size_t min_limit = 1;
   std::size_t max_limit = 64;
@@ -60,7 +60,7 @@ struct ToolRepairOverride {
   std::map<std::string, std::string> param_aliases;  // added to (and over) the server's
 };
 
-// The result cache (src/cache/, README "Result cache"). Per server (`cache:` of a server entry),
+// The result cache (src/cache/, docs/cache.md). Per server (`cache:` of a server entry),
 // overridable per tool.
 enum class CacheScope { kGlobal, kTenant, kTrajectory };
 enum class CacheTier { kMemory, kDisk, kRedis };

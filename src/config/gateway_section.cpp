@@ -194,6 +194,8 @@ void read_tenants(const NodeReader& r, const Node& node, const std::string& path
 
 }  // namespace
 
+std::span<const std::string_view> gateway_keys() { return kGatewayKeys; }
+
 void read_gateway(const NodeReader& r, const Node& node, const std::string& path, Gateway& g) {
   NodeReader::Seen seen;
   for (const Entry& e : r.entries(node, path)) {

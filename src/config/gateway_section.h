@@ -1,6 +1,8 @@
 #pragma once
 // The gateway section (`gateway`, or `toolbridge` in a JSON file shared with other clients).
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "config/config.h"
 #include "config/node_reader.h"
@@ -25,5 +27,7 @@ void read_shared_limits(const NodeReader& r, const Node& node, const std::string
                         Gateway::SharedLimits& s);
 
 void read_gateway(const NodeReader& r, const Node& node, const std::string& path, Gateway& g);
+// Every key of the gateway section (docs/configuration.md lists exactly these; a test checks).
+std::span<const std::string_view> gateway_keys();
 
 }  // namespace toolbridge::config

@@ -1,7 +1,7 @@
 #pragma once
 // The `models` section: OpenAI-compatible inference workers behind /v1/chat/completions,
 // /v1/completions and /v1/models, grouped by the model name clients send, each with its routing
-// policy (src/llm/). README "LLM routing" lists the keys.
+// policy (src/llm/). docs/llm-routing.md lists the keys.
 #include <chrono>
 #include <cstddef>
 #include <map>
@@ -44,7 +44,7 @@ struct Model {
   std::chrono::milliseconds health_interval{2'000};  // GET /health of workers out of rotation
   // affinity: a worker above load_factor x the mean load spills to the next on the ring. Load is
   // requests in flight, which swing by about their square root even when trajectories are spread
-  // evenly: a low factor moves trajectories (a full prompt recompute each) for nothing (README
+  // evenly: a low factor moves trajectories (a full prompt recompute each) for nothing (docs/llm-routing.md
   // "LLM routing" has the sweep behind the default).
   double load_factor = 3.0;
   // prefix_aware: the longest match wins when it covers at least prefix_min_match of the prompt

@@ -1,5 +1,5 @@
 // The keys of the `models` section: workers, routing, limits, retries and the routing policies'
-// thresholds (README "LLM routing").
+// thresholds (docs/llm-routing.md).
 #include "config/model_keys.h"
 
 #include <fmt/format.h>
@@ -218,6 +218,8 @@ std::string_view to_string(Routing r) {
   }
   return "prefix_aware";
 }
+
+std::span<const std::string_view> model_keys() { return kModelKeys; }
 
 void read_models(const NodeReader& r, const Node& n, const std::string& path, Config& config) {
   std::set<std::string, std::less<>> seen;

@@ -1,7 +1,9 @@
 #pragma once
 // Reads the `models` section (config/model.h). Kept apart from the server keys: it belongs to
 // the LLM router (src/llm/).
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "config/config.h"
 #include "config/node_reader.h"
@@ -13,5 +15,7 @@ namespace toolbridge::config {
 // config.models. Run after the servers: a model must not share a server's name (admission
 // limits are kept by name).
 void read_models(const NodeReader& r, const Node& n, const std::string& path, Config& config);
+// Every key of a model (docs/llm-routing.md lists exactly these; a test checks).
+std::span<const std::string_view> model_keys();
 
 }  // namespace toolbridge::config

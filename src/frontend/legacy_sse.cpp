@@ -3,11 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/url/parse.hpp>
 
+#include "base/spawn.h"
 #include "frontend/client_identity.h"
 #include "frontend/event_stream.h"
 #include "frontend/router.h"
@@ -170,7 +170,7 @@ asio::awaitable<void> LegacySse::post_message(Exchange& ex) {
   auto stream = std::make_shared<PostStream>(gateway_.io(), session, false);
   gateway_.methods().handle(session, stream, env, body);
   if (env.kind == json::Kind::kRequest)
-    asio::co_spawn(gateway_.io(), deliver(session, stream), asio::detached);
+    asio::co_spawn(gateway_.io(), deliver(session, stream), base::log_failure("legacy SSE delivery"));
   co_await ex.reply(http::status::accepted, "text/plain", std::string("Accepted"), {});
 }
 

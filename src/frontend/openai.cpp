@@ -4,11 +4,11 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include "base/spawn.h"
 #include "call/stage.h"
 #include "call/trajectory_name.h"
 #include "frontend/client_identity.h"
@@ -136,7 +136,7 @@ void OpenAi::register_metrics() {
 
 void OpenAi::start() {
   for (auto& m : models_) {
-    asio::co_spawn(gateway_.io(), m->health_loop(), asio::detached);
+    asio::co_spawn(gateway_.io(), m->health_loop(), base::log_failure("model health loop"));
   }
 }
 

@@ -5,11 +5,11 @@
 
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 
+#include "base/spawn.h"
 #include "gateway/methods.h"
 #include "json/envelope.h"
 #include "policy/admission_stage.h"
@@ -150,7 +150,8 @@ std::string Gateway::start() {
   settled_.expires_at(settle_by_);
   first_starts_ = upstreams_.size();
   for (const auto& up : upstreams_) {
-    asio::co_spawn(io_, up->start(), [this](std::exception_ptr) {
+    asio::co_spawn(io_, up->start(), [this](std::exception_ptr e) {
+      base::log_failure("server start")(e);
       if (--first_starts_ == 0) settled_.cancel();  // wakes every until_settled()
     });
   }
@@ -201,7 +202,8 @@ asio::awaitable<void> Gateway::stop_servers() {
   std::size_t remaining = upstreams_.size();
   base::Timer all_done(io_, clock_);
   for (const auto& up : upstreams_) {
-    asio::co_spawn(io_, up->stop(), [&](std::exception_ptr) {
+    asio::co_spawn(io_, up->stop(), [&](std::exception_ptr e) {
+      base::log_failure("server stop")(e);
       if (--remaining == 0) all_done.cancel();
     });
   }

@@ -6,6 +6,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/json.hpp>
 
+#include "base/spawn.h"
 #include "cache/cache_meta.h"
 #include "call/trace_context.h"
 #include "call/trajectory_name.h"
@@ -220,7 +221,8 @@ void Methods::answer_when_settled(const Incoming& in, std::function<std::string(
   if (gateway_.settled()) return answer(in, make());
   ++in.stream->outstanding;
   asio::co_spawn(gateway_.io(), gateway_.until_settled(),
-                 [stream = in.stream, make = std::move(make)](std::exception_ptr) {
+                 [stream = in.stream, make = std::move(make)](std::exception_ptr e) {
+                   base::log_failure("the wait for the servers' start")(e);
                    stream->on_response(make());
                  });
 }

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <array>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/ssl.hpp>
@@ -15,6 +14,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
+#include "base/spawn.h"
 #include "transport/http_server_connection.h"
 
 namespace toolbridge::transport {
@@ -294,7 +294,7 @@ std::string HttpServer::listen() {
            ec.message();
   }
   port_ = acceptor_.local_endpoint().port();
-  asio::co_spawn(io_, accept_loop(), asio::detached);
+  asio::co_spawn(io_, accept_loop(), base::log_failure("accept loop"));
   schedule_sweep();
   return {};
 }
@@ -372,7 +372,7 @@ asio::awaitable<void> HttpServer::accept_loop() {
     }
     open_.insert(conn.get());
     peak_open_ = std::max(peak_open_, open_.size());
-    asio::co_spawn(io_, serve(std::move(conn)), asio::detached);
+    asio::co_spawn(io_, serve(std::move(conn)), base::log_failure("HTTP connection"));
   }
 }
 
@@ -452,7 +452,7 @@ void HttpServer::finish(Connection& conn) {
   conn.socket.shutdown(tcp::socket::shutdown_send, ec);
   if (accept_paused_ && !stopping_ && live_ < options_.max_connections) {
     accept_paused_ = false;
-    asio::co_spawn(io_, accept_loop(), asio::detached);
+    asio::co_spawn(io_, accept_loop(), base::log_failure("accept loop"));
   }
 }
 

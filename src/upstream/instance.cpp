@@ -3,11 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "base/spawn.h"
 #include "json/parse.h"
 #include "json/utf8.h"
 #include "upstream/remote.h"
@@ -193,7 +193,7 @@ void Instance::check_responsive(const std::string& after) {
           self->fail(fmt::format("it stopped responding ({}; {}); recycling it", after, error));
         }
       },
-      asio::detached);
+      base::log_failure("instance ping"));
 }
 
 void Instance::cancel(const std::shared_ptr<CallSink>& sink, std::string_view caller_id,

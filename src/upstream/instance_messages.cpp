@@ -1,11 +1,11 @@
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include "base/jitter.h"
+#include "base/spawn.h"
 #include "json/parse.h"
 #include "json/utf8.h"
 #include "upstream/instance.h"
@@ -172,7 +172,7 @@ void Instance::relist() {
   }
   relisting_ = true;
   asio::co_spawn(
-      io_, [self = shared_from_this()]() { return self->relist_loop(); }, asio::detached);
+      io_, [self = shared_from_this()]() { return self->relist_loop(); }, base::log_failure("tool list refresh"));
 }
 
 asio::awaitable<void> Instance::relist_loop() {

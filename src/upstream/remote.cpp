@@ -5,13 +5,13 @@
 
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 #include <boost/url.hpp>
 
 #include "base/held_bytes.h"
+#include "base/spawn.h"
 #include "json/envelope.h"
 #include "json/parse.h"
 #include "upstream/stateless.h"
@@ -82,7 +82,7 @@ std::string Remote::open() {
   }
   if (mode_ == Mode::kLegacy) {
     asio::co_spawn(
-        io_, [self = shared_from_this()]() { return self->legacy_stream(); }, asio::detached);
+        io_, [self = shared_from_this()]() { return self->legacy_stream(); }, base::log_failure("remote legacy SSE stream"));
   }
   return {};
 }
@@ -166,7 +166,7 @@ void Remote::spawn_send_loop() {
   if (sending_) return;
   sending_ = true;
   asio::co_spawn(
-      io_, [self = shared_from_this()]() { return self->send_loop(); }, asio::detached);
+      io_, [self = shared_from_this()]() { return self->send_loop(); }, base::log_failure("remote send loop"));
 }
 
 void Remote::set_stateless(std::string version) {
@@ -183,7 +183,7 @@ void Remote::set_protocol_version(std::string version) {
         [self = shared_from_this()]() {
           return self->get_stream(std::string(), kDefaultRetryMs, std::string());
         },
-        asio::detached);
+        base::log_failure("remote GET stream"));
   }
 }
 
@@ -274,7 +274,7 @@ asio::awaitable<void> Remote::send_loop() {
         [self, ex = std::move(ex), m = std::move(m)]() mutable {
           return self->read_response(std::move(ex), std::move(m));
         },
-        asio::detached);
+        base::log_failure("remote response read"));
   }
   sending_ = false;
 }
@@ -370,7 +370,7 @@ void Remote::conclude(Outgoing m, const Answer& a) {
     mode_ = Mode::kLegacy;
     queue_.push_front(std::move(m));
     asio::co_spawn(
-        io_, [self = shared_from_this()]() { return self->legacy_stream(); }, asio::detached);
+        io_, [self = shared_from_this()]() { return self->legacy_stream(); }, base::log_failure("remote legacy SSE stream"));
     spawn_send_loop();
     return;
   }
@@ -415,7 +415,7 @@ void Remote::conclude(Outgoing m, const Answer& a) {
           [self = shared_from_this(), id = a.last_event_id, retry, awaiting = m.id]() {
             return self->get_stream(id, retry, awaiting);
           },
-          asio::detached);
+          base::log_failure("remote GET stream"));
     } else {
       answer_error(m, where() + " closed the response stream before answering" +
                           (a.end.error.empty() ? std::string() : " (" + a.end.error + ")"));

@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
 #include "base/held_bytes.h"
+#include "base/spawn.h"
 
 namespace toolbridge::upstream {
 
@@ -65,11 +65,11 @@ std::string StdioTransport::open() {
   spdlog::debug("[{}] started instance {} (pid {})", server_.name, number_, child_.pid());
   auto self = shared_from_this();
   asio::co_spawn(
-      io_, [self]() { return self->read_stdout(); }, asio::detached);
+      io_, [self]() { return self->read_stdout(); }, base::log_failure("stdio read of stdout"));
   asio::co_spawn(
-      io_, [self]() { return self->read_stderr(); }, asio::detached);
+      io_, [self]() { return self->read_stderr(); }, base::log_failure("stdio read of stderr"));
   asio::co_spawn(
-      io_, [self]() { return self->watch_exit(); }, asio::detached);
+      io_, [self]() { return self->watch_exit(); }, base::log_failure("stdio exit watch"));
   return {};
 }
 
@@ -102,7 +102,7 @@ void StdioTransport::send(std::string message, std::uint64_t call_id) {
   if (writing_) return;
   writing_ = true;
   asio::co_spawn(
-      io_, [self = shared_from_this()]() { return self->write_loop(); }, asio::detached);
+      io_, [self = shared_from_this()]() { return self->write_loop(); }, base::log_failure("stdio write loop"));
 }
 
 asio::awaitable<void> StdioTransport::write_loop() {

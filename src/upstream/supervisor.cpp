@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "base/spawn.h"
 #include "process/child.h"
 
 namespace toolbridge::upstream {
@@ -115,7 +115,7 @@ std::shared_ptr<Member> Supervisor::launch(const std::string& key) {
         }
         co_await self->run_start(m);
       },
-      asio::detached);
+      base::log_failure("instance start"));
   return m;
 }
 
@@ -319,7 +319,7 @@ void Supervisor::stop_member(const std::shared_ptr<Member>& m, bool remove_dir) 
         self->tell_members_changed();
         self->maintain();
       },
-      asio::detached);
+      base::log_failure("instance replacement"));
 }
 
 asio::awaitable<void> Supervisor::stop() {
@@ -336,7 +336,8 @@ asio::awaitable<void> Supervisor::stop() {
   for (const auto& m : members) {
     m->inst->on_exit = nullptr;
     m->inst->on_idle = nullptr;
-    asio::co_spawn(io_, m->inst->stop(), [&](std::exception_ptr) {
+    asio::co_spawn(io_, m->inst->stop(), [&](std::exception_ptr e) {
+      base::log_failure("instance stop")(e);
       if (--remaining == 0) all_done.cancel();
     });
   }

@@ -9,7 +9,7 @@ a Redis hit on another, the key's tenant rate held across the three; then a stop
 order with the services' stop signals, each exiting 0 within its stop_grace_period.
 
 No container engine runs here: the images, the network's addresses, the published port and
-the healthcheck commands inside the images are not exercised (see README, "Compose")."""
+the healthcheck commands inside the images are not exercised (see docs/deployment.md, "Compose")."""
 
 from __future__ import annotations
 

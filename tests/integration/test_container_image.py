@@ -8,7 +8,7 @@ image's stop signal.
 The fast tests check what keeps the Dockerfile and the script in step: the script refuses any
 instruction it would not carry out, packages.txt holds every library the binaries link against,
 and the image's default config passes check-config. The image test builds a Debian root
-filesystem from the network's Debian mirror: about 2.5 minutes here (see README, "Container
+filesystem from the network's Debian mirror: about 2.5 minutes here (see docs/deployment.md, "Container
 image")."""
 
 from __future__ import annotations

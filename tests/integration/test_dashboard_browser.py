@@ -1,7 +1,7 @@
 """The dashboard in a real browser: Debian's headless Chromium, driven by Selenium through
 Debian's chromedriver, opens /dashboard while agents call tools, checks that the figures move and
 that the chosen trajectory's timeline draws its calls, and saves a screenshot
-(TOOLBRIDGE_SCREENSHOT names where; the README shows one)."""
+(TOOLBRIDGE_SCREENSHOT names where; docs/observability.md shows one)."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ def test_the_dashboard_moves_and_draws_a_trajectory(gateway_factory, tmp_path):
                  "a failed call drawn as an error")
         assert driver.execute_script("return document.getElementById('error').textContent") == ""
         if "TOOLBRIDGE_SCREENSHOT" in os.environ:
-            time.sleep(20)  # a picture for the README: let the charts gather some history
+            time.sleep(20)  # a picture for the docs: let the charts gather some history
         shot = Path(os.environ.get("TOOLBRIDGE_SCREENSHOT", tmp_path / "dashboard.png"))
         shot.parent.mkdir(parents=True, exist_ok=True)
         assert driver.save_screenshot(str(shot))

@@ -1,7 +1,7 @@
 """Interop matrix: every common MCP client, unchanged, through one gateway in front of four
 upstreams (the fixture over stdio, the reference Node server `server-everything` over stdio and
 again as a remote Streamable HTTP server, the Python `mcp-server-time`). Each client lists tools, calls one tool of each upstream, follows a
-call's progress and gets an error result. The README's matrix is this file's table."""
+call's progress and gets an error result. docs/conformance.md's matrix is this file's table."""
 
 from __future__ import annotations
 

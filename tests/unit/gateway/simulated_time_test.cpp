@@ -1,7 +1,7 @@
 // Deadlines, the breaker's cool-down, cache TTLs and idle expiry on the whole gateway (its
 // pipeline, supervisors and instances, with the real fixture server as a child process) under a
 // ManualClock: the processes are real, the passing of time is not, so nothing here sleeps. These
-// replace integration tests that slept through each timeout (README, "Tests").
+// replace integration tests that slept through each timeout (CONTRIBUTING.md, "Time in tests").
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 

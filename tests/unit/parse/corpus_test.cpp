@@ -1,7 +1,7 @@
 // The parse corpus (tests/parse_corpus/): 343 model outputs in every format, each run through
 // the extractor (whole, and byte by byte) and resolved against the fixture's tool schemas, and
 // compared with the calls it holds and the number it cannot be read. Prints the table of the
-// README's "Parse and execute" section; fails on any case that is not exact.
+// docs/parse.md; fails on any case that is not exact.
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>

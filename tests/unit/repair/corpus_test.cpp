@@ -1,6 +1,6 @@
 // The repair corpus (tests/repair_corpus/): every malformed call run through the tool-name
 // matcher and the repair stage as the gateway runs them, in safe and aggressive mode, scored
-// against the outcome the model meant. Prints the figures the README quotes; fails on any wrong
+// against the outcome the model meant. Prints the figures docs/repair.md quotes; fails on any wrong
 // repair in safe mode.
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
