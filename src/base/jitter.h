@@ -32,4 +32,10 @@ RandomSource& process_random();
 std::chrono::milliseconds jittered(std::chrono::milliseconds d, double spread,
                                    RandomSource& random);
 
+// The wait before the `n`th retry of an operation (exponential backoff, before jitter): 0 for
+// n <= 0, then `initial`, doubling with each retry, at most `max`. Every backoff of the gateway
+// (server restarts, re-listing, model request retries) is this, jittered.
+std::chrono::milliseconds exponential_delay(std::chrono::milliseconds initial,
+                                            std::chrono::milliseconds max, int n);
+
 }  // namespace toolbridge::base

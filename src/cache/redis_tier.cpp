@@ -14,13 +14,13 @@ RedisTier::RedisTier(boost::asio::io_context& io, const base::Clock& clock, cons
 
 boost::asio::awaitable<std::optional<Entry>> RedisTier::get(std::string key, std::int64_t now_ms) {
   std::vector<std::string> argv{"GET", prefix_ + key_digest(key)};
-  std::optional<RedisReply> reply = co_await client_.command(std::move(argv));
+  std::optional<redis::RedisReply> reply = co_await client_.command(std::move(argv));
   if (!reply) co_return std::nullopt;
   if (now_ms - memory_read_ms_ >= kMemoryReadInterval) {
     memory_read_ms_ = now_ms;
     std::vector<std::string> info{"INFO", "memory"};
-    std::optional<RedisReply> memory = co_await client_.command(std::move(info));
-    if (memory && memory->type == RedisReply::Type::kString) {
+    std::optional<redis::RedisReply> memory = co_await client_.command(std::move(info));
+    if (memory && memory->type == redis::RedisReply::Type::kString) {
       const std::string_view text = memory->text;
       const std::size_t at = text.find("used_memory:");
       if (at != std::string_view::npos) {
@@ -29,7 +29,7 @@ boost::asio::awaitable<std::optional<Entry>> RedisTier::get(std::string key, std
       }
     }
   }
-  if (reply->type != RedisReply::Type::kString) co_return std::nullopt;
+  if (reply->type != redis::RedisReply::Type::kString) co_return std::nullopt;
   std::optional<Entry> e = decode_record(reply->text, key);
   if (!e || e->expires_ms <= now_ms) co_return std::nullopt;
   co_return e;

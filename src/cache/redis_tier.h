@@ -4,8 +4,8 @@
 // key, so a read never returns another call's result. Bounded by the server's own maxmemory
 // policy. A Redis that is down or slow is a miss within gateway.cache.redis.timeout
 // (redis_client.h), never a failed or hung call.
-#include "cache/redis_client.h"
 #include "cache/tier.h"
+#include "redis/redis_client.h"
 
 namespace toolbridge::cache {
 
@@ -24,7 +24,7 @@ class RedisTier final : public Tier {
   std::uint64_t failures() const { return client_.failures(); }
 
  private:
-  RedisClient client_;
+  redis::RedisClient client_;
   std::string prefix_;
   std::uint64_t used_memory_ = 0;
   std::int64_t memory_read_ms_ = 0;

@@ -260,4 +260,12 @@ std::vector<std::string> Catalog::suggest_tools(std::string_view name, std::size
   return out;
 }
 
+repair::SchemaOf schemas_of(const Catalog& catalog) {
+  return [&catalog](std::string_view label) -> std::optional<const repair::ToolSchema*> {
+    const Entry* entry = catalog.tool(label);
+    if (!entry) return std::nullopt;
+    return entry->schema.get();
+  };
+}
+
 }  // namespace toolbridge::catalog

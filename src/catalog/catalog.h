@@ -97,4 +97,8 @@ class Catalog {
 // Matches an RFC 6570 level-1 template ("file:///{path}") against a URI.
 bool matches_template(std::string_view tmpl, std::string_view uri);
 
+// The compiled schema of each tool of `catalog` by exposed name, for the repair stage (below the
+// catalog in the layers). `catalog` must outlive what is returned.
+repair::SchemaOf schemas_of(const Catalog& catalog);
+
 }  // namespace toolbridge::catalog

@@ -5,9 +5,9 @@
 #include <boost/json.hpp>
 
 #include "call/stoppable_wait.h"
+#include "catalog/tool_name.h"
 #include "json/parse.h"
 #include "policy/deadline.h"
-#include "repair/tool_name.h"
 #include "upstream/upstream.h"
 
 namespace toolbridge::catalog {
@@ -103,9 +103,9 @@ std::optional<Result> ResolveStage::resolve_named(gateway::Call& call) const {
     const std::string name = call.string_member("name");
     const Entry* entry = tool ? catalog_.tool(name) : catalog_.prompt(name);
     if (!entry && tool) {
-      // A mistyped tool name: the one meant, if only one fits (src/repair/).
-      repair::ToolNameRepair fixed = repair::repair_tool_name(
-          catalog_, call, name, [this](const Entry& e) { return repair_mode(e); });
+      // A mistyped tool name: the one meant, if only one fits (tool_name.h).
+      ToolNameRepair fixed =
+          repair_tool_name(catalog_, call, name, [this](const Entry& e) { return repair_mode(e); });
       if (fixed.answer) return std::move(*fixed.answer);
       entry = fixed.entry;
     }

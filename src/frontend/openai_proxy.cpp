@@ -62,9 +62,11 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
   for (std::size_t attempt = 0; attempt <= cfg.max_retries; ++attempt) {
     if (state_->client_gone || call.cancelled()) co_return Result::failure(Fault::kCancelled, "");
     if (attempt > 0) {
-      // Jittered exponential backoff, or the worker's Retry-After when longer.
-      const auto base = cfg.retry_backoff * (1 << std::min<std::size_t>(attempt - 1, 10));
-      std::chrono::milliseconds delay = base::jittered(base, 0.5, base::process_random());
+      // Jittered exponential backoff (up to 1024 times retry_backoff), or the worker's
+      // Retry-After when longer.
+      const auto nominal = base::exponential_delay(cfg.retry_backoff, cfg.retry_backoff * 1024,
+                                                   static_cast<int>(attempt));
+      std::chrono::milliseconds delay = base::jittered(nominal, 0.5, base::process_random());
       delay = std::max(delay, wait);
       if (clock_.now() + delay >= call.deadline) {
         out_of_time = true;

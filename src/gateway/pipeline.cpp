@@ -25,7 +25,8 @@ Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
   measure_ = measure.get();
   chain_.push_back(std::move(measure));
   chain_.push_back(std::make_unique<policy::TrajectoryOwnerStage>(p.io, p.config.gateway, p.clock));
-  chain_.push_back(std::make_unique<repair::RepairStage>(p.catalog, p.config, p.metrics));
+  chain_.push_back(
+      std::make_unique<repair::RepairStage>(catalog::schemas_of(p.catalog), p.config, p.metrics));
   // A hit takes no admission slot (nor a share of its tenant's rate).
   chain_.push_back(
       std::make_unique<cache::CacheStage>(p.io, p.config, p.catalog, p.metrics, p.clock));

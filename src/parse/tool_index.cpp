@@ -7,9 +7,9 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "catalog/tool_name.h"
 #include "json/parse.h"
 #include "repair/json_repair.h"
-#include "repair/tool_name.h"
 
 namespace toolbridge::parse {
 
@@ -108,7 +108,7 @@ const catalog::Entry* ToolIndex::resolve_name(const RawCall& raw, ParsedCall& ou
                                   : it->second->repair_for(e.original).repair;
     };
     const auto match =
-        repair::match_tool_name(catalog_, wanted, mode_of, config::RepairMode::kAggressive);
+        catalog::match_tool_name(catalog_, wanted, mode_of, config::RepairMode::kAggressive);
     if (match.kind == repair::MatchKind::kAmbiguous) {
       std::string names;
       for (const auto* e : match.entries) names += (names.empty() ? "'" : ", '") + e->exposed + "'";

@@ -4,7 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include "cache/redis_client.h"
+#include "redis/redis_client.h"
 #include "transport/session_id.h"
 
 namespace toolbridge::policy {
@@ -52,7 +52,7 @@ SharedRateStage::SharedRateStage(boost::asio::io_context& io, const config::Gate
   if (any_rate_ && !shared.address.empty()) {
     const std::size_t colon = shared.address.rfind(':');
     const auto port = static_cast<unsigned short>(std::stoi(shared.address.substr(colon + 1)));
-    redis_ = std::make_unique<cache::RedisClient>(io, clock, shared.address.substr(0, colon), port,
+    redis_ = std::make_unique<redis::RedisClient>(io, clock, shared.address.substr(0, colon), port,
                                                   shared.timeout);
   }
   member_prefix_ = (g.gateway_id.empty() ? std::to_string(::getpid()) : g.gateway_id) + "." +
@@ -86,12 +86,12 @@ boost::asio::awaitable<milliseconds> SharedRateStage::admit(const std::string& t
                                   config_.shared_limits.key_prefix + "rate:" + tenant,
                                   std::to_string(rate),
                                   member_prefix_ + std::to_string(++next_member_)};
-    std::optional<cache::RedisReply> reply = co_await redis_->command(std::move(argv));
-    if (reply && reply->type == cache::RedisReply::Type::kInteger) {
+    std::optional<redis::RedisReply> reply = co_await redis_->command(std::move(argv));
+    if (reply && reply->type == redis::RedisReply::Type::kInteger) {
       if (reply->integer > 0) ++*shed_shared_;
       co_return milliseconds(reply->integer);
     }
-    if (reply && reply->type == cache::RedisReply::Type::kError) {
+    if (reply && reply->type == redis::RedisReply::Type::kError) {
       spdlog::warn("shared_limits: Redis refused the rate script: {}", reply->text);
     }
     ++*fallbacks_;

@@ -20,7 +20,7 @@
 #include "config/config.h"
 #include "telemetry/metrics.h"
 
-namespace toolbridge::cache {
+namespace toolbridge::redis {
 class RedisClient;
 }
 
@@ -57,7 +57,7 @@ class SharedRateStage final : public gateway::Stage {
   const config::Gateway& config_;
   const base::Clock& clock_;
   bool any_rate_ = false;
-  std::unique_ptr<cache::RedisClient> redis_;
+  std::unique_ptr<redis::RedisClient> redis_;
   std::string member_prefix_;  // unique per gateway process: window entries never collide
   std::uint64_t next_member_ = 0;
   std::unordered_map<std::string, LocalWindow> local_;

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "cache/redis_client.h"
+#include "redis/redis_client.h"
 #include "transport/session_id.h"
 #include "upstream/upstream.h"
 
@@ -17,7 +17,7 @@ TrajectoryOwnerStage::TrajectoryOwnerStage(boost::asio::io_context& io, const co
   claim_ = g.gateway_id + "#" + transport::random_session_id().substr(0, 12);
   const std::size_t colon = address.rfind(':');
   const auto port = static_cast<unsigned short>(std::stoi(address.substr(colon + 1)));
-  redis_ = std::make_unique<cache::RedisClient>(io, clock, address.substr(0, colon), port,
+  redis_ = std::make_unique<redis::RedisClient>(io, clock, address.substr(0, colon), port,
                                                 g.shared_limits.timeout);
 }
 
@@ -60,7 +60,7 @@ boost::asio::awaitable<gateway::Result> TrajectoryOwnerStage::handle(gateway::Ca
                                 "PX",
                                 std::to_string(ttl.count()),
                                 "GET"};
-  std::optional<cache::RedisReply> reply = co_await redis_->command(std::move(argv));
+  std::optional<redis::RedisReply> reply = co_await redis_->command(std::move(argv));
   if (!reply) {  // Redis down or slow: nothing to tell
     gateway::Result result = co_await next(call);
     co_return result;
@@ -72,7 +72,7 @@ boost::asio::awaitable<gateway::Result> TrajectoryOwnerStage::handle(gateway::Ca
   }
   claimed_[call.trajectory] = now;
   // The value is "GATEWAY#INCARNATION": another gateway, or this one before a restart.
-  const bool held = reply->type == cache::RedisReply::Type::kString && reply->text != claim_;
+  const bool held = reply->type == redis::RedisReply::Type::kString && reply->text != claim_;
   if (!held) {
     gateway::Result result = co_await next(call);
     co_return result;

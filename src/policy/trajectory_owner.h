@@ -19,7 +19,7 @@
 #include "call/stage.h"
 #include "config/config.h"
 
-namespace toolbridge::cache {
+namespace toolbridge::redis {
 class RedisClient;
 }
 
@@ -44,7 +44,7 @@ class TrajectoryOwnerStage final : public gateway::Stage {
  private:
   const config::Gateway& config_;
   const base::Clock& clock_;
-  std::unique_ptr<cache::RedisClient> redis_;
+  std::unique_ptr<redis::RedisClient> redis_;
   // What this gateway writes as a trajectory's holder: its id and this run's random incarnation,
   // so a restarted gateway (same id) also knows what it lost.
   std::string claim_;

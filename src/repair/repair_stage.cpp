@@ -42,9 +42,9 @@ std::string describe(const Violation& v, const ToolSchema& schema) {
 
 }  // namespace
 
-RepairStage::RepairStage(const catalog::Catalog& catalog, const config::Config& config,
+RepairStage::RepairStage(SchemaOf schema_of, const config::Config& config,
                          telemetry::Metrics& metrics)
-    : catalog_(catalog), metrics_(metrics) {
+    : schema_of_(std::move(schema_of)), metrics_(metrics) {
   for (const auto& s : config.servers) servers_.emplace(s.name, &s);
   metrics_.describe(std::string(kRepairsMetric), "counter",
                     "Changes repair made to tool calls, by server, tool and kind (tool_name, "
@@ -71,12 +71,12 @@ boost::asio::awaitable<Result> RepairStage::report(Call& call, gateway::Next nex
 }
 
 std::optional<Result> RepairStage::prepare(Call& call) {
-  const catalog::Entry* entry = catalog_.tool(call.route.label);
+  const std::optional<const ToolSchema*> tool = schema_of_(call.route.label);
   auto server = servers_.find(call.route.server);
-  if (!entry || server == servers_.end()) return std::nullopt;
+  if (!tool || server == servers_.end()) return std::nullopt;
   config::RepairSettings settings = server->second->repair_for(call.route.tool);
   settings.repair = effective_mode(settings.repair, call);
-  const ToolSchema* schema = entry->schema.get();
+  const ToolSchema* schema = *tool;
   const std::string_view raw = call.member("arguments");
 
   // One scan of the arguments' top-level members serves both checks below.

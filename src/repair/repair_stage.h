@@ -11,16 +11,16 @@
 #include <unordered_map>
 
 #include "call/stage.h"
-#include "catalog/catalog.h"
 #include "config/config.h"
+#include "repair/schema.h"
 #include "telemetry/metrics.h"
 
 namespace toolbridge::repair {
 
 class RepairStage final : public gateway::Stage {
  public:
-  RepairStage(const catalog::Catalog& catalog, const config::Config& config,
-              telemetry::Metrics& metrics);
+  // `schema_of`: the schemas of the catalog (catalog::schemas_of).
+  RepairStage(SchemaOf schema_of, const config::Config& config, telemetry::Metrics& metrics);
   std::string_view name() const override { return "repair"; }
   bool applies(const gateway::Call& call) const override { return call.is_tool_call(); }
   boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
@@ -37,7 +37,7 @@ class RepairStage final : public gateway::Stage {
                                           const std::string& problem);
   void count_repairs(const gateway::Call& call);
 
-  const catalog::Catalog& catalog_;
+  SchemaOf schema_of_;
   std::unordered_map<std::string, const config::Server*> servers_;
   telemetry::Metrics& metrics_;
   std::map<std::string, std::uint64_t, std::less<>> invalid_calls_;  // per tool, to thin logs

@@ -4,6 +4,7 @@
 // default, whether it is required). A schema that does not compile is kept with its error, so
 // it is reported once, at the catalog build, not per call.
 #include <boost/json/value.hpp>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -89,5 +90,10 @@ std::string_view json_type(const boost::json::value& v);
 // The same for a raw JSON value, from its first byte (numbers: "integer" unless they have a
 // fraction or an exponent).
 std::string_view raw_json_type(std::string_view raw);
+
+// A tool's compiled schema by its exposed name: nullopt for a tool that does not exist, null
+// for one without an inputSchema. The catalog provides it (catalog::schemas_of), so repair
+// need not depend on the catalog.
+using SchemaOf = std::function<std::optional<const ToolSchema*>(std::string_view label)>;
 
 }  // namespace toolbridge::repair

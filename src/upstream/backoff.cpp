@@ -1,14 +1,9 @@
 #include "upstream/backoff.h"
 
-#include <algorithm>
-
 namespace toolbridge::upstream {
 
 std::chrono::milliseconds Backoff::nominal_delay(int failures) const {
-  if (failures <= 0) return std::chrono::milliseconds(0);
-  auto delay = initial_;
-  for (int i = 1; i < failures && delay < max_; ++i) delay *= 2;
-  return std::min(delay, max_);
+  return base::exponential_delay(initial_, max_, failures);
 }
 
 void Backoff::failed(time_point now) {

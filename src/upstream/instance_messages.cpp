@@ -192,9 +192,8 @@ asio::awaitable<void> Instance::relist_loop() {
     // Retried with jittered backoff (restart_backoff), for as long as the instance runs.
     list_error_ = err;
     ++list_failures_;
-    const int doublings = std::min(list_failures_ - 1, 16);
-    const auto nominal = std::min<std::chrono::milliseconds>(
-        server_.restart_backoff_initial * (1 << doublings), server_.restart_backoff_max);
+    const auto nominal = base::exponential_delay(server_.restart_backoff_initial,
+                                                 server_.restart_backoff_max, list_failures_);
     const auto delay = base::jittered(nominal, 0.2, base::process_random());
     spdlog::warn(
         "[{}] re-listing failed ({} in a row; the last good lists are served): {}; "

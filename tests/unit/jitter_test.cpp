@@ -66,5 +66,22 @@ TEST(ProcessRandom, IsUsableAndInRange) {
   EXPECT_LT(x, 1.0);
 }
 
+TEST(ExponentialDelay, DoublesFromInitialUpToMax) {
+  using std::chrono::milliseconds;
+  const milliseconds initial{100}, max{1000};
+  EXPECT_EQ(exponential_delay(initial, max, 0), milliseconds(0));
+  EXPECT_EQ(exponential_delay(initial, max, -3), milliseconds(0));
+  EXPECT_EQ(exponential_delay(initial, max, 1), milliseconds(100));
+  EXPECT_EQ(exponential_delay(initial, max, 2), milliseconds(200));
+  EXPECT_EQ(exponential_delay(initial, max, 4), milliseconds(800));
+  EXPECT_EQ(exponential_delay(initial, max, 5), milliseconds(1000));
+  EXPECT_EQ(exponential_delay(initial, max, 1'000'000), milliseconds(1000));  // no overflow
+}
+
+TEST(ExponentialDelay, AnInitialOverMaxIsCut) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(exponential_delay(milliseconds(5000), milliseconds(1000), 1), milliseconds(1000));
+}
+
 }  // namespace
 }  // namespace toolbridge::base

@@ -14,10 +14,10 @@
 #include <sstream>
 
 #include "catalog/catalog.h"
+#include "catalog/tool_name.h"
 #include "json/envelope.h"
 #include "repair/answer.h"
 #include "repair/repair_stage.h"
-#include "repair/tool_name.h"
 #include "upstream/instance.h"
 
 namespace toolbridge::repair {
@@ -25,6 +25,11 @@ namespace {
 
 namespace bj = boost::json;
 namespace fs = std::filesystem;
+using catalog::match_tool_name;
+using catalog::ModeOf;
+using catalog::repair_tool_name;
+using catalog::ToolNameMatch;
+using catalog::ToolNameRepair;
 using config::RepairMode;
 
 fs::path corpus_dir() {
@@ -82,7 +87,7 @@ Outcome run_case(const Corpus& corpus, const bj::object& c, RepairMode mode) {
     config.servers.push_back(s);
   }
   telemetry::Metrics metrics;
-  RepairStage stage(corpus.catalog, config, metrics);
+  RepairStage stage(catalog::schemas_of(corpus.catalog), config, metrics);
   gateway::Call call;
   call.method = "tools/call";
   call.id = "1";

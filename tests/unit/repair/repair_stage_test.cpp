@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include "catalog/catalog.h"
 #include "json/envelope.h"
 #include "unit/stage_support.h"
 
@@ -57,7 +58,7 @@ bj::value sent_arguments(const gateway::Call& c) {
 
 TEST(RepairStage, AValidCallIsPassedOnUntouched) {
   StageFixture f;
-  RepairStage stage(f.catalog, f.config, f.metrics);
+  RepairStage stage(catalog::schemas_of(f.catalog), f.config, f.metrics);
   gateway::Call c = f.call(R"({"query": "x", "limit": 3})");
   const std::string before = c.upstream_params;
   EXPECT_FALSE(stage.prepare(c));
@@ -67,7 +68,7 @@ TEST(RepairStage, AValidCallIsPassedOnUntouched) {
 
 TEST(RepairStage, ARepairedCallIsSentRepairedAndCounted) {
   StageFixture f;
-  RepairStage stage(f.catalog, f.config, f.metrics);
+  RepairStage stage(catalog::schemas_of(f.catalog), f.config, f.metrics);
   gateway::Call c = f.call(R"({"Query": "x", "limit": "3"})");
   EXPECT_FALSE(stage.prepare(c));
   EXPECT_EQ(sent_arguments(c), bj::parse(R"({"query": "x", "limit": 3})"));
@@ -81,7 +82,7 @@ TEST(RepairStage, ARepairedCallIsSentRepairedAndCounted) {
 
 TEST(RepairStage, MetaOffLeavesTheCallAsItCame) {
   StageFixture f;
-  RepairStage stage(f.catalog, f.config, f.metrics);
+  RepairStage stage(catalog::schemas_of(f.catalog), f.config, f.metrics);
   gateway::Call c = f.call(R"({"query": "x", "limit": "3"})", "off");
   const std::string before = c.upstream_params;
   EXPECT_FALSE(stage.prepare(c));  // warn: passed on
@@ -96,7 +97,7 @@ TEST(RepairStage, EnforceAnswersWithEveryViolationAndDoesNotPassOn) {
   config::RepairSettings s;
   s.validate = ValidateMode::kEnforce;
   StageFixture f(s);
-  RepairStage stage(f.catalog, f.config, f.metrics);
+  RepairStage stage(catalog::schemas_of(f.catalog), f.config, f.metrics);
   gateway::Call c = f.call(R"({"limit": "many"})");
   const auto answer = stage.prepare(c);
   ASSERT_TRUE(answer);
@@ -115,7 +116,7 @@ TEST(RepairStage, EnforceRefusesArgumentsThatCannotBeMadeAnObject) {
   config::RepairSettings s;
   s.validate = ValidateMode::kEnforce;
   StageFixture f(s);
-  RepairStage stage(f.catalog, f.config, f.metrics);
+  RepairStage stage(catalog::schemas_of(f.catalog), f.config, f.metrics);
   gateway::Call c = f.call(R"("query = x")");
   ASSERT_TRUE(stage.prepare(c));
   gateway::Call ok = f.call(R"("{'query': 'x'}")");
@@ -128,7 +129,7 @@ TEST(RepairStage, RepairOffStillValidates) {
   s.repair = RepairMode::kOff;
   s.validate = ValidateMode::kEnforce;
   StageFixture f(s);
-  RepairStage stage(f.catalog, f.config, f.metrics);
+  RepairStage stage(catalog::schemas_of(f.catalog), f.config, f.metrics);
   gateway::Call c = f.call(R"({"query": "x", "limit": "3"})");
   EXPECT_TRUE(stage.prepare(c));
 }
@@ -136,7 +137,8 @@ TEST(RepairStage, RepairOffStillValidates) {
 TEST(RepairStage, RepairsAreSplicedIntoTheResultMeta) {
   StageFixture f;
   std::vector<std::unique_ptr<gateway::Stage>> chain;
-  chain.push_back(std::make_unique<RepairStage>(f.catalog, f.config, f.metrics));
+  chain.push_back(
+      std::make_unique<RepairStage>(catalog::schemas_of(f.catalog), f.config, f.metrics));
   auto last = std::make_unique<testing::ScriptedStage>();
   gateway::Result served;
   served.response = R"({"jsonrpc":"2.0","id":9,"result":{"content":[]}})";

@@ -18,7 +18,7 @@
 
 struct redisAsyncContext;
 
-namespace toolbridge::cache {
+namespace toolbridge::redis {
 
 struct RedisReply {
   enum class Type { kString, kNil, kInteger, kStatus, kError, kOther };
@@ -65,4 +65,4 @@ class RedisClient {
   std::uint64_t failures_ = 0;
 };
 
-}  // namespace toolbridge::cache
+}  // namespace toolbridge::redis

@@ -1,4 +1,4 @@
-#include "cache/redis_client.h"
+#include "redis/redis_client.h"
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
@@ -9,7 +9,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <memory>
 
-namespace toolbridge::cache {
+namespace toolbridge::redis {
 
 namespace asio = boost::asio;
 
@@ -244,4 +244,4 @@ asio::awaitable<std::optional<RedisReply>> RedisClient::command(std::vector<std:
   co_return std::nullopt;
 }
 
-}  // namespace toolbridge::cache
+}  // namespace toolbridge::redis

@@ -1,4 +1,4 @@
-#include "repair/tool_name.h"
+#include "catalog/tool_name.h"
 
 #include <gtest/gtest.h>
 
@@ -10,6 +10,11 @@ namespace toolbridge::repair {
 namespace {
 
 namespace bj = boost::json;
+using catalog::match_tool_name;
+using catalog::ModeOf;
+using catalog::repair_tool_name;
+using catalog::ToolNameMatch;
+using catalog::ToolNameRepair;
 using config::RepairMode;
 
 upstream::Catalog lists(std::initializer_list<const char*> tools) {

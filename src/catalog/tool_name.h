@@ -12,29 +12,29 @@
 #include "catalog/catalog.h"
 #include "repair/names.h"
 
-namespace toolbridge::repair {
+namespace toolbridge::catalog {
 
 struct ToolNameMatch {
-  MatchKind kind = MatchKind::kNone;
-  std::vector<const catalog::Entry*> entries;  // best first
+  repair::MatchKind kind = repair::MatchKind::kNone;
+  std::vector<const Entry*> entries;  // best first
 };
 
 // The repair mode configured for a tool (by its server and the server's own name).
-using ModeOf = std::function<config::RepairMode(const catalog::Entry&)>;
+using ModeOf = std::function<config::RepairMode(const Entry&)>;
 
 // Tools whose server has repair off are never candidates; `cap` (the call's own cap) applies
 // to all.
-ToolNameMatch match_tool_name(const catalog::Catalog& catalog, std::string_view name,
-                              const ModeOf& mode_of, config::RepairMode cap);
+ToolNameMatch match_tool_name(const Catalog& catalog, std::string_view name, const ModeOf& mode_of,
+                              config::RepairMode cap);
 
 struct ToolNameRepair {
-  const catalog::Entry* entry = nullptr;  // the tool meant; the repair is recorded in the call
+  const Entry* entry = nullptr;           // the tool meant; the repair is recorded in the call
   std::optional<gateway::Result> answer;  // several candidates: an isError result naming them
 };
 
 // For the resolve stage: `name` (not in the catalog) matched for `call`. Neither set: no
 // candidate, the unknown-tool error stands.
-ToolNameRepair repair_tool_name(const catalog::Catalog& catalog, gateway::Call& call,
-                                std::string_view name, const ModeOf& mode_of);
+ToolNameRepair repair_tool_name(const Catalog& catalog, gateway::Call& call, std::string_view name,
+                                const ModeOf& mode_of);
 
-}  // namespace toolbridge::repair
+}  // namespace toolbridge::catalog

@@ -1,25 +1,27 @@
-#include "repair/tool_name.h"
+#include "catalog/tool_name.h"
 
 #include <spdlog/spdlog.h>
 
 #include "repair/answer.h"
+#include "repair/names.h"
 
-namespace toolbridge::repair {
+namespace toolbridge::catalog {
 
 using config::RepairMode;
+using repair::MatchKind;
 
 namespace {
 
-ToolNameMatch match_among(const std::vector<const catalog::Entry*>& group, std::string_view name,
+ToolNameMatch match_among(const std::vector<const Entry*>& group, std::string_view name,
                           RepairMode mode) {
   std::vector<std::vector<std::string>> spellings;
   spellings.reserve(group.size());
-  for (const catalog::Entry* e : group) {
+  for (const Entry* e : group) {
     // "server__tool" as exposed, "tool" alone (the prefix missing), and server + tool in any
     // separator (normalised to the same name).
     spellings.push_back({e->exposed, e->original, e->server + "_" + e->original});
   }
-  const NameMatch m = match_name(name, spellings, mode);
+  const repair::NameMatch m = repair::match_name(name, spellings, mode);
   ToolNameMatch out{m.kind, {}};
   for (std::size_t i : m.candidates) out.entries.push_back(group[i]);
   return out;
@@ -27,10 +29,10 @@ ToolNameMatch match_among(const std::vector<const catalog::Entry*>& group, std::
 
 }  // namespace
 
-ToolNameMatch match_tool_name(const catalog::Catalog& catalog, std::string_view name,
-                              const ModeOf& mode_of, RepairMode cap) {
+ToolNameMatch match_tool_name(const Catalog& catalog, std::string_view name, const ModeOf& mode_of,
+                              RepairMode cap) {
   if (cap == RepairMode::kOff || name.empty()) return {};
-  std::vector<const catalog::Entry*> on, aggressive;
+  std::vector<const Entry*> on, aggressive;
   for (const auto& [exposed, entry] : catalog.tool_entries()) {
     const RepairMode m = std::min(mode_of(entry), cap);
     if (m == RepairMode::kOff) continue;
@@ -46,10 +48,10 @@ ToolNameMatch match_tool_name(const catalog::Catalog& catalog, std::string_view 
   return m;
 }
 
-ToolNameRepair repair_tool_name(const catalog::Catalog& catalog, gateway::Call& call,
-                                std::string_view name, const ModeOf& mode_of) {
-  const ToolNameMatch m =
-      match_tool_name(catalog, name, mode_of, effective_mode(RepairMode::kAggressive, call));
+ToolNameRepair repair_tool_name(const Catalog& catalog, gateway::Call& call, std::string_view name,
+                                const ModeOf& mode_of) {
+  const ToolNameMatch m = match_tool_name(catalog, name, mode_of,
+                                          repair::effective_mode(RepairMode::kAggressive, call));
   ToolNameRepair out;
   if (m.kind == MatchKind::kAmbiguous) {
     std::string text = "No tool '" + std::string(name) + "'; did you mean ";
@@ -60,7 +62,7 @@ ToolNameRepair repair_tool_name(const catalog::Catalog& catalog, gateway::Call& 
     if (m.entries.size() > shown)
       text += " (or " + std::to_string(m.entries.size() - shown) + " more)";
     text += "? Call it again by its full name.";
-    out.answer = tool_error(call, text);
+    out.answer = repair::tool_error(call, text);
   } else if (m.kind != MatchKind::kNone) {
     out.entry = m.entries.front();
     spdlog::debug("tools/call {}: tool name '{}' repaired to '{}' ({})", call.id, name,
@@ -70,4 +72,4 @@ ToolNameRepair repair_tool_name(const catalog::Catalog& catalog, gateway::Call& 
   return out;
 }
 
-}  // namespace toolbridge::repair
+}  // namespace toolbridge::catalog
