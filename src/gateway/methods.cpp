@@ -10,6 +10,7 @@
 #include "call/trace_context.h"
 #include "call/trajectory_name.h"
 #include "gateway/gateway.h"
+#include "idempotency/key_meta.h"
 #include "json/nested_meta.h"
 #include "json/parse.h"
 #include "json/utf8.h"
@@ -119,6 +120,13 @@ std::string take_meta(Call& call, std::string_view raw_meta, const std::string& 
     if (!known) return R"(_meta["toolbridge/repair"] must be "off", "safe" or "aggressive")";
     call.repair_request = std::string(t->as_string());
     meta.erase(kRepairMeta);
+    changed = true;
+  }
+  if (const auto* t = meta.if_contains(idempotency::kKeyMeta)) {
+    const std::string where = "_meta[\"" + std::string(idempotency::kKeyMeta) + "\"]";
+    if (std::string why = idempotency::key_error(*t, where); !why.empty()) return why;
+    call.idempotency_key = std::string(t->as_string());
+    meta.erase(idempotency::kKeyMeta);
     changed = true;
   }
   if (const auto* t = meta.if_contains(kCacheMeta)) {
