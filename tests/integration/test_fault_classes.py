@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import urllib.parse
 import uuid
 
@@ -160,6 +161,23 @@ def test_a_crash_and_shedding_are_infra(gateway_factory):
     assert [r["outcome"] for r in results] == ["ok", "shed"], results
     assert [r["fault"] for r in results] == ["ok", "infra"], results
     assert metric(gw, "toolbridge_call_faults_total", server="narrow", tool="narrow__echo", fault="infra") == 1
+
+
+def test_trace_lines_carry_the_class(gateway_factory, tmp_path):
+    trace = tmp_path / "calls.jsonl"
+    gw = gateway_factory({"fixture": fixture_server()}, {"trace": {"file": str(trace)}})
+    batch(gw, [{"tool": "fixture__echo", "arguments": {"text": "a"}},
+               {"tool": "fixture__fail", "arguments": {"message": "no"}},
+               {"tool": "fixture__sleep", "arguments": {"ms": 3000}}])
+    deadline = time.monotonic() + 10
+    lines: list[dict] = []
+    while time.monotonic() < deadline and len(lines) < 3:
+        time.sleep(0.05)
+        if trace.exists():
+            lines = [json.loads(x) for x in trace.read_text().splitlines() if x.strip()]
+    by_tool = {line["tool"]: (line["outcome"], line["fault"]) for line in lines}
+    assert by_tool == {"fixture__echo": ("ok", "ok"), "fixture__fail": ("tool_error", "tool"),
+                       "fixture__sleep": ("timeout", "infra")}, lines
 
 
 def test_one_timeout_makes_a_trajectory_infra_failed_and_tool_errors_do_not(gw):
