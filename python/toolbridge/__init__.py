@@ -31,7 +31,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
-from .client import AsyncClient, AsyncTrajectory, CallResult, Client, Timing, ToolCall, Trajectory
+from .client import (AsyncClient, AsyncTrajectory, CallResult, Client, Timing, ToolCall, Trajectory,
+                     TrajectoryFaults)
 from .errors import (CallCancelled, CallFailed, CallTimeout, ConnectionFailed, InvalidCall, Overloaded,
                      RequestRejected, ServerError, ServerUnavailable, ToolbridgeError, ToolError,
                      TrajectoryRefused, Unauthorized, CallForbidden, Forbidden)
@@ -41,7 +42,7 @@ __all__ = ["AsyncClient", "AsyncTrajectory", "CallCancelled", "CallFailed", "Cal
            "CallTimeout", "Client", "ConnectionFailed", "Forbidden", "Gateway", "GatewayError", "InvalidCall",
            "Overloaded", "ParseResult", "ParseStream", "ParsedCall", "RequestRejected", "ServerError",
            "ServerUnavailable", "Timing", "ToolCall", "ToolError", "ToolbridgeError", "Trajectory",
-           "TrajectoryRefused", "Unauthorized", "Unparsed", "find_binary", "release", "trajectory"]
+           "TrajectoryFaults", "TrajectoryRefused", "Unauthorized", "Unparsed", "find_binary", "release", "trajectory"]
 __version__ = "0.1.0"
 
 

@@ -22,7 +22,8 @@ from ._transport import AsyncTransport, Response, SyncTransport, split_url, tls_
 from .errors import ConnectionFailed, ToolbridgeError, call_failed, rejected
 from .parse import ParseResult, ParseStream, parse_body, parse_result, turns_body, turns_result
 
-__all__ = ["AsyncClient", "AsyncTrajectory", "CallResult", "Client", "Timing", "ToolCall", "Trajectory"]
+__all__ = ["AsyncClient", "AsyncTrajectory", "CallResult", "Client", "Timing", "ToolCall", "Trajectory",
+           "TrajectoryFaults"]
 
 _JSON = {"Content-Type": "application/json"}
 _MSGPACK = {"Content-Type": "application/msgpack"}
@@ -75,13 +76,15 @@ CallSpec = Union[ToolCall, Sequence[Any], Mapping[str, Any]]
 @dataclass(frozen=True)
 class CallResult:
     """One call's answer. ``result`` is the server's CallToolResult (also for ``tool_error``);
-    ``error`` is ``{"code", "message"}`` for the other outcomes."""
+    ``error`` is ``{"code", "message"}`` for the other outcomes. ``fault``: whose fault a failure
+    was, ``ok``, ``agent``, ``tool`` or ``infra`` (docs/faults.md)."""
 
     tool: str
     outcome: str
     result: dict[str, Any] | None
     error: dict[str, Any] | None
     timing: Timing
+    fault: str = "ok"
 
     @property
     def ok(self) -> bool:
@@ -157,8 +160,41 @@ def _results(resp: Response, codec: _Codec) -> list[CallResult]:
     for e in entries:
         t = e.get("timing") or {}
         out.append(CallResult(e.get("tool", ""), e.get("outcome", ""), e.get("result"), e.get("error"),
-                              Timing(t.get("queue_ms", 0.0), t.get("execution_ms", 0.0), t.get("total_ms", 0.0))))
+                              Timing(t.get("queue_ms", 0.0), t.get("execution_ms", 0.0), t.get("total_ms", 0.0)),
+                              e.get("fault", "ok")))
     return out
+
+
+@dataclass(frozen=True)
+class TrajectoryFaults:
+    """A trajectory's finished calls by fault class, from the gateway's trajectory view
+    (GET /v1/trajectories/NAME). ``infra_failed``: some call failed because of the gateway or a
+    server's process (timeout, crash, outage, shed...), not the policy: a trainer masks such a
+    trajectory instead of learning from its reward (docs/faults.md)."""
+
+    trajectory: str
+    calls: int
+    ok: int
+    agent: int
+    tool: int
+    infra: int
+    infra_failed: bool
+
+
+def _trajectory_faults(name: str, resp: Response) -> TrajectoryFaults:
+    if resp.status == 404:
+        # No call of it is known (none made, or forgotten past gateway.call_log_max_bytes).
+        return TrajectoryFaults(name, 0, 0, 0, 0, 0, False)
+    if resp.status != 200:
+        raise rejected(resp.status, resp.body, resp.headers.get("retry-after"))
+    summary = json.loads(resp.body)["summary"]
+    f = summary["faults"]
+    return TrajectoryFaults(name, int(summary["calls"]), int(f["ok"]), int(f["agent"]), int(f["tool"]),
+                            int(f["infra"]), bool(summary["infra_failed"]))
+
+
+def _trajectory_path(prefix: str, name: str) -> str:
+    return f"{prefix}/v1/trajectories/{urllib.parse.quote(name, safe='')}"
 
 
 def _one(results: list[CallResult], check: bool) -> CallResult:
@@ -240,6 +276,12 @@ class Client:
         instances; released when the ``with`` block ends or on ``release()``."""
         return Trajectory(self, name or new_trajectory_name())
 
+    def trajectory_faults(self, name: str) -> TrajectoryFaults:
+        """Trajectory ``name``'s calls by fault class and whether the infrastructure failed any
+        (the gateway's trajectory view; all zero if the gateway knows no call of it)."""
+        return _trajectory_faults(name, self._transport.request("GET", _trajectory_path(self._prefix, name),
+                                                                None, self._headers()))
+
     def release(self, name: str) -> int:
         """Frees trajectory ``name``'s per_session instances now; returns how many."""
         path = f"{self._prefix}/sessions/{urllib.parse.quote(name, safe='')}"
@@ -306,6 +348,10 @@ class Trajectory:
     def batch(self, calls: Iterable[CallSpec], **kw: Any) -> list[CallResult]:
         return self.client.batch(calls, trajectory=self.name, **kw)
 
+    def faults(self) -> TrajectoryFaults:
+        """Its calls by fault class and ``infra_failed`` (Client.trajectory_faults)."""
+        return self.client.trajectory_faults(self.name)
+
     def release(self) -> int:
         self.released = True
         return self.client.release(self.name)
@@ -353,6 +399,11 @@ class AsyncClient:
     def trajectory(self, name: str | None = None) -> "AsyncTrajectory":
         return AsyncTrajectory(self, name or new_trajectory_name())
 
+    async def trajectory_faults(self, name: str) -> TrajectoryFaults:
+        headers = {"X-Toolbridge-Tenant": self.tenant} if self.tenant else None
+        resp = await self._transport.request("GET", _trajectory_path(self._prefix, name), None, headers)
+        return _trajectory_faults(name, resp)
+
     async def release(self, name: str) -> int:
         path = f"{self._prefix}/sessions/{urllib.parse.quote(name, safe='')}"
         headers = {"X-Toolbridge-Tenant": self.tenant} if self.tenant else None
@@ -399,6 +450,9 @@ class AsyncTrajectory:
 
     async def batch(self, calls: Iterable[CallSpec], **kw: Any) -> list[CallResult]:
         return await self.client.batch(calls, trajectory=self.name, **kw)
+
+    async def faults(self) -> TrajectoryFaults:
+        return await self.client.trajectory_faults(self.name)
 
     async def release(self) -> int:
         self.released = True

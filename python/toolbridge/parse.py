@@ -108,7 +108,8 @@ def calls_of(answer: dict[str, Any]) -> list[ParsedCall]:
         if "outcome" in c:
             t = c.get("timing") or {}
             result = CallResult(c["name"], c["outcome"], c.get("result"), c.get("error"),
-                                Timing(t.get("queue_ms", 0.0), t.get("execution_ms", 0.0), t.get("total_ms", 0.0)))
+                                Timing(t.get("queue_ms", 0.0), t.get("execution_ms", 0.0), t.get("total_ms", 0.0)),
+                                c.get("fault", "ok"))
         out.append(ParsedCall(c["id"], c["name"], c.get("arguments") or {}, c.get("written", ""),
                               c.get("repairs") or [], c.get("problem"), result))
     return out

@@ -34,8 +34,49 @@ std::string_view to_string(Fault f) {
       return "forbidden";
     case Fault::kShuttingDown:
       return "shutting_down";
+    case Fault::kInvalidCall:
+      return "invalid_call";
   }
   return "unknown";
+}
+
+FaultClass fault_class(Fault f) {
+  switch (f) {
+    case Fault::kNone:
+      return FaultClass::kOk;
+    case Fault::kInvalidParams:  // unknown tool (repair could not resolve it), malformed params
+    case Fault::kInvalidCall:    // schema failure under validate: enforce, ambiguous tool name
+    case Fault::kNotFound:       // no server serves the resource
+    case Fault::kForbidden:      // the caller's key may not call it
+      return FaultClass::kAgent;
+    case Fault::kToolError:    // isError
+    case Fault::kServerError:  // the server's own JSON-RPC error
+      return FaultClass::kTool;
+    case Fault::kUnavailable:
+    case Fault::kOverloaded:
+    case Fault::kShed:
+    case Fault::kTimeout:
+    case Fault::kCrashed:
+    case Fault::kNotSent:
+    case Fault::kCancelled:
+    case Fault::kShuttingDown:
+      return FaultClass::kInfra;
+  }
+  return FaultClass::kInfra;
+}
+
+std::string_view to_string(FaultClass c) {
+  switch (c) {
+    case FaultClass::kOk:
+      return "ok";
+    case FaultClass::kAgent:
+      return "agent";
+    case FaultClass::kTool:
+      return "tool";
+    case FaultClass::kInfra:
+      return "infra";
+  }
+  return "infra";
 }
 
 std::string_view outcome_label(Fault f) {
@@ -43,6 +84,7 @@ std::string_view outcome_label(Fault f) {
     case Fault::kNone:
       return "ok";
     case Fault::kToolError:
+    case Fault::kInvalidCall:
       return "tool_error";
     case Fault::kTimeout:
       return "timeout";

@@ -38,8 +38,22 @@ enum class Fault {
   kCancelled,      // the caller cancelled it: nothing is answered
   kForbidden,      // the caller's API key may not call this server or tool
   kShuttingDown,   // the gateway is stopping
+  // The gateway answered with an isError result without running the tool: the call as written
+  // cannot run (arguments that fail the schema under validate: enforce, a tool name repair could
+  // not settle). Counted as tool_error, as before; its class is agent.
+  kInvalidCall,
 };
-inline constexpr std::size_t kFaultCount = static_cast<std::size_t>(Fault::kShuttingDown) + 1;
+inline constexpr std::size_t kFaultCount = static_cast<std::size_t>(Fault::kInvalidCall) + 1;
+
+// Whose fault a call's failure was, for trainers that mask trajectories the infrastructure
+// failed (docs/faults.md): ok; agent (the call as written cannot run); tool (the tool ran and
+// said no); infra (the gateway or the server's process failed the call).
+enum class FaultClass { kOk, kAgent, kTool, kInfra };
+inline constexpr std::size_t kFaultClassCount = 4;
+// The one table from every fault to its class.
+FaultClass fault_class(Fault f);
+// "ok", "agent", "tool", "infra".
+std::string_view to_string(FaultClass c);
 
 std::string_view to_string(Fault f);
 // The label of toolbridge_calls_total{outcome}: ok, tool_error, error, timeout, crashed,
@@ -126,6 +140,10 @@ class Call {
   // W3C trace context of the caller's own tracing (`traceparent` header or _meta), validated;
   // empty if none. Written to the call trace and sent on in the upstream call's _meta.
   std::string traceparent;
+  // _meta["toolbridge/idempotency_key"] (a batch or parse call's `id` when it opts in): a retry
+  // with the same key and arguments in the trajectory gets the first call's result
+  // (src/idempotency/). Empty: no key.
+  std::string idempotency_key;
   std::shared_ptr<Events> events;  // may be null (no stream to send events to)
   // When the call arrived, on the gateway's clock (the front end sets it): deadlines, queue
   // times and the call log count from here.

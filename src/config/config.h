@@ -275,6 +275,11 @@ struct Gateway {
   // What the trajectory view (/v1/trajectories, the dashboard) keeps of finished calls, in all:
   // over it the least recently active idle trajectories are forgotten first.
   std::size_t call_log_max_bytes = 16u << 20;
+  // Idempotency keys (src/idempotency/): how long a keyed call's result answers a retry with the
+  // same key in its trajectory, and what the kept results may hold in all (over it the least
+  // recently finished go first).
+  Duration idempotency_ttl{10 * 60'000};
+  std::size_t idempotency_max_bytes = 64u << 20;
   std::size_t start_concurrency = 4;  // servers initialising at the same time
   ToolNaming tool_naming = ToolNaming::kPrefixed;
   std::string separator = "__";

@@ -10,7 +10,7 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 46> kGatewayKeys{
+constexpr std::array<std::string_view, 48> kGatewayKeys{
     "listen",
     "allowed_origins",
     "max_body_bytes",
@@ -26,6 +26,8 @@ constexpr std::array<std::string_view, 46> kGatewayKeys{
     "session_idle_ttl",
     "session_reclaim_after",
     "call_log_max_bytes",
+    "idempotency_ttl",
+    "idempotency_max_bytes",
     "start_concurrency",
     "tool_naming",
     "separator",
@@ -235,6 +237,10 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
       g.session_idle_ttl = r.duration(v, p, /*allow_zero=*/false);
     } else if (e.key == "call_log_max_bytes") {
       g.call_log_max_bytes = r.size(v, p);
+    } else if (e.key == "idempotency_ttl") {
+      g.idempotency_ttl = r.duration(v, p, /*allow_zero=*/false);
+    } else if (e.key == "idempotency_max_bytes") {
+      g.idempotency_max_bytes = r.size(v, p);
     } else if (e.key == "session_reclaim_after") {
       g.session_reclaim_after = r.duration(v, p, /*allow_zero=*/true);
     } else if (e.key == "shutdown_grace") {

@@ -121,6 +121,7 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
     // Either path leaves one JSON object: the body's own bytes, or a value serialised.
     const CheckedArguments arguments{spec.arguments};
     set_tool_call(block[i], i, spec.tool, arguments, scope, timeout);
+    block[i].idempotency_key = std::move(spec.id);
     run->calls[i] = std::shared_ptr<Call>(block, &block[i]);
   }
   ex.on_peer_closed([weak = std::weak_ptr<CallRun>(run)] {

@@ -27,6 +27,9 @@ struct BatchCallSpec {
   std::string tool;
   std::string arguments = "{}";          // a JSON object, serialized
   std::chrono::milliseconds timeout{0};  // 0: the batch's timeout_ms, else the server's
+  // `id`: the call's idempotency key (src/idempotency/): a retried batch in the same trajectory
+  // gets this call's first result. Empty: none.
+  std::string id;
   std::string error;                     // non-empty: answered as invalid_params, not run
 };
 

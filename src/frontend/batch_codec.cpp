@@ -125,7 +125,11 @@ bj::value decode_body(Encoding e, std::string_view body, std::string& problem) {
 }
 
 std::string_view outcome_name(Fault f) {
-  return f == Fault::kNone ? std::string_view("ok") : gateway::to_string(f);
+  if (f == Fault::kNone) return "ok";
+  // An isError result the gateway wrote (schema under enforce): tool_error as before; its
+  // class (agent) tells it apart.
+  if (f == Fault::kInvalidCall) return "tool_error";
+  return gateway::to_string(f);
 }
 
 void append_quoted(std::string& out, std::string_view s) {
@@ -230,6 +234,8 @@ void append_entry(std::string& out, const BatchEntry& e) {
 void append_outcome(std::string& out, const BatchEntry& e) {
   out += R"("outcome":")";
   out += outcome_name(e.result.fault);
+  out += R"(","fault":")";
+  out += gateway::to_string(gateway::fault_class(e.result.fault));
   out += '"';
   // The server's own answer: its result (tool results, isError ones included) or its error
   // object, as it sent it.
@@ -315,11 +321,13 @@ std::string encode_msgpack(const std::vector<BatchEntry>& entries, double total_
   pack_str(p, "results");
   p.pack_array(static_cast<std::uint32_t>(entries.size()));
   for (const auto& e : entries) {
-    p.pack_map(4);
+    p.pack_map(5);
     pack_str(p, "tool");
     pack_str(p, e.tool);
     pack_str(p, "outcome");
     pack_str(p, outcome_name(e.result.fault));
+    pack_str(p, "fault");
+    pack_str(p, gateway::to_string(gateway::fault_class(e.result.fault)));
     const Answer answer = answer_of(e.result);
     if (!answer.result.empty() || !answer.error.empty()) {
       const bool ok = !answer.result.empty();

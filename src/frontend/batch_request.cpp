@@ -10,6 +10,7 @@
 
 #include "call/trajectory_name.h"
 #include "frontend/batch.h"
+#include "idempotency/key_meta.h"
 #include "json/envelope.h"
 #include "json/scan.h"
 
@@ -72,9 +73,15 @@ BatchCallSpec read_call(const bj::value& v, std::size_t index) {
         c.error = where + "." + why;
         return c;
       }
+    } else if (key == "id") {
+      if (std::string why = idempotency::key_error(value, where + ".id"); !why.empty()) {
+        c.error = std::move(why);
+        return c;
+      }
+      c.id = std::string(value.as_string());
     } else {
-      c.error = fmt::format("{}: unknown key '{}' (a call has tool, arguments, timeout_ms)", where,
-                            std::string_view(key));
+      c.error = fmt::format("{}: unknown key '{}' (a call has tool, arguments, timeout_ms, id)",
+                            where, std::string_view(key));
       return c;
     }
   }

@@ -213,7 +213,7 @@ void Turn::append_unparsed(std::string& out, std::size_t from) const {
   for (std::size_t i = from; i < unparsed_.size(); ++i) {
     if (i > from) out += ',';
     out += R"({"text":)" + json::quote(unparsed_[i].text) + R"(,"reason":)" +
-           json::quote(unparsed_[i].reason) + "}";
+           json::quote(unparsed_[i].reason) + R"(,"fault":"agent"})";
   }
   out += ']';
 }

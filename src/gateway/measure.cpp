@@ -18,6 +18,9 @@ MeasureStage::MeasureStage(telemetry::Metrics& metrics, telemetry::CallLog& log,
   metrics_.describe("toolbridge_calls_total", "counter",
                     "Requests forwarded to servers, by server, tool (or method) and outcome "
                     "(ok, tool_error, error, timeout, crashed, unavailable, shed).");
+  metrics_.describe("toolbridge_call_faults_total", "counter",
+                    "Failed requests by server, tool and fault class (agent, tool, infra; "
+                    "docs/faults.md): infra failures are the gateway's or the server process's.");
   metrics_.describe("toolbridge_call_duration_seconds", "histogram",
                     "Gateway-observed latency of forwarded requests.");
   metrics_.describe("toolbridge_call_queue_seconds", "histogram",
@@ -68,9 +71,22 @@ void MeasureStage::fill(telemetry::CallRecord& r, const Call& call, const Result
   r.argument_bytes = call.is_tool_call() ? call.member("arguments").size() : call.params.size();
   r.result_bytes = result.answered_by_server() ? result.response.size() : result.why.size();
   r.outcome = outcome_label(result.fault);
+  r.fault = to_string(fault_class(result.fault));
   r.repairs = call.repairs.size();
   r.cached = call.cached;
   r.traceparent = call.traceparent;
+}
+
+void MeasureStage::count_fault(Series& s, const Call& call, FaultClass c) {
+  if (c == FaultClass::kOk) return;
+  std::uint64_t*& cell = s.faults[static_cast<std::size_t>(c)];
+  if (!cell) {
+    cell = &metrics_.counter_cell(
+        "toolbridge_call_faults_total",
+        telemetry::labels(
+            {{"server", call.route.server}, {"tool", call.route.label}, {"fault", to_string(c)}}));
+  }
+  ++*cell;
 }
 
 boost::asio::awaitable<Result> MeasureStage::handle(Call& call, Next next) {
@@ -94,6 +110,7 @@ boost::asio::awaitable<Result> MeasureStage::handle(Call& call, Next next) {
                              {"outcome", outcome_label(result.fault)}}));
     }
     ++*calls;
+    count_fault(s, call, fault_class(result.fault));
     s.duration->observe(r.total_s);
     s.queue->observe(r.queue_s);
     if (r.execution_s > 0) s.execution->observe(r.execution_s);

@@ -30,8 +30,11 @@ class MeasureStage final : public Stage {
     telemetry::Histogram* queue = nullptr;
     telemetry::Histogram* execution = nullptr;
     std::array<std::uint64_t*, kFaultCount> calls{};  // by fault, created on first use
+    std::array<std::uint64_t*, kFaultClassCount> faults{};  // by class (not ok), on first use
   };
   Series& series(const Call& call);
+  // toolbridge_call_faults_total{server, tool, fault} for a call that failed.
+  void count_fault(Series& s, const Call& call, FaultClass c);
   // Fills `r` (a reused record: every field is set) with what the call did.
   void fill(telemetry::CallRecord& r, const Call& call, const Result& result, std::uint64_t seq,
             Call::Clock::time_point now);

@@ -11,6 +11,8 @@
 #include "call/trace_context.h"
 #include "call/trajectory_name.h"
 #include "gateway/gateway.h"
+#include "idempotency/key_meta.h"
+#include "json/nested_meta.h"
 #include "json/parse.h"
 #include "json/utf8.h"
 #include "mcp/protocol.h"
@@ -59,6 +61,9 @@ std::string member_string(const bj::object& o, std::string_view key) {
   const auto* v = o.if_contains(key);
   return v && v->is_string() ? std::string(v->as_string()) : std::string();
 }
+
+// result._meta (error.data of an error) key naming the class of a failed tools/call.
+constexpr std::string_view kFaultMeta = "toolbridge/fault";
 
 bool fault_is_tool_result(Fault f) {
   return f == Fault::kTimeout || f == Fault::kCrashed || f == Fault::kNotSent ||
@@ -118,6 +123,13 @@ std::string take_meta(Call& call, std::string_view raw_meta, const std::string& 
     meta.erase(kRepairMeta);
     changed = true;
   }
+  if (const auto* t = meta.if_contains(idempotency::kKeyMeta)) {
+    const std::string where = "_meta[\"" + std::string(idempotency::kKeyMeta) + "\"]";
+    if (std::string why = idempotency::key_error(*t, where); !why.empty()) return why;
+    call.idempotency_key = std::string(t->as_string());
+    meta.erase(idempotency::kKeyMeta);
+    changed = true;
+  }
   if (const auto* t = meta.if_contains(kCacheMeta)) {
     if (std::string why = cache::read_cache_meta(*t, call.cache_request, call.cache_max_age_ms);
         !why.empty()) {
@@ -130,9 +142,7 @@ std::string take_meta(Call& call, std::string_view raw_meta, const std::string& 
   return {};
 }
 
-}  // namespace
-
-std::string to_jsonrpc(const Call& call, Result result) {
+std::string render(const Call& call, Result result) {
   if (result.answered_by_server()) return std::move(result.response);
   if (call.is_tool_call() && fault_is_tool_result(result.fault)) {
     // The agent gets a tool result it can reason about rather than a transport failure; the
@@ -145,6 +155,16 @@ std::string to_jsonrpc(const Call& call, Result result) {
     return json::make_result(call.id, bj::serialize(body));
   }
   return json::make_error(call.id, error_code(result.fault), result.why);
+}
+
+}  // namespace
+
+std::string to_jsonrpc(const Call& call, Result result) {
+  const FaultClass fault = fault_class(result.fault);
+  std::string response = render(call, std::move(result));
+  if (!call.is_tool_call() || fault == FaultClass::kOk) return response;
+  // Whose fault, for trainers that mask infrastructure failures (docs/faults.md).
+  return json::with_response_meta(response, kFaultMeta, json::quote(to_string(fault)));
 }
 
 Methods::Methods(Gateway& gateway) : gateway_(gateway) {

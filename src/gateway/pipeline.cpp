@@ -4,6 +4,7 @@
 #include "catalog/resolve.h"
 #include "gateway/dispatch.h"
 #include "gateway/measure.h"
+#include "idempotency/idempotency_stage.h"
 #include "policy/admission_stage.h"
 #include "policy/authorize.h"
 #include "policy/breaker_stage.h"
@@ -16,8 +17,8 @@
 namespace toolbridge::gateway {
 
 Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
-  // resolve → authorize → measure → owner → repair → cache → shared_rate → admission → retry
-  // → breaker → deadline → dispatch
+  // resolve → authorize → measure → owner → repair → idempotency → cache → shared_rate →
+  // admission → retry → breaker → deadline → dispatch
   chain_.push_back(std::make_unique<catalog::ResolveStage>(p.catalog, p.upstreams, p.stopping,
                                                            p.config.gateway.separator));
   chain_.push_back(std::make_unique<policy::AuthorizeStage>());
@@ -27,6 +28,9 @@ Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
   chain_.push_back(std::make_unique<policy::TrajectoryOwnerStage>(p.io, p.config.gateway, p.clock));
   chain_.push_back(
       std::make_unique<repair::RepairStage>(catalog::schemas_of(p.catalog), p.config, p.metrics));
+  // A retry with the key of a call already run takes no slot either, nor runs again.
+  chain_.push_back(std::make_unique<idempotency::IdempotencyStage>(p.io, p.config.gateway,
+                                                                   p.metrics, p.clock));
   // A hit takes no admission slot (nor a share of its tenant's rate).
   chain_.push_back(
       std::make_unique<cache::CacheStage>(p.io, p.config, p.catalog, p.metrics, p.clock));

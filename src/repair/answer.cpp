@@ -12,7 +12,7 @@ gateway::Result tool_error(const gateway::Call& call, const std::string& text) {
   const bj::object body{{"content", bj::array{bj::object{{"type", "text"}, {"text", text}}}},
                         {"isError", true}};
   gateway::Result r;
-  r.fault = gateway::Fault::kToolError;
+  r.fault = gateway::Fault::kInvalidCall;
   r.response = json::make_result(call.id, bj::serialize(body));
   r.why = text;
   return r;

@@ -30,6 +30,22 @@ double percentile(std::vector<double>& v, double p) {
   return *at;
 }
 
+// Counts a finished call of `t` by its fault class (ok is the rest of call_count).
+void count_fault(CallLog::Trajectory& t, std::string_view fault) {
+  if (fault == "agent") ++t.agent_faults;
+  if (fault == "tool") ++t.tool_faults;
+  if (fault == "infra") ++t.infra_faults;
+}
+
+// "faults":{"ok","agent","tool","infra"},"infra_failed": what a trainer masks on
+// (docs/faults.md).
+std::string faults_json(const CallLog::Trajectory& t) {
+  const std::uint64_t failed = t.agent_faults + t.tool_faults + t.infra_faults;
+  return fmt::format(R"("faults":{{"ok":{},"agent":{},"tool":{},"infra":{}}},"infra_failed":{})",
+                     t.call_count - std::min(failed, t.call_count), t.agent_faults, t.tool_faults,
+                     t.infra_faults, t.infra_faults > 0 ? "true" : "false");
+}
+
 // A cancelled call was given up by its caller: not an error of the tool's.
 bool is_error(std::string_view outcome) {
   return outcome != "ok" && outcome != "cancelled";
@@ -119,6 +135,8 @@ void CallRecord::append_json(std::string& out) const {
   append_seconds(out, total_s);
   out += R"(,"outcome":")";
   out += outcome;  // a fixed label
+  out += R"(","fault":")";
+  out += fault;  // a fixed label
   out += cached ? R"(","cached":true,"repairs":)" : R"(","cached":false,"repairs":)";
   append_int(out, repairs);
   if (!traceparent.empty()) {
@@ -244,6 +262,7 @@ void CallLog::end(Handle handle, Clock::time_point now) {
   if (t.active.empty()) set_idle(t, true);
   ++t.call_count;
   if (is_error(record->outcome)) ++t.errors;
+  count_fault(t, record->fault);
   t.tool_seconds += record->total_s;
   if (record != &scratch_) add_bytes(t, record->bytes());
   if (record->total_s >= t.slowest.total_s) {
@@ -262,9 +281,9 @@ std::string CallLog::trajectory_json(std::string_view id, Clock::time_point now)
   const Trajectory& t = it->second;
   std::string out = fmt::format(
       R"({{"trajectory":{},"summary":{{"calls":{},"errors":{},"tool_seconds":{},"in_flight":{},)"
-      R"("calls_kept":{},"idle_seconds":{})",
+      R"("calls_kept":{},"idle_seconds":{},{})",
       json::quote(id), t.call_count, t.errors, secs(t.tool_seconds), t.active.size(),
-      t.calls.size(), secs(seconds(now - t.last_activity)));
+      t.calls.size(), secs(seconds(now - t.last_activity)), faults_json(t));
   if (t.call_count > 0) out += R"(,"slowest_call":)" + t.slowest.json();
   out += R"(},"active":[)";
   bool first = true;
@@ -308,9 +327,9 @@ std::string CallLog::trajectories_json(Clock::time_point now, std::size_t limit)
     const Trajectory& t = *row.t;
     out +=
         fmt::format(R"({{"trajectory":{},"calls":{},"errors":{},"tool_seconds":{},"in_flight":{},)"
-                    R"("idle_seconds":{})",
+                    R"("idle_seconds":{},{})",
                     json::quote(*row.name), t.call_count, t.errors, secs(t.tool_seconds),
-                    t.active.size(), secs(seconds(now - t.last_activity)));
+                    t.active.size(), secs(seconds(now - t.last_activity)), faults_json(t));
     if (!t.active.empty()) {
       // The current call: the one that has run longest.
       const Active& a = t.active.begin()->second;

@@ -33,6 +33,8 @@ struct CallRecord {
   double execution_s = 0;  // handed to an instance -> answer
   double total_s = 0;
   std::string_view outcome;  // outcome_label(): ok, tool_error, error, timeout, crashed, ...
+  // Whose fault (docs/faults.md): ok, agent, tool or infra; a static label.
+  std::string_view fault = "ok";
   bool cached = false;       // answered from the result cache
   std::size_t repairs = 0;   // changes repair made to the call
   std::string traceparent;   // the caller's W3C trace context, empty if none
@@ -73,6 +75,8 @@ class CallLog {
     // capacity, where a map allocated a node per call.
     std::vector<std::pair<std::uint64_t, Active>> active;
     std::uint64_t call_count = 0, errors = 0;
+    // Calls by fault class: agent, tool, infra (the rest are ok).
+    std::uint64_t agent_faults = 0, tool_faults = 0, infra_faults = 0;
     double tool_seconds = 0;
     CallRecord slowest;
     bool appended = false;  // slot() added a record to `calls` (not yet full) for end()

@@ -129,7 +129,7 @@ def run_verl(url: str, workdir: str) -> dict:
     from verl.tools.schemas import OpenAIFunctionToolSchema
     from verl.tools.tool_registry import initialize_tools_from_config
 
-    from toolbridge.adapters.verl import ToolbridgeTool, write_tool_config
+    from toolbridge.adapters.verl import ToolbridgeTool, rollout_infra_failed, write_tool_config
 
     config_path = Path(workdir) / "tool_config.yaml"
     doc = write_tool_config(url, str(config_path),
@@ -138,6 +138,10 @@ def run_verl(url: str, workdir: str) -> dict:
     # One more entry without tool_schema: built from the catalog by the tool itself.
     doc["tools"].append({"class_name": "toolbridge.adapters.verl.ToolbridgeTool",
                          "config": {"type": "native", "gateway_url": url, "tool": "fixture__add"}})
+    # A tool whose calls time out: the infrastructure's fault, which a trainer masks.
+    doc["tools"].append({"class_name": "toolbridge.adapters.verl.ToolbridgeTool",
+                         "config": {"type": "native", "gateway_url": url, "tool": "fixture__sleep",
+                                    "timeout_ms": 100}})
     config_path.write_text(json.dumps(doc))
     tools = {t.name: t for t in initialize_tools_from_config(str(config_path))}
     assert all(isinstance(t, BaseTool) and isinstance(t, ToolbridgeTool) for t in tools.values())
@@ -159,6 +163,8 @@ def run_verl(url: str, workdir: str) -> dict:
         echo = await agent_loop_call(tools["fixture__echo"], {"text": "verl"}, a)
         failed = await agent_loop_call(tools["fixture__fail"], {"message": "bad"}, a)
         added = await agent_loop_call(tools["fixture__add"], {"a": 2, "b": 5}, a)
+        slept = await agent_loop_call(tools["fixture__sleep"], {"ms": 2000}, b)
+        infra_failed = {"a": rollout_infra_failed("req-a", url), "b": rollout_infra_failed("req-b", url)}
         # Without agent_data the instance has its own trajectory, freed by release().
         alone = await agent_loop_call(tools["fixture__counter"], {}, None)
         bound_before = health(url)["servers"]["fixture"]["sessions_bound"]
@@ -170,6 +176,7 @@ def run_verl(url: str, workdir: str) -> dict:
             await asyncio.sleep(0.05)
         return {"counts": counts, "graph_a": graph_a, "graph_b": graph_b, "echo": list(echo),
                 "failed": list(failed), "added": added[0], "alone": alone[0],
+                "slept": list(slept), "infra_failed": infra_failed,
                 "bound_before": bound_before,
                 "bound_after": health(url)["servers"]["fixture"]["sessions_bound"],
                 "b_alive": b.request_id}

@@ -65,13 +65,19 @@ def test_openai_function_calling_with_the_sdk_types(gw):
 def test_verl_tool_in_verls_own_classes(gw, tmp_path):
     out = drive("verl", gw.base_url, str(tmp_path))
     assert out["tool_names"] == ["fixture__add", "fixture__counter", "fixture__echo", "fixture__fail",
-                                 "memory__create_entities", "memory__read_graph"]
+                                 "fixture__sleep", "memory__create_entities", "memory__read_graph"]
     # One trajectory per rollout (request_id), kept across verl's create/execute/release per call.
     assert out["counts"] == ["1", "2", "3", "1"]
     assert "Alice" in out["graph_a"] and "Alice" not in out["graph_b"]
     assert out["echo"][0] == "verl" and out["echo"][1] == 0.0
     assert out["echo"][2]["outcome"] == "ok" and out["echo"][2]["total_ms"] > 0
     assert out["failed"][0] == "bad" and out["failed"][2]["outcome"] == "tool_error"
+    # Fault classes where a trainer masks: per call in the metrics, per rollout from the gateway.
+    assert out["echo"][2]["fault"] == "ok" and out["echo"][2]["infra_failed"] is False
+    assert out["failed"][2]["fault"] == "tool" and out["failed"][2]["infra_failed"] is False
+    assert out["slept"][2]["outcome"] == "timeout" and out["slept"][2]["fault"] == "infra"
+    assert out["slept"][2]["infra_failed"] is True
+    assert out["infra_failed"] == {"a": False, "b": True}
     assert out["added"] == "7"
     assert out["alone"] == "1"
     # The schema built from the catalog when the config gave none.

@@ -67,9 +67,42 @@ TEST(ToJsonRpc, AServersErrorPrefixMarksOnlyTheGatewaysOwnToolErrors) {
   Result own;
   own.fault = Fault::kToolError;
   own.response = R"({"jsonrpc":"2.0","id":7,"result":{"isError":true,"content":[]}})";
-  EXPECT_EQ(to_jsonrpc(call, own), own.response);
+  EXPECT_EQ(to_jsonrpc(call, own),
+            R"({"jsonrpc":"2.0","id":7,"result":{"isError":true,"content":[],)"
+            R"("_meta":{"toolbridge/fault":"tool"}}})");
   const bj::value busy = bj::parse(to_jsonrpc(call, Result::failure(Fault::kOverloaded, "busy")));
   EXPECT_EQ(busy.at("error").at("message"), "busy");
+}
+
+TEST(ToJsonRpc, AFailedToolCallNamesItsFaultClassInMeta) {
+  const auto fault_of_result = [](Result r) {
+    const bj::value v = bj::parse(to_jsonrpc(call_of("tools/call"), std::move(r)));
+    return v.at("result").at("_meta").at("toolbridge/fault");
+  };
+  EXPECT_EQ(fault_of_result(Result::failure(Fault::kTimeout, "slow")), "infra");
+  EXPECT_EQ(fault_of_result(Result::failure(Fault::kShed, "full")), "infra");
+  Result own;  // the server's isError result keeps its own _meta members
+  own.fault = Fault::kToolError;
+  own.response = R"({"jsonrpc":"2.0","id":"abc","result":{"isError":true,"_meta":{"k":1}}})";
+  const bj::value tool = bj::parse(to_jsonrpc(call_of("tools/call"), own));
+  EXPECT_EQ(tool.at("result").at("_meta").at("k"), 1);
+  EXPECT_EQ(tool.at("result").at("_meta").at("toolbridge/fault"), "tool");
+  // JSON-RPC errors carry it in error.data.
+  const bj::value unknown = bj::parse(to_jsonrpc(
+      call_of("tools/call"), Result::failure(Fault::kInvalidParams, "Unknown tool: 'x'")));
+  EXPECT_EQ(unknown.at("error").at("data").at("toolbridge/fault"), "agent");
+  Result server_error;
+  server_error.fault = Fault::kServerError;
+  server_error.response = R"({"jsonrpc":"2.0","id":"abc","error":{"code":-1,"message":"no"}})";
+  const bj::value own_error = bj::parse(to_jsonrpc(call_of("tools/call"), server_error));
+  EXPECT_EQ(own_error.at("error").at("data").at("toolbridge/fault"), "tool");
+  // Not for a call that succeeded, nor for other methods.
+  Result ok;
+  ok.response = R"({"jsonrpc":"2.0","id":"abc","result":{"content":[]}})";
+  EXPECT_EQ(to_jsonrpc(call_of("tools/call"), ok), ok.response);
+  const bj::value read =
+      bj::parse(to_jsonrpc(call_of("resources/read"), Result::failure(Fault::kTimeout, "slow")));
+  EXPECT_FALSE(read.at("error").as_object().contains("data"));
 }
 
 }  // namespace

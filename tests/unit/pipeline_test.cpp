@@ -60,8 +60,8 @@ TEST(Pipeline, IsBuiltInTheOrderOfTheDataFlow) {
   const testing::EmptyPipeline empty;
   EXPECT_EQ(empty.pipeline.stage_names(),
             (std::vector<std::string_view>{"resolve", "authorize", "measure", "owner", "repair",
-                                           "cache", "shared_rate", "admission", "retry", "breaker",
-                                           "deadline", "dispatch"}));
+                                           "idempotency", "cache", "shared_rate", "admission",
+                                           "retry", "breaker", "deadline", "dispatch"}));
 }
 
 }  // namespace

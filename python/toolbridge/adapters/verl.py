@@ -30,11 +30,12 @@ from uuid import uuid4
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import OpenAIFunctionToolSchema, ToolResponse
 
-from ..client import AsyncClient, Client
+from ..client import AsyncClient, Client, TrajectoryFaults
 from ..errors import ToolbridgeError
 from ._schema import api_names, flatten_schema
 
-__all__ = ["ToolbridgeTool", "release_trajectory", "tool_schemas", "write_tool_config"]
+__all__ = ["ToolbridgeTool", "release_trajectory", "rollout_faults", "rollout_infra_failed", "tool_schemas",
+           "write_tool_config"]
 
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9._:@+-]")
 # request_id -> trajectory name, for the rollouts in progress in this process.
@@ -100,6 +101,21 @@ def release_trajectory(request_id: str, gateway_url: str, tenant: str | None = N
     _release_now(gateway_url, tenant, name or trajectory_of(request_id))
 
 
+def rollout_faults(request_id: str, gateway_url: str, tenant: str | None = None) -> TrajectoryFaults:
+    """The calls of rollout ``request_id`` by fault class, as the gateway counted them (blocking;
+    docs/faults.md)."""
+    with _rollouts_lock:
+        name = _rollouts.get(request_id) or trajectory_of(request_id)
+    with Client(gateway_url, tenant=tenant, timeout=10) as client:
+        return client.trajectory_faults(name)
+
+
+def rollout_infra_failed(request_id: str, gateway_url: str, tenant: str | None = None) -> bool:
+    """Did the infrastructure (a timeout, a crashed or unavailable server, shedding...) fail a
+    call of rollout ``request_id``? A trainer masks such a sample rather than learn its reward."""
+    return rollout_faults(request_id, gateway_url, tenant).infra_failed
+
+
 class ToolbridgeTool(BaseTool):
     """config: ``gateway_url`` (required), ``tool`` (the exposed name; default: the schema's
     function name), ``tenant``, ``timeout_ms``."""
@@ -163,8 +179,12 @@ class ToolbridgeTool(BaseTool):
             r = await self._client().call(self.tool, parameters or {}, trajectory=trajectory,
                                           timeout_ms=self.timeout_ms, check=False)
         except ToolbridgeError as exc:
-            return ToolResponse(text=f"Error: {exc}"), 0.0, {"outcome": "request_failed"}
-        metrics = {"outcome": r.outcome, "queue_ms": r.timing.queue_ms,
+            # The gateway could not be reached: the infrastructure's fault, not the policy's.
+            return (ToolResponse(text=f"Error: {exc}"), 0.0,
+                    {"outcome": "request_failed", "fault": "infra", "infra_failed": True})
+        # fault / infra_failed: what a trainer masks on (docs/faults.md).
+        metrics = {"outcome": r.outcome, "fault": r.fault, "infra_failed": r.fault == "infra",
+                   "queue_ms": r.timing.queue_ms,
                    "execution_ms": r.timing.execution_ms, "total_ms": r.timing.total_ms}
         text = r.text if r.result is not None else f"Error: {r.text}"
         return ToolResponse(text=text), 0.0, metrics

@@ -59,10 +59,28 @@ TEST(BatchRequest, AMalformedCallIsAnErrorEntryNotARefusal) {
   EXPECT_EQ(r.calls[1].error,
             "calls[1].tool must be a non-empty string (the tool's name, server__tool)");
   EXPECT_EQ(r.calls[2].error, "calls[2].arguments must be an object");
-  EXPECT_EQ(r.calls[3].error, "calls[3]: unknown key 'x' (a call has tool, arguments, timeout_ms)");
+  EXPECT_EQ(r.calls[3].error, "calls[3]: unknown key 'x' (a call has tool, arguments, timeout_ms, id)");
   EXPECT_NE(r.calls[4].error.find("calls[4].timeout_ms must be more than 0"), std::string::npos);
   EXPECT_TRUE(r.calls[5].error.empty()) << "null arguments mean {}";
   EXPECT_EQ(r.calls[6].error, "calls[6].tool is missing (the tool's name, server__tool)");
+}
+
+TEST(BatchRequest, ACallsIdIsItsIdempotencyKey) {
+  BatchRequest r;
+  const BatchRefusal refusal = read(
+      R"({"calls":[{"tool":"a","id":"k-1"},{"tool":"a","id":7},{"tool":"a","id":"has space"},
+          {"tool":"a","id":""}]})",
+      r);
+  ASSERT_TRUE(refusal.empty()) << refusal.message;
+  ASSERT_EQ(r.calls.size(), 4u);
+  EXPECT_EQ(r.calls[0].id, "k-1");
+  EXPECT_TRUE(r.calls[0].error.empty()) << r.calls[0].error;
+  for (std::size_t i = 1; i < 4; ++i) {
+    EXPECT_EQ(r.calls[i].error.rfind("calls[" + std::to_string(i) + "].id must be a string of "
+                                     "1-256 ASCII characters", 0),
+              0u)
+        << r.calls[i].error;
+  }
 }
 
 TEST(BatchRequest, TheRequestsOwnFaultsAreRefusedWithTheirStatus) {

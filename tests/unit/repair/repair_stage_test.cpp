@@ -101,7 +101,7 @@ TEST(RepairStage, EnforceAnswersWithEveryViolationAndDoesNotPassOn) {
   gateway::Call c = f.call(R"({"limit": "many"})");
   const auto answer = stage.prepare(c);
   ASSERT_TRUE(answer);
-  EXPECT_EQ(answer->fault, gateway::Fault::kToolError);
+  EXPECT_EQ(answer->fault, gateway::Fault::kInvalidCall);
   const bj::value v = bj::parse(answer->response);
   EXPECT_EQ(v.at("id"), 9);
   EXPECT_EQ(v.at("result").at("isError"), true);

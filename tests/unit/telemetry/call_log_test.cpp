@@ -44,6 +44,39 @@ TEST(CallLog, ATrajectoryListsItsCallsInOrderWithASummary) {
   EXPECT_TRUE(log.trajectory_json("nobody", t0).empty());
 }
 
+TEST(CallLog, ATrajectoryCountsItsCallsByFaultClassAndSaysIfInfraFailedOne) {
+  CallLog log(CallLog::Limits{.calls_kept = 2});
+  const auto t0 = Clock::now();
+  const auto end = [&](const std::string& t, std::string_view outcome, std::string_view fault) {
+    const auto h = log.begin(t, "fixture", "fixture__echo", t0);
+    CallRecord r = record(h.seq, t, outcome, 0.1);
+    r.fault = fault;
+    log.end(h, std::move(r), t0 + 1s);
+  };
+  // The infra failure is first: it left the ring of the last 2 calls, not the counts.
+  end("masked", "timeout", "infra");
+  end("masked", "ok", "ok");
+  end("masked", "tool_error", "tool");
+  end("kept", "tool_error", "tool");
+  end("kept", "error", "agent");
+  const auto summary = [&](const char* t) {
+    return bj::parse(log.trajectory_json(t, t0 + 2s)).at("summary").as_object();
+  };
+  const bj::object masked = summary("masked");
+  EXPECT_EQ(masked.at("faults"), bj::parse(R"({"ok":1,"agent":0,"tool":1,"infra":1})"));
+  EXPECT_EQ(masked.at("infra_failed"), true);
+  const bj::object kept = summary("kept");
+  EXPECT_EQ(kept.at("faults"), bj::parse(R"({"ok":0,"agent":1,"tool":1,"infra":0})"));
+  EXPECT_EQ(kept.at("infra_failed"), false);
+  const bj::value calls = bj::parse(log.trajectory_json("kept", t0 + 2s)).at("calls");
+  EXPECT_EQ(calls.at(0).at("fault"), "tool");
+  EXPECT_EQ(calls.at(1).at("fault"), "agent");
+  const bj::value rows = bj::parse(log.trajectories_json(t0 + 2s, 10)).at("trajectories");
+  for (const auto& row : rows.as_array()) {
+    EXPECT_EQ(row.at("infra_failed").as_bool(), row.at("trajectory").as_string() == "masked") << row;
+  }
+}
+
 TEST(CallLog, ActiveCallsShowWhatATrajectoryIsWaitingOn) {
   CallLog log;
   const auto t0 = Clock::now();

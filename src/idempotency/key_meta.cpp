@@ -1,0 +1,23 @@
+#include "idempotency/key_meta.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace toolbridge::idempotency {
+
+std::string key_error(const boost::json::value& v, std::string_view where) {
+  const auto rule = "must be a string of 1-256 ASCII characters from '!' to '~' (no spaces; e.g. a UUID)";
+  if (!v.is_string()) return fmt::format("{} {}", where, rule);
+  const std::string_view key = v.get_string();
+  const bool printable = std::all_of(key.begin(), key.end(), [](char c) {
+    const auto b = static_cast<unsigned char>(c);
+    return b > 0x20 && b < 0x7f;
+  });
+  if (key.empty() || key.size() > kMaxKeyBytes || !printable) {
+    return fmt::format("{} {}", where, rule);
+  }
+  return {};
+}
+
+}  // namespace toolbridge::idempotency
