@@ -76,3 +76,7 @@ tb_portable_static(OpenSSL::Crypto libcrypto.a "dl;Threads::Threads")
 tb_portable_static(OpenSSL::SSL libssl.a OpenSSL::Crypto)
 tb_portable_static(PkgConfig::LMDB liblmdb.a Threads::Threads)
 tb_portable_static(PkgConfig::HIREDIS libhiredis.a "")
+
+# tb_base uses Asio and links no library: on the host, Boost's headers are in the default
+# /usr/include; here it needs the folder of links too (added once CMakeLists.txt defines it).
+cmake_language(DEFER CALL target_include_directories tb_base SYSTEM PUBLIC ${TB_PORTABLE_INCLUDE})
