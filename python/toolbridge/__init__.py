@@ -20,6 +20,7 @@ frees them when the trajectory is done, reward computation included.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import shutil
@@ -42,7 +43,8 @@ __all__ = ["AsyncClient", "AsyncTrajectory", "CallCancelled", "CallFailed", "Cal
            "CallTimeout", "Client", "ConnectionFailed", "Forbidden", "Gateway", "GatewayError", "InvalidCall",
            "Overloaded", "ParseResult", "ParseStream", "ParsedCall", "RequestRejected", "ServerError",
            "ServerUnavailable", "Timing", "ToolCall", "ToolError", "ToolbridgeError", "Trajectory",
-           "TrajectoryFaults", "TrajectoryRefused", "Unauthorized", "Unparsed", "find_binary", "release", "trajectory"]
+           "TrajectoryFaults", "TrajectoryRefused", "Unauthorized", "Unparsed", "bundled_binary",
+           "find_binary", "release", "trajectory"]
 __version__ = "0.1.0"
 
 
@@ -50,18 +52,39 @@ class GatewayError(ToolbridgeError, RuntimeError):
     """The gateway could not be started, or stopped with an error."""
 
 
+def bundled_binary() -> str | None:
+    """The `toolbridge` binary installed with this package (the platform wheel puts it in the
+    environment's scripts folder, e.g. the venv's bin/), or None for the pure-Python install."""
+    try:
+        dist = importlib.metadata.distribution("toolbridge")
+        files = dist.files or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for entry in files:
+        if entry.name == "toolbridge" and entry.parent.name in ("bin", "Scripts"):
+            path = Path(dist.locate_file(entry)).resolve()
+            if path.is_file() and os.access(path, os.X_OK):
+                return str(path)
+    return None
+
+
 def find_binary() -> str:
-    """`$TOOLBRIDGE_BIN`, else `toolbridge` on PATH, else the repository's build/ directory."""
+    """`$TOOLBRIDGE_BIN`, else the binary installed with this package (the wheel's), else
+    `toolbridge` on PATH, else the repository's build/ directory (a source checkout)."""
     env = os.environ.get("TOOLBRIDGE_BIN")
     if env:
         return env
+    bundled = bundled_binary()
+    if bundled:
+        return bundled
     on_path = shutil.which("toolbridge")
     if on_path:
         return on_path
     repo_build = Path(__file__).resolve().parents[2] / "build" / "toolbridge"
     if repo_build.is_file():
         return str(repo_build)
-    raise GatewayError("toolbridge binary not found: set TOOLBRIDGE_BIN or put it on PATH")
+    raise GatewayError("toolbridge binary not found: install the toolbridge wheel (it bundles the "
+                       "binary), set TOOLBRIDGE_BIN, or put toolbridge on PATH")
 
 
 def trajectory(name: str) -> dict:

@@ -196,6 +196,7 @@ int main(int argc, char** argv) {
 
   CLI::App app{"toolbridge: one MCP endpoint in front of supervised MCP servers"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "toolbridge " TOOLBRIDGE_VERSION);
   const char* env_url = std::getenv("TOOLBRIDGE_URL");
   std::string url = env_url ? env_url : "http://127.0.0.1:8848/mcp";
 

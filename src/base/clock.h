@@ -32,8 +32,11 @@ class Clock {
   // Wall time, for what people and other programs read (logs, traces, ages since the epoch); on
   // a ManualClock, a fixed date plus the simulated time that has passed.
   wall_time_point wall_now() const;
-  // The clock's wall time of one of its monotonic time points.
-  wall_time_point wall_time(time_point t) const { return wall_now() + (t - now()); }
+  // The clock's wall time of one of its monotonic time points. The cast is for libc++, whose
+  // system_clock counts microseconds (libstdc++'s counts nanoseconds, like steady_clock).
+  wall_time_point wall_time(time_point t) const {
+    return wall_now() + std::chrono::duration_cast<wall_time_point::duration>(t - now());
+  }
   const ManualClock* manual() const { return manual_; }  // null on the real clock
 
  protected:

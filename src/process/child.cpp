@@ -362,11 +362,52 @@ Child Child::spawn(const Spec& spec, std::string& error) {
   return child;
 }
 
+namespace {
+
+// A signal's abbreviation, as glibc's sigabbrev_np gives it; that function is glibc 2.32's, newer
+// than the wheel's manylinux_2_28 floor (docs/install.md).
+const char* signal_abbrev(int sig) {
+  switch (sig) {
+    case SIGHUP: return "HUP";
+    case SIGINT: return "INT";
+    case SIGQUIT: return "QUIT";
+    case SIGILL: return "ILL";
+    case SIGTRAP: return "TRAP";
+    case SIGABRT: return "ABRT";
+    case SIGBUS: return "BUS";
+    case SIGFPE: return "FPE";
+    case SIGKILL: return "KILL";
+    case SIGUSR1: return "USR1";
+    case SIGSEGV: return "SEGV";
+    case SIGUSR2: return "USR2";
+    case SIGPIPE: return "PIPE";
+    case SIGALRM: return "ALRM";
+    case SIGTERM: return "TERM";
+    case SIGCHLD: return "CHLD";
+    case SIGCONT: return "CONT";
+    case SIGSTOP: return "STOP";
+    case SIGTSTP: return "TSTP";
+    case SIGTTIN: return "TTIN";
+    case SIGTTOU: return "TTOU";
+    case SIGURG: return "URG";
+    case SIGXCPU: return "XCPU";
+    case SIGXFSZ: return "XFSZ";
+    case SIGVTALRM: return "VTALRM";
+    case SIGPROF: return "PROF";
+    case SIGWINCH: return "WINCH";
+    case SIGIO: return "IO";
+    case SIGSYS: return "SYS";
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
 std::string describe_status(int status) {
   if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
-    const char* name = sigabbrev_np(sig);
+    const char* name = signal_abbrev(sig);
     return "killed by signal " + std::to_string(sig) +
            (name ? std::string(" (SIG") + name + ")" : "");
   }
