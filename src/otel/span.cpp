@@ -21,6 +21,19 @@ bool all_zero(const std::array<std::uint8_t, N>& id) {
 }
 }  // namespace
 
+void Span::add(std::string_view key, std::string value) {
+  attributes.push_back(Attribute{key, Attribute::Value(std::in_place_index<0>, std::move(value))});
+}
+void Span::add(std::string_view key, std::int64_t value) {
+  attributes.push_back(Attribute{key, Attribute::Value(std::in_place_index<1>, value)});
+}
+void Span::add(std::string_view key, double value) {
+  attributes.push_back(Attribute{key, Attribute::Value(std::in_place_index<2>, value)});
+}
+void Span::add(std::string_view key, bool value) {
+  attributes.push_back(Attribute{key, Attribute::Value(std::in_place_index<3>, value)});
+}
+
 bool is_zero(const TraceId& id) {
   return all_zero(id);
 }

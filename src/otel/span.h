@@ -36,14 +36,13 @@ struct Span {
   StatusCode status = StatusCode::kUnset;
   std::string status_message;  // with kError
 
-  void add(std::string_view key, std::string value) {
-    attributes.push_back({key, std::move(value)});
-  }
+  // Out of line: inlined, GCC 12 warns of an uninitialised variant member (a false positive).
+  void add(std::string_view key, std::string value);
   void add(std::string_view key, std::string_view value) { add(key, std::string(value)); }
   void add(std::string_view key, const char* value) { add(key, std::string(value)); }
-  void add(std::string_view key, std::int64_t value) { attributes.push_back({key, value}); }
-  void add(std::string_view key, double value) { attributes.push_back({key, value}); }
-  void add(std::string_view key, bool value) { attributes.push_back({key, value}); }
+  void add(std::string_view key, std::int64_t value);
+  void add(std::string_view key, double value);
+  void add(std::string_view key, bool value);
 };
 
 // What every exported span shares (OTLP Resource and InstrumentationScope).
