@@ -6,6 +6,7 @@ call, only drops."""
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 
 import pytest
@@ -138,3 +139,42 @@ def test_a_collector_that_is_down_costs_no_call(gateway_factory):
     assert metric(gw, "toolbridge_otel_spans_exported_total") == 0
     assert metric(gw, "toolbridge_calls_total", outcome="ok") == 30
     assert "span export failed" in gw.stderr_tail()
+
+
+def test_batch_and_parse_requests_are_spans_over_their_calls(gateway_factory, jaeger):
+    import httpx
+
+    gw = gateway_factory({"fixture": fixture_server()},
+                         {"otel": {"endpoint": jaeger.endpoint, "protocol": "http/json"}})
+    headers = {"Content-Type": "application/json"}
+    batch = {"trajectory": "traj-batch",
+             "calls": [{"tool": "fixture__echo", "arguments": {"text": "a"}},
+                       {"tool": "fixture__echo", "arguments": {"text": "b"}}]}
+    resp = httpx.post(gw.base_url + "/v1/batch", content=json.dumps(batch), headers=headers,
+                      timeout=30)
+    assert resp.status_code == 200, resp.text[:300]
+    text = "<tool_call>\n" + json.dumps({"name": "fixture__echo", "arguments": {"text": "c"}}) + \
+        "\n</tool_call>"
+    resp = httpx.post(gw.base_url + "/v1/parse", headers={**headers, "traceparent": TRACEPARENT},
+                      content=json.dumps({"text": text, "format": "hermes", "execute": True}),
+                      timeout=30)
+    assert resp.status_code == 200, resp.text[:300]
+
+    # The batch: its trajectory's trace, the request a root span, its two calls its children
+    # (each with its queue and execution), sent as OTLP JSON this time.
+    trace = jaeger.trace(trajectory_trace_id("traj-batch"), want_spans=1 + 2 * 3)
+    by_name: dict[str, list[dict]] = {}
+    for sp in trace["spans"]:
+        by_name.setdefault(sp["operationName"], []).append(sp)
+    [request] = by_name["POST /v1/batch"]
+    assert parent_of(request) is None
+    assert tags(request)["toolbridge.calls"] == 2 and tags(request)["url.path"] == "/v1/batch"
+    calls = by_name["tools/call fixture__echo"]
+    assert len(calls) == 2 and all(parent_of(c) == request["spanID"] for c in calls)
+
+    # The parse request: in the caller's trace, under the caller's span.
+    trace = jaeger.trace(TRACE_ID, want_spans=1 + 3)
+    [request] = [sp for sp in trace["spans"] if sp["operationName"] == "POST /v1/parse"]
+    assert parent_of(request) == PARENT_ID
+    [call_span] = [sp for sp in trace["spans"] if sp["operationName"] == "tools/call fixture__echo"]
+    assert parent_of(call_span) == request["spanID"]
