@@ -178,3 +178,28 @@ def test_batch_and_parse_requests_are_spans_over_their_calls(gateway_factory, ja
     assert parent_of(request) == PARENT_ID
     [call_span] = [sp for sp in trace["spans"] if sp["operationName"] == "tools/call fixture__echo"]
     assert parent_of(call_span) == request["spanID"]
+
+
+def test_a_model_request_is_a_span_and_its_traceparent_reaches_the_worker(tmp_path, jaeger):
+    import httpx
+
+    from llm_support import chat_body, model_entry, start_llm_gateway, start_workers
+
+    [worker] = start_workers(1)
+    gw = start_llm_gateway(tmp_path / "gw", {"sim": model_entry([worker])},
+                           {"otel": {"endpoint": jaeger.endpoint}})
+    try:
+        body = chat_body([{"role": "user", "content": "hi"}], max_tokens=4)
+        r = httpx.post(gw.base_url + "/v1/chat/completions", json=body, timeout=30,
+                       headers={"traceparent": TRACEPARENT, "X-Toolbridge-Trajectory": "traj-m"})
+        assert r.status_code == 200, r.text
+        assert worker.stats()["last_traceparent"] == TRACEPARENT
+        trace = jaeger.trace(TRACE_ID, want_spans=1)
+        [span] = [sp for sp in trace["spans"] if sp["operationName"] == "chat sim"]
+        assert parent_of(span) == PARENT_ID
+        t = tags(span)
+        assert t["gen_ai.operation.name"] == "chat" and t["gen_ai.request.model"] == "sim"
+        assert t["toolbridge.trajectory"] == "traj-m" and t["toolbridge.outcome"] == "ok"
+    finally:
+        gw.close()
+        worker.kill()
