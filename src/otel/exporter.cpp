@@ -52,23 +52,41 @@ bool Exporter::sampled(const TraceId& id) const {
 }
 
 bool Exporter::submit(std::vector<Span>& spans) {
+  // Encoded before the lock, into a buffer of this thread's that keeps its capacity.
+  thread_local std::string encoded;
+  thread_local std::vector<std::size_t> ends;
+  encoded.clear();
+  ends.clear();
+  const bool json = options_.protocol == config::Otel::Protocol::kJson;
+  for (const Span& s : spans) {
+    if (json) {
+      append_span_json(encoded, s);
+      encoded += ',';
+    } else {
+      append_span_protobuf(encoded, s);
+    }
+    ends.push_back(encoded.size());
+  }
+  spans.clear();
   bool wake = false, all = true;
   {
     std::lock_guard lock(mutex_);
-    for (Span& s : spans) {
-      if (queue_.size() >= options_.queue_size || stopping_) {
+    std::size_t begin = 0;
+    for (std::size_t end : ends) {
+      if (pending_ends_.size() >= options_.queue_size || stopping_) {
         ++stats_.dropped_queue;
         all = false;
-        continue;
+      } else {
+        pending_.append(encoded, begin, end - begin);
+        pending_ends_.push_back(pending_.size());
+        ++queued_total_;
       }
-      queue_.push_back(std::move(s));
-      ++queued_total_;
+      begin = end;
     }
-    if (queue_.size() >= options_.batch_size && !wake_posted_ && thread_.joinable()) {
+    if (pending_ends_.size() >= options_.batch_size && !wake_posted_ && thread_.joinable()) {
       wake = wake_posted_ = true;
     }
   }
-  spans.clear();
   if (wake) asio::post(io_, [this] { timer_->cancel(); });
   return all;
 }
@@ -91,24 +109,25 @@ std::string Exporter::last_error() const {
   return last_error_;
 }
 
-std::vector<Span> Exporter::take_batch() {
+void Exporter::take_queue() {
+  taken_.clear();
+  taken_ends_.clear();
   std::lock_guard lock(mutex_);
   wake_posted_ = false;
-  const std::size_t n = std::min(queue_.size(), options_.batch_size);
-  std::vector<Span> batch(std::make_move_iterator(queue_.begin()),
-                          std::make_move_iterator(queue_.begin() + static_cast<std::ptrdiff_t>(n)));
-  queue_.erase(queue_.begin(), queue_.begin() + static_cast<std::ptrdiff_t>(n));
-  return batch;
+  pending_.swap(taken_);
+  pending_ends_.swap(taken_ends_);
 }
 
-bool Exporter::drop_all_if_stopping_and_failing() {
+bool Exporter::drop_all_if_stopping_and_failing(std::size_t taken_left) {
   // At shutdown a collector that is down would hold the gateway `timeout` per batch.
   {
     std::lock_guard lock(mutex_);
     if (!stopping_ || !failing_) return false;
-    stats_.dropped_export += queue_.size();
-    settled_total_ += queue_.size();
-    queue_.clear();
+    const std::size_t n = taken_left + pending_ends_.size();
+    stats_.dropped_export += n;
+    settled_total_ += n;
+    pending_.clear();
+    pending_ends_.clear();
   }
   drained_.notify_all();
   return true;
@@ -128,10 +147,16 @@ asio::awaitable<void> Exporter::run() {
     boost::system::error_code ec;
     co_await timer_->async_wait(asio::redirect_error(asio::use_awaitable, ec));
     for (;;) {
-      std::vector<Span> batch = take_batch();
-      if (batch.empty()) break;
-      co_await export_batch(batch);
-      if (drop_all_if_stopping_and_failing()) break;
+      take_queue();
+      if (taken_ends_.empty()) break;
+      bool dropped = false;
+      for (std::size_t from = 0; from < taken_ends_.size() && !dropped;
+           from += options_.batch_size) {
+        const std::size_t to = std::min(taken_ends_.size(), from + options_.batch_size);
+        co_await export_batch(from, to);
+        dropped = drop_all_if_stopping_and_failing(taken_ends_.size() - to);
+      }
+      if (dropped) break;
     }
     std::lock_guard lock(mutex_);
     if (stopping_) break;
@@ -140,7 +165,7 @@ asio::awaitable<void> Exporter::run() {
   client.close();
 }
 
-asio::awaitable<void> Exporter::export_batch(std::vector<Span>& batch) {
+asio::awaitable<void> Exporter::export_batch(std::size_t from, std::size_t to) {
   const bool json = options_.protocol == config::Otel::Protocol::kJson;
   transport::HttpRequest request;
   request.verb = transport::http::verb::post;
@@ -149,10 +174,19 @@ asio::awaitable<void> Exporter::export_batch(std::vector<Span>& batch) {
   request.headers = options_.headers;
   request.headers.emplace_back("Content-Type",
                                json ? "application/json" : "application/x-protobuf");
-  request.body = json ? encode_json(resource_, batch) : encode_protobuf(resource_, batch);
+  const std::size_t begin = from == 0 ? 0 : taken_ends_[from - 1];
+  std::string_view spans(taken_.data() + begin, taken_ends_[to - 1] - begin);
+  if (json) spans.remove_suffix(1);  // the ',' after the last span
+  if (json) {
+    wrap_json(resource_, spans, body_);
+  } else {
+    wrap_protobuf(resource_, spans, body_);
+  }
+  request.body = std::move(body_);
   request.write_timeout = request.header_timeout = request.body_timeout = options_.timeout;
   if (error.empty()) {
     const transport::HttpResponse answer = co_await client_->fetch(request, kMaxAnswerBytes);
+    body_ = std::move(request.body);  // its capacity serves the next batch
     if (answer.error) {
       error = answer.error.message;
     } else if (answer.status < 200 || answer.status > 299) {
@@ -165,17 +199,17 @@ asio::awaitable<void> Exporter::export_batch(std::vector<Span>& batch) {
     std::lock_guard lock(mutex_);
     ++stats_.requests;
     if (error.empty()) {
-      stats_.exported += batch.size();
+      stats_.exported += to - from;
       recovered = failing_;
       failing_ = false;
     } else {
       ++stats_.failed_requests;
-      stats_.dropped_export += batch.size();
+      stats_.dropped_export += to - from;
       failing = !failing_;
       failing_ = true;
       last_error_ = error;
     }
-    settled_total_ += batch.size();
+    settled_total_ += to - from;
   }
   drained_.notify_all();
   // Logged when export starts or stops failing, not once per batch.

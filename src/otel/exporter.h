@@ -1,9 +1,11 @@
 #pragma once
-// The OTLP/HTTP span exporter. The call path hands finished spans to submit(), which only takes
-// a lock and moves them into a bounded queue (full: the spans are dropped and counted, never
-// waited for). A thread of its own runs the export: every second, or as soon as `batch_size`
-// spans wait, it takes a batch, encodes it and POSTs it to the collector with the project's HTTP
-// client, within `timeout`. A collector that is down or slow costs only the spans dropped.
+// The OTLP/HTTP span exporter. The call path hands finished spans to submit(), which encodes them
+// (protobuf or JSON, as configured) and appends the bytes to a bounded queue under a lock (full:
+// the spans are dropped and counted, never waited for). Encoded at once, a span leaves nothing
+// behind to be freed by another thread, and the queue is one buffer reused batch after batch. A
+// thread of its own runs the export: every second, or as soon as `batch_size` spans wait, it
+// takes the queue, wraps batches of spans into requests and POSTs them to the collector with the
+// project's HTTP client, within `timeout`. A collector that is down or slow costs only the drops.
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
@@ -59,9 +61,11 @@ class Exporter {
 
  private:
   boost::asio::awaitable<void> run();
-  boost::asio::awaitable<void> export_batch(std::vector<Span>& batch);
-  std::vector<Span> take_batch();
-  bool drop_all_if_stopping_and_failing();
+  // Sends the spans of taken_ from span `from` to `to` (indexes into taken_ends_).
+  boost::asio::awaitable<void> export_batch(std::size_t from, std::size_t to);
+  void take_queue();  // swaps the queue into taken_ (export thread)
+  // At shutdown with export failing: drops `taken_left` spans not yet sent and the queue.
+  bool drop_all_if_stopping_and_failing(std::size_t taken_left);
 
   const config::Otel options_;
   const Resource resource_;
@@ -69,14 +73,19 @@ class Exporter {
   boost::asio::io_context io_;
   mutable std::mutex mutex_;
   std::condition_variable drained_;
-  std::vector<Span> queue_;
+  // The queue: encoded spans back to back (a JSON span is followed by ','), and where each ends.
+  std::string pending_;
+  std::vector<std::size_t> pending_ends_;
   std::uint64_t queued_total_ = 0;   // spans ever queued
   std::uint64_t settled_total_ = 0;  // of those, exported or dropped after queueing
   bool wake_posted_ = false;
   bool stopping_ = false;
   Stats stats_;
   std::string last_error_;
-  bool failing_ = false;                     // the last export failed (for logging the change only)
+  bool failing_ = false;  // the last export failed (for logging the change only)
+  std::string taken_;     // export thread only: the queue taken
+  std::vector<std::size_t> taken_ends_;
+  std::string body_;                         // export thread only: a request's body, reused
   std::unique_ptr<base::Timer> timer_;       // export thread only
   transport::HttpClient* client_ = nullptr;  // export thread only, while run() runs
   std::thread thread_;

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <random>
+#include <string>
+#include <unordered_map>
 
 namespace toolbridge::otel {
 
@@ -60,12 +63,26 @@ std::optional<TraceParent> parse_traceparent(std::string_view v) {
   return tp;
 }
 
+namespace {
+struct TextHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+}  // namespace
+
 TraceId trajectory_trace_id(std::string_view trajectory) {
+  // A trajectory makes many calls: its id is hashed once per thread, not once per call (a cache
+  // of at most kCached ids, emptied when full).
+  constexpr std::size_t kCached = 4096;
+  thread_local std::unordered_map<std::string, TraceId, TextHash, std::equal_to<>> cache;
+  if (auto it = cache.find(trajectory); it != cache.end()) return it->second;
+  if (cache.size() >= kCached) cache.clear();
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(trajectory.data()), trajectory.size(), digest);
   TraceId id;
   std::memcpy(id.data(), digest, id.size());
   if (is_zero(id)) id[15] = 1;  // an all-zero id is invalid (never happens in practice)
+  cache.emplace(std::string(trajectory), id);
   return id;
 }
 

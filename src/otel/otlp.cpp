@@ -141,14 +141,16 @@ void json_span(std::string& out, const Span& s) {
 
 }  // namespace
 
-std::string encode_protobuf(const Resource& resource, std::span<const Span> spans) {
-  // The spans first, on their own: ResourceSpans and ScopeSpans enclose all of them, and writing
-  // their lengths in front afterwards would move the whole batch twice.
-  std::string body;
-  body.reserve(spans.size() * 320);
-  for (const Span& s : spans) put_span(body, s);
+void append_span_protobuf(std::string& out, const Span& span) {
+  put_span(out, span);
+}
 
-  std::string head;  // ScopeSpans: the scope, then (in `body`) its spans
+void append_span_json(std::string& out, const Span& span) {
+  json_span(out, span);
+}
+
+void wrap_protobuf(const Resource& resource, std::string_view spans, std::string& out) {
+  std::string head;  // ScopeSpans: the scope, then its spans
   {
     pb::Nested scope(head, kScopeSpansScope);
     pb::put_bytes_field(head, kScopeName, kScopeNameText);
@@ -161,33 +163,43 @@ std::string encode_protobuf(const Resource& resource, std::span<const Span> span
     for (const Attribute& a : resource_attributes(resource))
       put_attribute(resource_spans, kResourceAttributes, a.key, a.value);
   }
+  // The lengths go in front of the spans, which are written once, never moved.
   pb::put_tag(resource_spans, kResourceSpansScopeSpans, pb::Wire::kLength);
-  pb::put_varint(resource_spans, head.size() + body.size());
-
-  std::string out;
+  pb::put_varint(resource_spans, head.size() + spans.size());
+  out.clear();
   pb::put_tag(out, kRequestResourceSpans, pb::Wire::kLength);
-  pb::put_varint(out, resource_spans.size() + head.size() + body.size());
-  out.reserve(out.size() + resource_spans.size() + head.size() + body.size());
+  pb::put_varint(out, resource_spans.size() + head.size() + spans.size());
+  out.reserve(out.size() + resource_spans.size() + head.size() + spans.size());
   out += resource_spans;
   out += head;
-  out += body;
-  return out;
+  out += spans;
 }
 
-std::string encode_json(const Resource& resource, std::span<const Span> spans) {
-  std::string out = R"({"resourceSpans":[{"resource":{)";
+void wrap_json(const Resource& resource, std::string_view spans, std::string& out) {
+  out = R"({"resourceSpans":[{"resource":{)";
   json_attributes(out, resource_attributes(resource));
   out += R"(},"scopeSpans":[{"scope":{"name":)" + json::quote(kScopeNameText);
   if (!resource.service_version.empty())
     out += R"(,"version":)" + json::quote(resource.service_version);
   out += R"(},"spans":[)";
-  bool first = true;
-  for (const Span& s : spans) {
-    if (!first) out += ',';
-    first = false;
-    json_span(out, s);
-  }
+  out += spans;
   out += "]}]}]}";
+}
+
+std::string encode_protobuf(const Resource& resource, std::span<const Span> spans) {
+  std::string body, out;
+  for (const Span& s : spans) append_span_protobuf(body, s);
+  wrap_protobuf(resource, body, out);
+  return out;
+}
+
+std::string encode_json(const Resource& resource, std::span<const Span> spans) {
+  std::string body, out;
+  for (const Span& s : spans) {
+    if (!body.empty()) body += ',';
+    append_span_json(body, s);
+  }
+  wrap_json(resource, body, out);
   return out;
 }
 

@@ -4,6 +4,7 @@
 // 64-bit integers as strings, enums as numbers).
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "otel/span.h"
 
@@ -13,5 +14,13 @@ inline constexpr std::string_view kScopeNameText = "toolbridge";  // Instrumenta
 
 std::string encode_protobuf(const Resource& resource, std::span<const Span> spans);
 std::string encode_json(const Resource& resource, std::span<const Span> spans);
+
+// The same in two steps, so spans can be encoded one by one as they end and sent later: a span
+// as the protobuf `spans` field of ScopeSpans (the fields concatenate), or as one JSON object
+// (joined with ','); then the request around the concatenated spans, written into `out`.
+void append_span_protobuf(std::string& out, const Span& span);
+void append_span_json(std::string& out, const Span& span);
+void wrap_protobuf(const Resource& resource, std::string_view spans, std::string& out);
+void wrap_json(const Resource& resource, std::string_view spans, std::string& out);
 
 }  // namespace toolbridge::otel
