@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "proto_reader.h"
-#include "scripted_http_peer.h"
+#include "unit/scripted_http_peer.h"
 
 namespace toolbridge::otel {
 namespace {
