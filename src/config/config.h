@@ -228,10 +228,10 @@ struct Otel {
   std::string endpoint;  // the traces URL (http[s]://host:port/v1/traces); empty: no export
   std::vector<std::pair<std::string, std::string>> headers;  // sent with every export
   Protocol protocol = Protocol::kProtobuf;
-  double sample_ratio = 1;        // share of traces exported, decided by trace id
-  std::size_t batch_size = 512;   // spans per export request
-  std::size_t queue_size = 8192;  // spans waiting for export; more are dropped, counted
-  Duration timeout{10'000};       // one export request, connect to answer
+  double sample_ratio = 1;                  // share of traces exported, decided by trace id
+  std::size_t batch_size = 512;             // spans per export request
+  std::size_t queue_size = 8192;            // spans waiting for export; more are dropped, counted
+  Duration timeout{10'000};                 // one export request, connect to answer
   std::string service_name = "toolbridge";  // resource service.name (OTEL_SERVICE_NAME)
 };
 

@@ -96,9 +96,9 @@ std::unique_ptr<Turn> Parse::begin(ParseOptions options, Exchange& ex, bool stre
   // With span export on, the request is a span and the parent of its calls' spans.
   std::optional<gateway::RequestSpan> span;
   if (options.execute) {
-    span = gateway::RequestSpan::begin(gateway_.otel(), gateway_.clock(), "POST /v1/parse",
-                                       scope.traceparent,
-                                       scope.ephemeral ? std::string() : scope.key);
+    span =
+        gateway::RequestSpan::begin(gateway_.otel(), gateway_.clock(), "POST /v1/parse",
+                                    scope.traceparent, scope.ephemeral ? std::string() : scope.key);
   }
   if (span) {
     span->span().add("http.request.method", "POST");

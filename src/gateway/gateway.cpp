@@ -11,8 +11,8 @@
 #include <boost/json.hpp>
 
 #include "gateway/methods.h"
-#include "otel/exporter.h"
 #include "json/envelope.h"
+#include "otel/exporter.h"
 #include "policy/admission_stage.h"
 #include "policy/breaker_stage.h"
 

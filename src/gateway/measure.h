@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "call/stage.h"
+#include "otel/span.h"
 #include "telemetry/call_log.h"
 #include "telemetry/call_trace.h"
-#include "otel/span.h"
 #include "telemetry/metrics.h"
 
 namespace toolbridge::otel {
