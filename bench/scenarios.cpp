@@ -16,6 +16,7 @@
 #include "scenario_support.h"
 #include "json/envelope.h"
 #include "load.h"
+#include "otlp_sink.h"
 #include "spawn_call.h"
 #include "stdio_session.h"
 
@@ -30,19 +31,26 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The call trace's cost, paired: two gateways, one with gateway.trace on, run at once and
-// measured in alternating short windows, so a change in the machine's load hits both alike.
-// The figure is the median over the pairs of (CPU per call with the trace) / (without).
-void run_trace_pairs(const Options& o, ScenarioResult& r, const std::vector<std::size_t>& levels,
-                     std::size_t warmup) {
-  const std::string trace_file = fmt::format("/tmp/toolbridge-bench-trace-{}.jsonl", ::getpid());
-  GatewayProcess plain, traced;
-  std::cerr << "overhead: starting two gateways, the second with the call trace on\n";
-  for (auto [gw, file] : {std::pair{&plain, std::string()}, std::pair{&traced, trace_file}}) {
-    const std::string err = gw->start(o.toolbridge_bin, gateway_config(o, false, false, file), 30s);
+// A feature's cost, paired: two gateways, the second with the feature on (the call trace, span
+// export), run at once and measured in alternating short windows, so a change in the machine's
+// load hits both alike. The figure is the median over the pairs of (CPU per call with the
+// feature) / (without).
+struct PairedFeature {
+  std::string name;         // "trace", "otel"
+  std::string config_yaml;  // the second gateway's config
+  std::string note;         // what the second gateway does, for the table's notes
+};
+
+void run_pairs(const Options& o, ScenarioResult& r, const std::vector<std::size_t>& levels,
+               std::size_t warmup, const PairedFeature& feature) {
+  GatewayProcess plain, featured;
+  std::cerr << "overhead: starting two gateways, the second with " << feature.name << " on\n";
+  for (auto [gw, config] : {std::pair{&plain, gateway_config(o, false, false, "")},
+                            std::pair{&featured, feature.config_yaml}}) {
+    const std::string err = gw->start(o.toolbridge_bin, config, 30s);
     if (!err.empty()) {
       r.ok = false;
-      r.problems.push_back("gateway for the trace pairs could not start: " + err);
+      r.problems.push_back(fmt::format("gateway for the {} pairs could not start: {}", feature.name, err));
       return;
     }
   }
@@ -57,44 +65,78 @@ void run_trace_pairs(const Options& o, ScenarioResult& r, const std::vector<std:
     LoadResult res = run_until_done(
         io, run_closed_loop(target, {c, warmup, win, 0, 0}, [&] { before = sample_path(&gw, fixture); },
                             [&] { after = sample_path(&gw, fixture); }));
-    report_errors(r, fmt::format("trace pairs c={}", c), res);
+    report_errors(r, fmt::format("{} pairs c={}", feature.name, c), res);
     if (!before.gateway || !after.gateway || !before.gateway->ok || !after.gateway->ok || res.calls == 0)
       return std::nullopt;
     return (after.gateway->cpu_us - before.gateway->cpu_us) / static_cast<double>(res.calls);
   };
   for (std::size_t c : levels) {
-    std::vector<double> ratios;
+    std::vector<double> ratios, with_us, without_us;
     for (std::size_t k = 0; k < rounds; ++k) {
       // Which gateway goes first alternates (ABBA), so neither always runs on the state the
-      // other left (caches, the traced one's writer finishing its last batch).
+      // other left (caches, the featured one's writer or exporter finishing its last batch).
       std::optional<double> a, b;
       if (k % 2 == 0) {
         a = cpu_per_call(plain, c);
-        b = cpu_per_call(traced, c);
+        b = cpu_per_call(featured, c);
       } else {
-        b = cpu_per_call(traced, c);
+        b = cpu_per_call(featured, c);
         a = cpu_per_call(plain, c);
       }
-      if (a && b && *a > 0) ratios.push_back(*b / *a);
+      if (a && b && *a > 0) {
+        ratios.push_back(*b / *a);
+        without_us.push_back(*a);
+        with_us.push_back(*b);
+      }
     }
     if (ratios.empty()) continue;
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      const std::size_t m = v.size() / 2;
+      return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+    };
+    const double mid = median(ratios);
     std::sort(ratios.begin(), ratios.end());
-    const std::size_t m = ratios.size() / 2;
-    const double median = ratios.size() % 2 ? ratios[m] : (ratios[m - 1] + ratios[m]) / 2;
     const std::string line = fmt::format(
-        "trace cost at c={}: gateway CPU per call with the trace / without, median of {} alternating {:.1f}-s "
-        "window pairs: {:.3f} ({:+.1f} %; pairs from {:.3f} to {:.3f})",
-        c, ratios.size(), static_cast<double>(win.count()) / 1000, median, (median - 1) * 100, ratios.front(),
-        ratios.back());
+        "{} cost at c={}: gateway CPU per call with {} / without, median of {} alternating {:.1f}-s "
+        "window pairs: {:.3f} ({:+.1f} %; pairs from {:.3f} to {:.3f}); median µs/call {:.1f} without, {:.1f} with",
+        feature.name, c, feature.name, ratios.size(), static_cast<double>(win.count()) / 1000, mid,
+        (mid - 1) * 100, ratios.front(), ratios.back(), median(without_us), median(with_us));
     std::cerr << "  " << line << "\n";
     r.table.add_note(line);
   }
   report_gateway_end(r, plain);
-  report_gateway_end(r, traced);
+  report_gateway_end(r, featured);
+  r.table.add_note(feature.note);
+}
+
+void run_trace_pairs(const Options& o, ScenarioResult& r, const std::vector<std::size_t>& levels,
+                     std::size_t warmup) {
+  const std::string trace_file = fmt::format("/tmp/toolbridge-bench-trace-{}.jsonl", ::getpid());
+  run_pairs(o, r, levels, warmup,
+            {"trace", gateway_config(o, false, false, trace_file),
+             "trace pairs: two gateways at once, the second with gateway.trace on (one JSON line per call "
+             "to a file on local disk, rotated at 64 MiB), measured in turn."});
   std::error_code ec;
   for (const char* suffix : {"", ".1", ".2", ".3", ".4"}) std::filesystem::remove(trace_file + suffix, ec);
-  r.table.add_note("trace pairs: two gateways at once, the second with gateway.trace on (one JSON line per call "
-                   "to a file on local disk, rotated at 64 MiB), measured in turn.");
+}
+
+// Span export's cost: the second gateway exports every call's spans (sample_ratio 1) over
+// OTLP/HTTP protobuf to a local sink that answers at once.
+void run_otel_pairs(const Options& o, ScenarioResult& r, const std::vector<std::size_t>& levels,
+                    std::size_t warmup) {
+  OtlpSink sink;
+  std::string config = gateway_config(o, false, false, "");
+  const std::string otel =
+      "  otel: {endpoint: \"" + sink.endpoint() + "\", sample_ratio: 1, protocol: http/protobuf}\n";
+  config.insert(config.find("gateway:\n") + 9, otel);
+  run_pairs(o, r, levels, warmup,
+            {"otel", config,
+             "otel pairs: two gateways at once, the second exporting every call's spans (3 a call: the call, "
+             "its queue and execution; sample_ratio 1, http/protobuf, batch_size 512) to a local OTLP sink "
+             "that reads each request whole and answers 200, measured in turn."});
+  r.table.add_note(fmt::format("otel sink: {} export requests, {:.1f} MiB of OTLP protobuf received.",
+                               sink.requests(), static_cast<double>(sink.bytes()) / (1 << 20)));
 }
 
 }  // namespace
@@ -189,6 +231,7 @@ ScenarioResult run_overhead(const Options& o) {
   };
   through_gateway("gateway", "");
   if (o.trace) run_trace_pairs(o, r, levels, warmup);
+  if (o.otel) run_otel_pairs(o, r, levels, warmup);
 
   // Direct: one stdio session to the same fixture binary, `c` requests in flight on its pipe.
   {

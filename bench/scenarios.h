@@ -36,6 +36,8 @@ struct Options {
   bool eval_ablations = false;
   // overhead: also run the gateway with the call trace on (rows "gateway+trace"), same run.
   bool trace = false;
+  // overhead: also measure span export (gateway.otel, 100 % sampling, to a local OTLP sink).
+  bool otel = false;
   Floor floor;
 };
 

@@ -5,6 +5,7 @@
 #include <array>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string_view>
@@ -51,6 +52,7 @@ Config read_config(const NodeReader& r, const Node& root) {
     }
     slot = &e;
   }
+  read_otel_environment([](const char* name) { return std::getenv(name); }, config.gateway.otel);
   // Gateway first: server names are checked against its separator.
   if (gateway) read_gateway(r, gateway->value, gateway->key, config.gateway);
   if (servers) read_servers(r, servers->value, servers->key, config);

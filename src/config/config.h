@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "config/model.h"
@@ -220,6 +221,20 @@ struct Trace {
   std::size_t buffer = 16'384;        // lines waiting for the writer; more are dropped, counted
 };
 
+// OpenTelemetry export of spans (`otel`, and the OTEL_EXPORTER_OTLP_* variables under it): off
+// unless an endpoint is set. See docs/tracing.md.
+struct Otel {
+  enum class Protocol { kProtobuf, kJson };  // OTLP/HTTP: "http/protobuf" or "http/json"
+  std::string endpoint;  // the traces URL (http[s]://host:port/v1/traces); empty: no export
+  std::vector<std::pair<std::string, std::string>> headers;  // sent with every export
+  Protocol protocol = Protocol::kProtobuf;
+  double sample_ratio = 1;                  // share of traces exported, decided by trace id
+  std::size_t batch_size = 512;             // spans per export request
+  std::size_t queue_size = 8192;            // spans waiting for export; more are dropped, counted
+  Duration timeout{10'000};                 // one export request, connect to answer
+  std::string service_name = "toolbridge";  // resource service.name (OTEL_SERVICE_NAME)
+};
+
 // Who may see /dashboard and /v1/trajectories (they show every trajectory's calls).
 enum class ObserveAccess { kLoopback, kAnywhere, kOff };
 
@@ -326,6 +341,7 @@ struct Gateway {
   Duration parse_stream_idle{60'000};
   CacheStore cache;  // `cache:`
   Trace trace;
+  Otel otel;
   ObserveAccess dashboard = ObserveAccess::kLoopback;
   // Stateless (2026-07-28) clients: how long a call waits parked for the retry that answers its
   // input_required result, how many may wait at once, and the ttlMs of list results.

@@ -10,7 +10,7 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 48> kGatewayKeys{
+constexpr std::array<std::string_view, 49> kGatewayKeys{
     "listen",
     "allowed_origins",
     "max_body_bytes",
@@ -41,6 +41,7 @@ constexpr std::array<std::string_view, 48> kGatewayKeys{
     "admission_queue_size",
     "tenants",
     "trace",
+    "otel",
     "dashboard",
     "batch_max_calls",
     "batch_max_result_bytes",
@@ -285,6 +286,8 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
       read_tenants(r, v, p, g);
     } else if (e.key == "trace") {
       read_trace(r, v, p, g.trace);
+    } else if (e.key == "otel") {
+      read_otel(r, v, p, g.otel);
     } else if (e.key == "dashboard") {
       g.dashboard = read_observe_access(r, v, p);
     } else if (e.key == "batch_max_calls") {

@@ -1,5 +1,6 @@
 #pragma once
 // The gateway section (`gateway`, or `toolbridge` in a JSON file shared with other clients).
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,6 +14,10 @@ namespace toolbridge::config {
 // The observability keys (observe_keys.cpp): `trace` and `dashboard`.
 void read_trace(const NodeReader& r, const Node& node, const std::string& path, Trace& t);
 ObserveAccess read_observe_access(const NodeReader& r, const Node& node, const std::string& path);
+// `gateway.otel` and the OTEL_EXPORTER_OTLP_* variables under it (otel_keys.cpp). The variables
+// are read first (`getenv`), keys in the file override them; a bad value throws ConfigError.
+void read_otel(const NodeReader& r, const Node& node, const std::string& path, Otel& o);
+void read_otel_environment(const std::function<const char*(const char*)>& getenv, Otel& o);
 // `gateway.cache` (cache_keys.cpp).
 void read_cache_store(const NodeReader& r, const Node& node, const std::string& path,
                       CacheStore& c);

@@ -15,6 +15,7 @@
 #include "frontend/client_identity.h"
 #include "frontend/router.h"
 #include "frontend/trajectory_key.h"
+#include "gateway/request_span.h"
 #include "json/envelope.h"
 #include "policy/admission_stage.h"
 #include "policy/authorize.h"
@@ -101,6 +102,15 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
     co_await refuse(ex, r, no_headers);
     co_return;
   }
+  // With span export on, the batch is a span and the parent of its calls' spans.
+  auto request_span =
+      gateway::RequestSpan::begin(gateway_.otel(), gateway_.clock(), "POST /v1/batch",
+                                  scope.traceparent, scope.ephemeral ? std::string() : scope.key);
+  if (request_span) {
+    request_span->span().add("http.request.method", "POST");
+    request_span->span().add("url.path", "/v1/batch");
+    scope.traceparent = request_span->child_traceparent();
+  }
   co_await gateway_.until_settled();
 
   const std::size_t n = request.calls.size();
@@ -131,6 +141,7 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
   run->start();
   co_await run->wait();
   if (scope.ephemeral) gateway_.release_session(scope.key);
+  if (request_span) request_span->end(n, run->all_shed());
 
   // Every call shed by admission control: the batch as a whole is refused, with when to retry.
   if (run->all_shed()) {

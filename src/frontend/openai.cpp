@@ -10,6 +10,7 @@
 
 #include "base/spawn.h"
 #include "call/stage.h"
+#include "call/trace_context.h"
 #include "call/trajectory_name.h"
 #include "frontend/client_identity.h"
 #include "frontend/openai_proxy.h"
@@ -267,6 +268,9 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
   call.timeout = model->config().request_timeout;
   call.started = gateway_.clock().now();
   call.deadline = call.started + call.timeout;
+  // The caller's trace context: the parent of the request's span, sent on to the worker.
+  if (const auto tp = header(ex.request(), gateway::kTraceparent); gateway::valid_traceparent(tp))
+    call.traceparent = std::string(tp);
 
   auto state = std::make_shared<InFlight>();
   ex.on_peer_closed([weak = std::weak_ptr<InFlight>(state), &call] {

@@ -111,6 +111,7 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
     if (auto accept = header(ex_.request(), "Accept"); !accept.empty())
       req.headers.emplace_back("Accept", std::string(accept));
     for (const auto& [k, v] : cfg.headers) req.headers.emplace_back(k, v);
+    if (!call.traceparent.empty()) req.headers.emplace_back("traceparent", call.traceparent);
     req.body = ex_.request().body();
     req.write_timeout = left;
     req.header_timeout = left;

@@ -93,7 +93,21 @@ std::unique_ptr<Turn> Parse::begin(ParseOptions options, Exchange& ex, bool stre
                          scope);
     if (!refusal.empty()) return nullptr;
   }
-  return std::make_unique<Turn>(std::move(options), std::move(scope));
+  // With span export on, the request is a span and the parent of its calls' spans.
+  std::optional<gateway::RequestSpan> span;
+  if (options.execute) {
+    span =
+        gateway::RequestSpan::begin(gateway_.otel(), gateway_.clock(), "POST /v1/parse",
+                                    scope.traceparent, scope.ephemeral ? std::string() : scope.key);
+  }
+  if (span) {
+    span->span().add("http.request.method", "POST");
+    span->span().add("url.path", "/v1/parse");
+    scope.traceparent = span->child_traceparent();
+  }
+  auto turn = std::make_unique<Turn>(std::move(options), std::move(scope));
+  turn->request_span() = std::move(span);
+  return turn;
 }
 
 BatchRefusal Parse::run_turn(Turn& turn) {
@@ -154,6 +168,10 @@ asio::awaitable<void> Parse::finish(Exchange& ex, Turn& turn) {
   if (const auto run = turn.run()) {
     co_await run->wait();
     if (turn.scope().ephemeral) gateway_.release_session(turn.scope().key);
+    if (auto& span = turn.request_span()) {
+      span->end(turn.calls(), run->all_shed());
+      span.reset();
+    }
     if (run->all_shed()) {
       const BatchRefusal r{429, "overloaded", run->results.front()->why};
       co_await refuse(ex, r);

@@ -5,10 +5,12 @@
 #include <boost/json/value.hpp>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "frontend/call_run.h"
+#include "gateway/request_span.h"
 #include "parse/extractor.h"
 #include "parse/tool_index.h"
 
@@ -45,6 +47,8 @@ class Turn {
   const CallScope& scope() const { return scope_; }
   parse::Extractor& extractor() { return extractor_; }
   std::shared_ptr<CallRun>& run() { return run_; }
+  // The request's span when span export is on (exported when the turn's answer is sent).
+  std::optional<gateway::RequestSpan>& request_span() { return request_span_; }
   std::size_t calls() const { return calls_.size(); }
   std::size_t unparsed() const { return unparsed_.size(); }
 
@@ -66,6 +70,7 @@ class Turn {
 
   ParseOptions options_;
   CallScope scope_;
+  std::optional<gateway::RequestSpan> request_span_;
   parse::Extractor extractor_;
   std::shared_ptr<CallRun> run_;
   std::vector<parse::ParsedCall> calls_;

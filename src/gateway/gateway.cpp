@@ -12,6 +12,7 @@
 #include "base/spawn.h"
 #include "gateway/methods.h"
 #include "json/envelope.h"
+#include "otel/exporter.h"
 #include "policy/admission_stage.h"
 #include "policy/breaker_stage.h"
 
@@ -24,6 +25,11 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr auto kSweepInterval = 30s;
+
+std::string host_name() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string("localhost");
+}
 
 std::string_view breaker_state(const Pipeline& pipeline, const std::string& server) {
   const policy::Breaker* b = pipeline.breakers().find(server);
@@ -55,8 +61,16 @@ Gateway::Gateway(asio::io_context& io, config::Config config, const base::Clock&
   // The writer thread starts with the gateway (serve() forks its watchdog before any thread).
   if (!config_.gateway.trace.file.empty())
     trace_ = std::make_unique<telemetry::CallTrace>(config_.gateway.trace, false);
+  if (!config_.gateway.otel.endpoint.empty()) {
+    otel::Resource resource{.service_name = config_.gateway.otel.service_name};
+    resource.instance_id = config_.gateway.gateway_id.empty()
+                               ? fmt::format("{}:{}", host_name(), ::getpid())
+                               : config_.gateway.gateway_id;
+    otel_ = std::make_unique<otel::Exporter>(config_.gateway.otel, std::move(resource), clock_);
+  }
   pipeline_ = std::make_unique<Pipeline>(PipelineParts{io_, config_, catalog_, upstreams_, metrics_,
-                                                       stopping_, call_log_, trace_.get(), clock_});
+                                                       stopping_, call_log_, trace_.get(), clock_,
+                                                       otel_.get()});
   methods_ = std::make_unique<Methods>(*this);
   register_metrics();
 }
@@ -136,12 +150,42 @@ void Gateway::register_metrics() {
     });
     metrics_.describe("toolbridge_trace_lines_total", "counter", help);
   }
+  if (otel_) register_otel_metrics();
   metrics_.gauge("toolbridge_tools", "Tools in the aggregated catalog.", [this](auto& out) {
     out.emplace_back("", static_cast<double>(catalog_.tool_count()));
   });
 }
 
+void Gateway::register_otel_metrics() {
+  const std::string exported = "Spans the OpenTelemetry collector accepted (gateway.otel).";
+  metrics_.gauge("toolbridge_otel_spans_exported_total", exported, [this](auto& out) {
+    out.emplace_back("", static_cast<double>(otel_->stats().exported));
+  });
+  metrics_.describe("toolbridge_otel_spans_exported_total", "counter", exported);
+  const std::string dropped =
+      "Spans not exported, by reason: queue_full (the export queue was full: the collector is "
+      "slow or down) or export_failed (their export request failed).";
+  metrics_.gauge("toolbridge_otel_spans_dropped_total", dropped, [this](auto& out) {
+    const auto s = otel_->stats();
+    out.emplace_back(telemetry::labels({{"reason", "queue_full"}}),
+                     static_cast<double>(s.dropped_queue));
+    out.emplace_back(telemetry::labels({{"reason", "export_failed"}}),
+                     static_cast<double>(s.dropped_export));
+  });
+  metrics_.describe("toolbridge_otel_spans_dropped_total", "counter", dropped);
+  const std::string requests = "OTLP export requests, by result (ok, failed).";
+  metrics_.gauge("toolbridge_otel_export_requests_total", requests, [this](auto& out) {
+    const auto s = otel_->stats();
+    out.emplace_back(telemetry::labels({{"result", "ok"}}),
+                     static_cast<double>(s.requests - s.failed_requests));
+    out.emplace_back(telemetry::labels({{"result", "failed"}}),
+                     static_cast<double>(s.failed_requests));
+  });
+  metrics_.describe("toolbridge_otel_export_requests_total", "counter", requests);
+}
+
 std::string Gateway::start() {
+  if (otel_) otel_->start();
   if (trace_) {
     if (std::string err = trace_->error(); !err.empty()) return "trace: " + err;
     trace_->start_writer();

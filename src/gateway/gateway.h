@@ -21,6 +21,10 @@
 #include "telemetry/metrics.h"
 #include "upstream/upstream.h"
 
+namespace toolbridge::otel {
+class Exporter;
+}
+
 namespace toolbridge::gateway {
 
 class Methods;
@@ -61,6 +65,8 @@ class Gateway {
   const telemetry::CallLog& call_log() const { return call_log_; }
   // The call trace file, null when `trace` is not configured.
   const telemetry::CallTrace* trace() const { return trace_.get(); }
+  // The span exporter, null when `otel` is not configured.
+  otel::Exporter* otel() const { return otel_.get(); }
 
   // Sessions (trajectories). A new session for `client` (its IP address), or nullptr with
   // `refused` saying why (shutting down; max_sessions or max_sessions_per_client reached with
@@ -91,6 +97,7 @@ class Gateway {
   void forget_trajectory(const std::string& name);
   std::size_t trajectories_of(const std::string& owner) const;
   void register_metrics();
+  void register_otel_metrics();
 
   boost::asio::io_context& io_;
   const base::Clock& clock_;
@@ -98,6 +105,7 @@ class Gateway {
   telemetry::Metrics metrics_;
   telemetry::CallLog call_log_;
   std::unique_ptr<telemetry::CallTrace> trace_;
+  std::unique_ptr<otel::Exporter> otel_;
   upstream::StartGate gate_;
   std::vector<std::shared_ptr<upstream::Upstream>> upstreams_;
   catalog::Catalog catalog_;

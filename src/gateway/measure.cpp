@@ -1,5 +1,8 @@
 #include "gateway/measure.h"
 
+#include "gateway/call_spans.h"
+#include "otel/exporter.h"
+
 namespace toolbridge::gateway {
 
 namespace {
@@ -13,8 +16,9 @@ const std::string& logged_trajectory(const Call& call) {
 }  // namespace
 
 MeasureStage::MeasureStage(telemetry::Metrics& metrics, telemetry::CallLog& log,
-                           telemetry::CallTrace* trace, const base::Clock& clock)
-    : metrics_(metrics), log_(log), trace_(trace), clock_(clock) {
+                           telemetry::CallTrace* trace, const base::Clock& clock,
+                           otel::Exporter* otel)
+    : metrics_(metrics), log_(log), trace_(trace), otel_(otel), clock_(clock) {
   metrics_.describe("toolbridge_calls_total", "counter",
                     "Requests forwarded to servers, by server, tool (or method) and outcome "
                     "(ok, tool_error, error, timeout, crashed, unavailable, shed).");
@@ -89,6 +93,20 @@ void MeasureStage::count_fault(Series& s, const Call& call, FaultClass c) {
   ++*cell;
 }
 
+void MeasureStage::export_spans(const Call& call, const Result& result,
+                                const telemetry::CallRecord& r, Call::Clock::time_point now) {
+  const SpanContext context = span_context(call, otel_->options().sample_ratio);
+  if (!context.sampled) return;
+  const auto ns = [](base::Clock::wall_time_point t) {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+  };
+  spans_.clear();
+  call_spans(call, result, r, context, ns(wall_time(call.started, now)), ns(wall_time(now, now)),
+             spans_);
+  otel_->submit(spans_);
+}
+
 boost::asio::awaitable<Result> MeasureStage::handle(Call& call, Next next) {
   const telemetry::CallLog::Handle handle =
       log_.begin(logged_trajectory(call), call.route.server, call.route.label, call.started);
@@ -116,6 +134,7 @@ boost::asio::awaitable<Result> MeasureStage::handle(Call& call, Next next) {
     if (r.execution_s > 0) s.execution->observe(r.execution_s);
   }
   if (trace_) trace_->write_with([&r](std::string& out) { r.append_json(out); });
+  if (otel_ && result.fault != Fault::kCancelled) export_spans(call, result, r, now);
   log_.end(handle, now);
   co_return result;
 }

@@ -6,19 +6,25 @@
 #include <array>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "call/stage.h"
+#include "otel/span.h"
 #include "telemetry/call_log.h"
 #include "telemetry/call_trace.h"
 #include "telemetry/metrics.h"
+
+namespace toolbridge::otel {
+class Exporter;
+}
 
 namespace toolbridge::gateway {
 
 class MeasureStage final : public Stage {
  public:
-  // `trace` may be null (no call trace configured).
+  // `trace` and `otel` may be null (no call trace, no span export configured).
   MeasureStage(telemetry::Metrics& metrics, telemetry::CallLog& log, telemetry::CallTrace* trace,
-               const base::Clock& clock);
+               const base::Clock& clock, otel::Exporter* otel = nullptr);
   std::string_view name() const override { return "measure"; }
   boost::asio::awaitable<Result> handle(Call& call, Next next) override;
 
@@ -41,13 +47,18 @@ class MeasureStage final : public Stage {
   // The wall-clock time of `t`, from the monotonic clock and an offset read again every second
   // (one wall clock read a second instead of one a call).
   base::Clock::wall_time_point wall_time(Call::Clock::time_point t, Call::Clock::time_point now);
+  // The call's spans to the exporter (if its trace is sampled).
+  void export_spans(const Call& call, const Result& result, const telemetry::CallRecord& r,
+                    Call::Clock::time_point now);
 
   telemetry::Metrics& metrics_;
   telemetry::CallLog& log_;
   telemetry::CallTrace* trace_;
+  otel::Exporter* otel_;
   const base::Clock& clock_;
   std::unordered_map<std::string, Series> series_;  // by display name (unique per pair)
   base::Clock::wall_time_point::duration wall_offset_{};
+  std::vector<otel::Span> spans_;  // reused: submit() leaves it empty with its capacity
   Call::Clock::time_point offset_read_{};
 };
 

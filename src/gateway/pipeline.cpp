@@ -22,7 +22,7 @@ Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
   chain_.push_back(std::make_unique<catalog::ResolveStage>(p.catalog, p.upstreams, p.stopping,
                                                            p.config.gateway.separator));
   chain_.push_back(std::make_unique<policy::AuthorizeStage>());
-  auto measure = std::make_unique<MeasureStage>(p.metrics, p.call_log, p.trace, p.clock);
+  auto measure = std::make_unique<MeasureStage>(p.metrics, p.call_log, p.trace, p.clock, p.otel);
   measure_ = measure.get();
   chain_.push_back(std::move(measure));
   chain_.push_back(std::make_unique<policy::TrajectoryOwnerStage>(p.io, p.config.gateway, p.clock));

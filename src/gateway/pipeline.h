@@ -14,6 +14,10 @@
 #include "telemetry/call_trace.h"
 #include "telemetry/metrics.h"
 
+namespace toolbridge::otel {
+class Exporter;
+}
+
 namespace toolbridge::policy {
 class AdmissionStage;
 class BreakerStage;
@@ -31,6 +35,7 @@ struct PipelineParts {
   telemetry::CallLog& call_log;
   telemetry::CallTrace* trace = nullptr;  // null: no call trace
   const base::Clock& clock = base::steady_clock();
+  otel::Exporter* otel = nullptr;  // null: no span export
 };
 
 class Pipeline {

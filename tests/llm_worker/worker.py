@@ -9,7 +9,8 @@ Python 3.10+ and costs little CPU: it never computes anything, it sleeps as long
 Endpoints:
   POST /v1/chat/completions, POST /v1/completions   (stream true: SSE; false: one JSON body)
   GET  /v1/models, /health, /health_generate, /model_info, /server_info, /get_server_info
-  GET  /stats                      counters (requests, prompt/cached/computed tokens, running)
+  GET  /stats                      counters (requests, prompt/cached/computed tokens, running),
+                                   and the traceparent header of the last request with one
   POST /fault {"kind": K, "count": N, "retry_after": S}
        K: "5xx" (503), "429" (with Retry-After), "hang" (accepts, never answers),
           "die" (exits at the next request, before answering),
@@ -92,6 +93,7 @@ class Worker:
                       "completion_tokens": 0, "faults": 0, "max_running": 0, "scripted": 0}
         self.created = int(time.time())
         self.seq = 0
+        self.last_traceparent = ""  # of the last request that carried one (/stats)
 
     # ---- faults ----
     def take_fault(self) -> str:
@@ -405,7 +407,8 @@ async def handle(w: Worker, conn: Conn, method: str, path: str, body: bytes) -> 
                                        "version": "sim"})
         elif path == "/stats":
             await conn.send_json(200, {**w.stats, "running": w.running, "name": args.name,
-                                       "cache_blocks": len(w.cache.blocks)})
+                                       "cache_blocks": len(w.cache.blocks),
+                                       "last_traceparent": w.last_traceparent})
         else:
             await conn.send_json(404, error_body(f"no route {path}", "not_found", 404))
         return
@@ -479,6 +482,8 @@ async def serve_connection(w: Worker, reader: asyncio.StreamReader,
                     return
                 body = await reader.readexactly(length) if length else b""
             path = target.split("?", 1)[0]
+            if "traceparent" in headers:
+                w.last_traceparent = headers["traceparent"]
             await handle(w, conn, method, path, body)
             if headers.get("connection", "").lower() == "close":
                 return

@@ -1,0 +1,205 @@
+"""OpenTelemetry export against a real backend: Jaeger all-in-one on loopback ports receives the
+gateway's OTLP/HTTP spans, and its query API shows names, parent/child links, attributes and one
+trace per trajectory, with and without a caller's traceparent. A collector that is down costs no
+call, only drops."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+
+import pytest
+
+from jaeger_support import Jaeger, free_port
+from tb_support import RawSession, fixture_server, metric, text_of
+
+pytestmark = pytest.mark.timeout(180)
+
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+PARENT_ID = "00f067aa0ba902b7"
+TRACEPARENT = f"00-{TRACE_ID}-{PARENT_ID}-01"
+
+
+@pytest.fixture
+def jaeger(tmp_path):
+    j = Jaeger(tmp_path)
+    yield j
+    j.close()
+
+
+def trajectory_trace_id(trajectory: str) -> str:
+    """The documented rule: the first 16 bytes of SHA-256 of the trajectory id."""
+    return hashlib.sha256(trajectory.encode()).hexdigest()[:32]
+
+
+def tags(span: dict) -> dict:
+    return {t["key"]: t["value"] for t in span["tags"]}
+
+
+def parent_of(span: dict) -> str | None:
+    refs = [r for r in span.get("references", []) if r["refType"] == "CHILD_OF"]
+    return refs[0]["spanID"] if refs else None
+
+
+def call(s: RawSession, name: str, arguments: dict, req_id: int, headers: dict | None = None,
+         **meta) -> dict:
+    params: dict = {"name": name, "arguments": arguments}
+    if meta:
+        params["_meta"] = meta
+    resp = s.post({"jsonrpc": "2.0", "id": req_id, "method": "tools/call", "params": params},
+                  **(headers or {}))
+    assert resp.status_code == 200, resp.text[:300]
+    return resp.json()
+
+
+def test_spans_reach_jaeger_with_links_attributes_and_one_trace_per_trajectory(
+        gateway_factory, jaeger):
+    gw = gateway_factory({"fixture": fixture_server()},
+                         {"otel": {"endpoint": jaeger.endpoint, "batch_size": 8}})
+    gw.wait_ready()
+    s = RawSession(gw.mcp_url).initialize()
+    try:
+        # With the caller's traceparent: the caller's span is the parent.
+        answer = call(s, "fixture__echo", {"text": "hi"}, 1, {"traceparent": TRACEPARENT},
+                      **{"toolbridge/session": "traj-a"})
+        assert not answer["result"].get("isError"), answer
+        # Without one: every call of trajectory traj-b lands in the trajectory's own trace.
+        for i in range(3):
+            call(s, "fixture__echo", {"text": str(i)}, 10 + i, **{"toolbridge/session": "traj-b"})
+        failed = call(s, "fixture__fail", {"message": "no"}, 20, **{"toolbridge/session": "traj-b"})
+        assert failed["result"]["isError"], failed
+    finally:
+        s.close()
+
+    caller_trace = jaeger.trace(TRACE_ID, want_spans=3)
+    spans = {sp["spanID"]: sp for sp in caller_trace["spans"]}
+    roots = [sp for sp in spans.values() if sp["operationName"] == "tools/call fixture__echo"]
+    assert len(roots) == 1, [sp["operationName"] for sp in spans.values()]
+    root = roots[0]
+    assert parent_of(root) == PARENT_ID  # the caller's span, which Jaeger never received
+    t = tags(root)
+    assert t["mcp.method.name"] == "tools/call"
+    assert t["gen_ai.operation.name"] == "execute_tool"
+    assert t["gen_ai.tool.name"] == "fixture__echo"
+    assert t["toolbridge.trajectory"] == "traj-a"
+    assert t["toolbridge.server"] == "fixture"
+    assert t["toolbridge.outcome"] == "ok"
+    assert t["toolbridge.cached"] is False
+    assert t["toolbridge.result_bytes"] > 0
+    assert t["span.kind"] == "server"
+    process = caller_trace["processes"][root["processID"]]
+    assert process["serviceName"] == "toolbridge"
+    children = {sp["operationName"]: sp for sp in spans.values() if parent_of(sp) == root["spanID"]}
+    assert set(children) == {"toolbridge.queue", "toolbridge.execution"}, children.keys()
+    execution = children["toolbridge.execution"]
+    assert tags(execution)["toolbridge.instance.pid"] > 0
+    assert execution["startTime"] >= root["startTime"]
+    assert execution["startTime"] + execution["duration"] <= root["startTime"] + root["duration"] + 1
+
+    # traj-b: one trace, its id derived from the trajectory, four call spans as roots.
+    traj = jaeger.trace(trajectory_trace_id("traj-b"), want_spans=4 * 3)
+    calls = [sp for sp in traj["spans"] if sp["operationName"].startswith("tools/call ")]
+    assert len(calls) == 4, [sp["operationName"] for sp in traj["spans"]]
+    assert all(parent_of(sp) is None for sp in calls)
+    assert all(tags(sp)["toolbridge.trajectory"] == "traj-b" for sp in calls)
+    fail = next(sp for sp in calls if sp["operationName"] == "tools/call fixture__fail")
+    ft = tags(fail)
+    assert ft["toolbridge.outcome"] == "tool_error" and ft["error.type"] == "tool_error"
+    assert ft["otel.status_code"] == "ERROR" and ft["error"] is True
+    # traj-a's call is not in traj-b's trace, nor in a trace of its own (the caller's won).
+    assert all(tags(sp)["toolbridge.trajectory"] == "traj-b" for sp in calls)
+
+    assert metric(gw, "toolbridge_otel_spans_exported_total") >= 15
+    assert metric(gw, "toolbridge_otel_spans_dropped_total") == 0
+
+
+def test_a_collector_that_is_down_costs_no_call(gateway_factory):
+    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    gw = gateway_factory({"fixture": fixture_server()},
+                         {"otel": {"endpoint": dead, "batch_size": 2, "queue_size": 4,
+                                   "timeout": "500ms"}})
+    gw.wait_ready()
+    s = RawSession(gw.mcp_url).initialize()
+    try:
+        for i in range(30):
+            answer = call(s, "fixture__echo", {"text": str(i)}, i + 1,
+                          **{"toolbridge/session": "down"})
+            assert text_of(answer["result"]) == str(i), answer
+    finally:
+        s.close()
+    # Three spans a call (the call, its queue, its execution), every one dropped: by the full
+    # queue or with its failed export request; none waited for.
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and metric(gw, "toolbridge_otel_spans_dropped_total") < 90:
+        time.sleep(0.2)
+    assert metric(gw, "toolbridge_otel_spans_dropped_total") == 90
+    assert metric(gw, "toolbridge_otel_export_requests_total", result="failed") > 0
+    assert metric(gw, "toolbridge_otel_export_requests_total", result="ok") == 0
+    assert metric(gw, "toolbridge_otel_spans_exported_total") == 0
+    assert metric(gw, "toolbridge_calls_total", outcome="ok") == 30
+    assert "span export failed" in gw.stderr_tail()
+
+
+def test_batch_and_parse_requests_are_spans_over_their_calls(gateway_factory, jaeger):
+    import httpx
+
+    gw = gateway_factory({"fixture": fixture_server()},
+                         {"otel": {"endpoint": jaeger.endpoint, "protocol": "http/json"}})
+    headers = {"Content-Type": "application/json"}
+    batch = {"trajectory": "traj-batch",
+             "calls": [{"tool": "fixture__echo", "arguments": {"text": "a"}},
+                       {"tool": "fixture__echo", "arguments": {"text": "b"}}]}
+    resp = httpx.post(gw.base_url + "/v1/batch", content=json.dumps(batch), headers=headers,
+                      timeout=30)
+    assert resp.status_code == 200, resp.text[:300]
+    text = "<tool_call>\n" + json.dumps({"name": "fixture__echo", "arguments": {"text": "c"}}) + \
+        "\n</tool_call>"
+    resp = httpx.post(gw.base_url + "/v1/parse", headers={**headers, "traceparent": TRACEPARENT},
+                      content=json.dumps({"text": text, "format": "hermes", "execute": True}),
+                      timeout=30)
+    assert resp.status_code == 200, resp.text[:300]
+
+    # The batch: its trajectory's trace, the request a root span, its two calls its children
+    # (each with its queue and execution), sent as OTLP JSON this time.
+    trace = jaeger.trace(trajectory_trace_id("traj-batch"), want_spans=1 + 2 * 3)
+    by_name: dict[str, list[dict]] = {}
+    for sp in trace["spans"]:
+        by_name.setdefault(sp["operationName"], []).append(sp)
+    [request] = by_name["POST /v1/batch"]
+    assert parent_of(request) is None
+    assert tags(request)["toolbridge.calls"] == 2 and tags(request)["url.path"] == "/v1/batch"
+    calls = by_name["tools/call fixture__echo"]
+    assert len(calls) == 2 and all(parent_of(c) == request["spanID"] for c in calls)
+
+    # The parse request: in the caller's trace, under the caller's span.
+    trace = jaeger.trace(TRACE_ID, want_spans=1 + 3)
+    [request] = [sp for sp in trace["spans"] if sp["operationName"] == "POST /v1/parse"]
+    assert parent_of(request) == PARENT_ID
+    [call_span] = [sp for sp in trace["spans"] if sp["operationName"] == "tools/call fixture__echo"]
+    assert parent_of(call_span) == request["spanID"]
+
+
+def test_a_model_request_is_a_span_and_its_traceparent_reaches_the_worker(tmp_path, jaeger):
+    import httpx
+
+    from llm_support import chat_body, model_entry, start_llm_gateway, start_workers
+
+    [worker] = start_workers(1)
+    gw = start_llm_gateway(tmp_path / "gw", {"sim": model_entry([worker])},
+                           {"otel": {"endpoint": jaeger.endpoint}})
+    try:
+        body = chat_body([{"role": "user", "content": "hi"}], max_tokens=4)
+        r = httpx.post(gw.base_url + "/v1/chat/completions", json=body, timeout=30,
+                       headers={"traceparent": TRACEPARENT, "X-Toolbridge-Trajectory": "traj-m"})
+        assert r.status_code == 200, r.text
+        assert worker.stats()["last_traceparent"] == TRACEPARENT
+        trace = jaeger.trace(TRACE_ID, want_spans=1)
+        [span] = [sp for sp in trace["spans"] if sp["operationName"] == "chat sim"]
+        assert parent_of(span) == PARENT_ID
+        t = tags(span)
+        assert t["gen_ai.operation.name"] == "chat" and t["gen_ai.request.model"] == "sim"
+        assert t["toolbridge.trajectory"] == "traj-m" and t["toolbridge.outcome"] == "ok"
+    finally:
+        gw.close()
+        worker.kill()

@@ -1,0 +1,137 @@
+// A finished call as spans: names and attributes as the MCP and GenAI conventions say, the
+// queue and execution children, and which trace the call belongs to.
+#include "gateway/call_spans.h"
+
+#include <gtest/gtest.h>
+
+#include "otel/ids.h"
+
+namespace toolbridge::gateway {
+namespace {
+
+const otel::Attribute* find(const otel::Span& s, std::string_view key) {
+  for (const auto& a : s.attributes)
+    if (a.key == key) return &a;
+  return nullptr;
+}
+std::string text(const otel::Span& s, std::string_view key) {
+  const auto* a = find(s, key);
+  return a && std::holds_alternative<std::string>(a->value) ? std::get<std::string>(a->value)
+                                                            : "<none>";
+}
+
+Call tool_call() {
+  Call c;
+  c.method = "tools/call";
+  c.id = "7";
+  c.trajectory = "rollout-1";
+  c.tenant = "team-a";
+  c.route.server = "fixture";
+  c.route.label = "fixture__echo";
+  c.sends = 2;
+  return c;
+}
+
+telemetry::CallRecord record(std::string_view outcome) {
+  telemetry::CallRecord r;
+  r.trajectory = "rollout-1";
+  r.queue_s = 0.002;
+  r.execution_s = 0.003;
+  r.total_s = 0.005;
+  r.outcome = outcome;
+  r.pid = 42;
+  r.result_bytes = 10;
+  return r;
+}
+
+TEST(CallSpans, AToolCallIsASpanWithQueueAndExecutionChildren) {
+  const Call call = tool_call();
+  const SpanContext ctx = span_context(call, 1.0);
+  std::vector<otel::Span> out;
+  call_spans(call, Result{}, record("ok"), ctx, 1'000'000'000, 1'005'000'000, out);
+  ASSERT_EQ(out.size(), 3u);
+  const otel::Span& s = out[0];
+  EXPECT_EQ(s.name, "tools/call fixture__echo");
+  EXPECT_EQ(s.kind, otel::SpanKind::kServer);
+  EXPECT_TRUE(otel::is_zero(s.parent_id));  // no caller trace: a root in the trajectory's trace
+  EXPECT_EQ(otel::hex(s.trace_id), otel::hex(otel::trajectory_trace_id("rollout-1")));
+  EXPECT_EQ(text(s, "mcp.method.name"), "tools/call");
+  EXPECT_EQ(text(s, "gen_ai.operation.name"), "execute_tool");
+  EXPECT_EQ(text(s, "gen_ai.tool.name"), "fixture__echo");
+  EXPECT_EQ(text(s, "jsonrpc.request.id"), "7");
+  EXPECT_EQ(text(s, "toolbridge.trajectory"), "rollout-1");
+  EXPECT_EQ(text(s, "toolbridge.tenant"), "team-a");
+  EXPECT_EQ(text(s, "toolbridge.server"), "fixture");
+  EXPECT_EQ(text(s, "toolbridge.outcome"), "ok");
+  EXPECT_EQ(find(s, "error.type"), nullptr);
+  EXPECT_EQ(s.status, otel::StatusCode::kOk);
+  EXPECT_EQ(s.start_ns, 1'000'000'000u);
+  EXPECT_EQ(s.end_ns, 1'005'000'000u);
+
+  const otel::Span& queue = out[1];
+  const otel::Span& exec = out[2];
+  EXPECT_EQ(queue.name, "toolbridge.queue");
+  EXPECT_EQ(exec.name, "toolbridge.execution");
+  EXPECT_EQ(exec.kind, otel::SpanKind::kClient);
+  for (const otel::Span* c : {&queue, &exec}) {
+    EXPECT_EQ(c->trace_id, s.trace_id);
+    EXPECT_EQ(c->parent_id, s.span_id);
+    EXPECT_NE(c->span_id, s.span_id);
+  }
+  EXPECT_EQ(queue.start_ns, s.start_ns);
+  EXPECT_EQ(queue.end_ns, 1'002'000'000u);
+  EXPECT_EQ(exec.start_ns, queue.end_ns);
+  EXPECT_EQ(exec.end_ns, s.end_ns);
+  EXPECT_EQ(std::get<std::int64_t>(find(exec, "toolbridge.instance.pid")->value), 42);
+  EXPECT_EQ(std::get<std::int64_t>(find(exec, "toolbridge.sends")->value), 2);
+}
+
+TEST(CallSpans, TheCallersTraceparentIsTheParent) {
+  Call call = tool_call();
+  call.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  const SpanContext ctx = span_context(call, 0.0);  // the caller's sampled flag decides
+  EXPECT_TRUE(ctx.sampled);
+  std::vector<otel::Span> out;
+  call_spans(call, Result{}, record("ok"), ctx, 1, 2, out);
+  EXPECT_EQ(otel::hex(out[0].trace_id), "4bf92f3577b34da6a3ce929d0e0e4736");
+  EXPECT_EQ(otel::hex(out[0].parent_id), "00f067aa0ba902b7");
+  call.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
+  EXPECT_FALSE(span_context(call, 1.0).sampled);
+}
+
+TEST(CallSpans, ARequestScopedKeyIsNoTrajectory) {
+  Call call = tool_call();
+  call.request_scoped_key = true;
+  EXPECT_NE(span_context(call, 1.0).trace_id, span_context(call, 1.0).trace_id);
+}
+
+TEST(CallSpans, FailuresCarryErrorTypeAndStatus) {
+  const Call call = tool_call();
+  std::vector<otel::Span> out;
+  telemetry::CallRecord r = record("timeout");
+  r.execution_s = 0;
+  r.queue_s = 0.005;
+  call_spans(call, Result::failure(Fault::kTimeout, "the deadline passed"), r,
+             span_context(call, 1.0), 1, 5'000'001, out);
+  ASSERT_EQ(out.size(), 2u);  // never reached a server: no execution span
+  EXPECT_EQ(text(out[0], "error.type"), "timeout");
+  EXPECT_EQ(out[0].status, otel::StatusCode::kError);
+  EXPECT_EQ(out[0].status_message, "the deadline passed");
+}
+
+TEST(CallSpans, AModelRequestFollowsTheGenAiConventions) {
+  Call call;
+  call.method = "chat/completions";
+  call.route.server = "qwen";
+  call.route.label = call.method;
+  call.trajectory = "rollout-1";
+  std::vector<otel::Span> out;
+  call_spans(call, Result{}, record("ok"), span_context(call, 1.0), 1, 2, out);
+  EXPECT_EQ(out[0].name, "chat qwen");
+  EXPECT_EQ(text(out[0], "gen_ai.operation.name"), "chat");
+  EXPECT_EQ(text(out[0], "gen_ai.request.model"), "qwen");
+  EXPECT_EQ(find(out[0], "mcp.method.name"), nullptr);
+}
+
+}  // namespace
+}  // namespace toolbridge::gateway
