@@ -19,7 +19,7 @@ class LogFailure {
 
  private:
   void report(std::exception_ptr e) const;
-  const char* what_;  // a string literal: the token outlives nothing it names
+  const char* what_;  // a string literal, so it lives as long as the coroutine
 };
 
 // `what` names the coroutine in the log line ("stdio read loop").

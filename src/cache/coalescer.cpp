@@ -6,7 +6,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <vector>
 
-#include "json/envelope.h"
+#include "call/shared_result.h"
 
 namespace toolbridge::cache {
 
@@ -22,36 +22,6 @@ struct Coalescer::Flight {
   std::vector<std::weak_ptr<base::Timer>> waiting;
   std::size_t followers = 0;
 };
-
-namespace {
-
-// A follower's wait, abandoned by Call::cancel.
-class Wait final : public gateway::Abandonable {
- public:
-  explicit Wait(std::shared_ptr<base::Timer> timer) : timer_(std::move(timer)) {}
-  void abandon(const std::string& reason) override {
-    abandoned = true;
-    why = reason;
-    timer_->cancel();
-  }
-  bool abandoned = false;
-  std::string why;
-
- private:
-  std::shared_ptr<base::Timer> timer_;
-};
-
-// The leader's response under the follower's own id.
-Result for_follower(const Result& shared, const Call& call) {
-  Result r = shared;
-  if (!r.response.empty()) {
-    const json::Envelope env = json::parse_envelope(r.response);
-    if (!env.id.empty()) r.response = json::with_id(r.response, env.id, call.id);
-  }
-  return r;
-}
-
-}  // namespace
 
 Coalescer::Lead::Lead(Lead&& o) noexcept : owner_(o.owner_), key_(std::move(o.key_)) {
   o.owner_ = nullptr;
@@ -113,7 +83,7 @@ asio::awaitable<Coalescer::Join> Coalescer::join(const std::string& key, Call& c
   join.joined = true;
   std::shared_ptr<Flight> flight = it->second;
   auto timer = std::make_shared<base::Timer>(io_, clock_, call.deadline);
-  auto wait = std::make_shared<Wait>(timer);
+  auto wait = std::make_shared<gateway::TimerWait>(timer);
   call.set_in_flight(wait);
   flight->waiting.push_back(timer);
   ++flight->followers;
@@ -124,7 +94,7 @@ asio::awaitable<Coalescer::Join> Coalescer::join(const std::string& key, Call& c
     join.result = Result::failure(Fault::kCancelled, wait->why);
   } else if (flight->done) {
     if (flight->result) {
-      join.result = for_follower(*flight->result, call);
+      join.result = gateway::under_own_id(*flight->result, call);
       join.upstream_seconds = flight->upstream_seconds;
     }
   } else {

@@ -8,6 +8,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "cache/canonical.h"
+#include "call/shared_result.h"
 #include "idempotency/key_meta.h"
 #include "json/envelope.h"
 #include "policy/deadline.h"
@@ -28,30 +29,10 @@ constexpr std::string_view kCallsMetric = "toolbridge_idempotent_calls_total";
 constexpr auto kWaitGrace = std::chrono::seconds(1);
 constexpr std::size_t kArgumentsShown = 200;
 
-// A waiter's wait, abandoned by Call::cancel.
-class Wait final : public gateway::Abandonable {
- public:
-  explicit Wait(std::shared_ptr<base::Timer> timer) : timer_(std::move(timer)) {}
-  void abandon(const std::string& reason) override {
-    abandoned = true;
-    why = reason;
-    timer_->cancel();
-  }
-  bool abandoned = false;
-  std::string why;
-
- private:
-  std::shared_ptr<base::Timer> timer_;
-};
-
 // The first call's result under this caller's id.
 Result for_caller(const Result& first, const Call& call) {
-  Result r = first;
+  Result r = gateway::under_own_id(first, call);
   r.result_at = {};
-  if (!r.response.empty()) {
-    const json::Envelope env = json::parse_envelope(r.response);
-    if (!env.id.empty()) r.response = json::with_id(r.response, env.id, call.id);
-  }
   return r;
 }
 
@@ -158,7 +139,7 @@ asio::awaitable<Result> IdempotencyStage::run(std::shared_ptr<Call> call, gatewa
 asio::awaitable<Result> IdempotencyStage::wait(Call& call, std::shared_ptr<Ledger::Entry> entry) {
   if (!entry->done) {
     auto timer = std::make_shared<base::Timer>(io_, clock_, call.deadline + kWaitGrace);
-    auto waiting = std::make_shared<Wait>(timer);
+    auto waiting = std::make_shared<gateway::TimerWait>(timer);
     call.set_in_flight(waiting);
     entry->waiting.push_back(timer);
     boost::system::error_code ec;
