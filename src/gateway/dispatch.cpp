@@ -4,7 +4,6 @@
 
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 #include <optional>
@@ -16,25 +15,23 @@
 namespace toolbridge::gateway {
 
 namespace asio = boost::asio;
-using namespace std::chrono_literals;
 
 namespace {
 
-Fault fault_of_code(std::int64_t code) {
-  switch (code) {
-    case json::kRequestTimeout:
-      return Fault::kTimeout;
-    case json::kUpstreamFailed:
-      return Fault::kCrashed;
-    case json::kNotSent:
-      return Fault::kNotSent;
-    case json::kUpstreamUnavailable:
+Fault fault_of(upstream::Failure f) {
+  switch (f) {
+    case upstream::Failure::kUnavailable:
       return Fault::kUnavailable;
-    case json::kOverloaded:
+    case upstream::Failure::kOverloaded:
       return Fault::kOverloaded;
-    default:
-      return Fault::kServerError;
+    case upstream::Failure::kTimeout:
+      return Fault::kTimeout;
+    case upstream::Failure::kCrashed:
+      return Fault::kCrashed;
+    case upstream::Failure::kNotSent:
+      return Fault::kNotSent;
   }
+  return Fault::kCrashed;
 }
 
 // The awaiting coroutine's completion handler, type-erased (moving asio's own
@@ -73,8 +70,11 @@ class Attempt final : public upstream::CallSink,
   void on_response(std::string message) override {
     complete(classify_response(std::move(message)));
   }
-  void on_scanned_response(std::string message, json::Span result, json::Span error) override {
-    complete(classify_response(std::move(message), result, error));
+  void on_scanned_response(std::string message, const upstream::Scanned& scanned) override {
+    complete(classify_response(std::move(message), scanned));
+  }
+  void on_failure(upstream::Failure failure, std::string_view, std::string detail) override {
+    complete(Result::failure(fault_of(failure), std::move(detail)));
   }
   void on_notification(std::string message) override {
     if (events_) events_->on_notification(std::move(message));
@@ -119,32 +119,21 @@ class Attempt final : public upstream::CallSink,
 
 Result classify_response(std::string response) {
   const json::Envelope env = json::parse_envelope(response);
-  return classify_response(std::move(response), env.result, env.error);
+  return classify_response(std::move(response), {env.result, env.error, env.is_error});
 }
 
-Result classify_response(std::string response, json::Span result_span, json::Span error) {
+Result classify_response(std::string response, const upstream::Scanned& scanned) {
   Result r;
-  if (!error.empty()) {
+  if (!scanned.error.empty()) {
+    // The server's own error (the gateway's failures arrive typed, through on_failure): its
+    // message says why.
+    r.fault = Fault::kServerError;
     boost::system::error_code ec;
-    const boost::json::value err = json::parse(error.in(response), ec);
-    const auto* code = !ec && err.is_object() ? err.as_object().if_contains("code") : nullptr;
+    const boost::json::value err = json::parse(scanned.error.in(response), ec);
     const auto* text = !ec && err.is_object() ? err.as_object().if_contains("message") : nullptr;
-    r.fault = fault_of_code(code && code->is_int64() ? code->as_int64() : 0);
     if (text && text->is_string()) r.why = text->as_string();
-    // The gateway's own faults are rendered by each front end in its own way.
-    if (r.fault != Fault::kServerError) return r;
-  } else {
-    // Tool results put isError at the top level, by convention after content, so the tail (or
-    // head) of the result is checked rather than scanning a 1 MB payload again.
-    const std::string_view result = result_span.in(response);
-    const std::string_view tail = result.substr(result.size() > 256 ? result.size() - 256 : 0);
-    for (std::string_view part : {tail, result.substr(0, 256)}) {
-      const auto at = part.find("\"isError\"");
-      if (at == std::string_view::npos) continue;
-      if (part.substr(at + 9, 8).find("true") != std::string_view::npos)
-        r.fault = Fault::kToolError;
-      break;
-    }
+  } else if (scanned.is_error) {
+    r.fault = Fault::kToolError;
   }
   r.response = std::move(response);
   return r;
@@ -165,7 +154,6 @@ asio::awaitable<Result> DispatchStage::wait_and_send(Call& call, std::string err
   const auto limit =
       std::min(call.deadline, clock_.now() + std::chrono::duration_cast<base::Clock::duration>(
                                                  up.config().checkout_timeout));
-  base::Timer pause(io_, clock_);
   upstream::Upstream::Pick picked;
   if (call.cancelled()) co_return Result::failure(Fault::kCancelled, "cancelled");
   const auto waiting = std::make_shared<StoppableWait>();
@@ -174,9 +162,8 @@ asio::awaitable<Result> DispatchStage::wait_and_send(Call& call, std::string err
     picked = co_await up.checkout(call.trajectory, limit, &waiting->stop);
     if (call.cancelled()) co_return Result::failure(Fault::kCancelled, "cancelled");
     if (picked.instance || call.attempts == 0 || clock_.now() >= limit || stopping_) break;
-    pause.expires_after(20ms);
-    boost::system::error_code ec;
-    co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    // A retry while the server restarts: asked again when its instances change.
+    co_await up.until_changed(limit, &waiting->stop);
   }
   if (!picked.instance) co_return Result::failure(Fault::kUnavailable, std::move(picked.error));
   if (clock_.now() >= call.deadline) {

@@ -9,11 +9,12 @@
 
 namespace toolbridge::gateway {
 
-// A server's response (already carrying the caller's id) as a Result: its error code, or a tool
-// result's isError, gives the fault.
+// A server's response (already carrying the caller's id) as a Result: an error is the server's
+// own (kServerError), a tool result with "isError": true a kToolError. The gateway's failures
+// never come this way: the instance gives them typed (upstream::CallSink::on_failure).
 Result classify_response(std::string response);
-// The same for a response whose result and error spans are known (one of them empty).
-Result classify_response(std::string response, json::Span result, json::Span error);
+// The same for a response the instance scanned already.
+Result classify_response(std::string response, const upstream::Scanned& scanned);
 
 class DispatchStage final : public Stage {
  public:

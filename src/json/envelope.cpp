@@ -258,6 +258,32 @@ std::string unescape(std::string_view token) {
   return ec || !v.is_string() ? std::string() : std::string(v.get_string());
 }
 
+// Walks the result object `s` stands at (one pass, as value() would) and says whether its own
+// "isError" member is true; the last one counts when a server writes it twice.
+bool result_object(Scanner& s, std::string_view text, bool& is_error) {
+  s.eat('{');
+  s.ws();
+  if (s.eat('}')) return true;
+  for (;;) {
+    s.ws();
+    const std::size_t name_start = s.pos();
+    if (!s.string()) return false;
+    const std::string_view name = text.substr(name_start, s.pos() - name_start);
+    s.ws();
+    if (!s.eat(':')) return false;
+    s.ws();
+    const std::size_t value_start = s.pos();
+    if (!s.value(2)) return false;
+    if (name == "\"isError\"" ||
+        (name.find('\\') != std::string_view::npos && unescape(name) == "isError")) {
+      is_error = text.substr(value_start, s.pos() - value_start) == "true";
+    }
+    s.ws();
+    if (s.eat('}')) return true;
+    if (!s.eat(',')) return false;
+  }
+}
+
 }  // namespace
 
 ValueScan scan_value(std::string_view text, std::size_t offset, std::size_t depth) {
@@ -295,7 +321,9 @@ Envelope parse_envelope(std::string_view text) {
     s.ws();
     const std::size_t start = s.pos();
     const char lead = s.peek();
-    if (!s.value(1)) {
+    const bool read = key == "result" && lead == '{' ? result_object(s, text, e.is_error)
+                                                     : s.value(1);
+    if (!read) {
       if (s.exponent_out_of_range()) return invalid(fmt_exponent());
       return invalid("not JSON: malformed value of \"" + key + "\"");
     }

@@ -35,6 +35,9 @@ struct Envelope {
   Span params;          // raw JSON of "params", empty if absent
   Span result;          // raw JSON of "result"
   Span error;           // raw JSON of "error"
+  // "result" is an object whose own "isError" member is true (an MCP tool result that failed),
+  // read on the scan's way through it.
+  bool is_error = false;
   std::string problem;  // why kind is kInvalid
   // kInvalid because nested deeper than kMaxDepth; `id` is still set when it was readable, so
   // the request it answers can be told.

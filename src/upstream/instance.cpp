@@ -17,6 +17,23 @@ namespace toolbridge::upstream {
 
 namespace asio = boost::asio;
 namespace bj = boost::json;
+
+int jsonrpc_code(Failure f) {
+  switch (f) {
+    case Failure::kUnavailable:
+      return json::kUpstreamUnavailable;
+    case Failure::kOverloaded:
+      return json::kOverloaded;
+    case Failure::kTimeout:
+      return json::kRequestTimeout;
+    case Failure::kCrashed:
+      return json::kUpstreamFailed;
+    case Failure::kNotSent:
+      return json::kNotSent;
+  }
+  return json::kInternalError;
+}
+
 using namespace std::chrono_literals;
 
 Instance::Instance(asio::io_context& io, config::Server server, std::uint64_t number,
@@ -47,6 +64,10 @@ Transport::Handlers Instance::transport_handlers() {
   handlers.on_failure = [weak = weak_from_this()](const std::string& reason) {
     if (auto self = weak.lock()) self->fail(reason);
   };
+  handlers.on_lost_answer = [weak = weak_from_this()](std::string_view id,
+                                                      const std::string& reason) {
+    if (auto self = weak.lock()) self->on_lost_answer(id, reason);
+  };
   return handlers;
 }
 
@@ -73,24 +94,23 @@ void Instance::call(std::string_view method, std::string params, std::string cal
                     std::string progress_token, std::shared_ptr<CallSink> sink,
                     std::chrono::milliseconds timeout, const std::string& display_name) {
   if (state_ != State::kReady) {
-    sink->on_response(json::make_error(caller_id, json::kUpstreamUnavailable,
-                                       "server '" + server_.name + "' is not running" +
-                                           (exit_reason_.empty() ? "" : ": " + exit_reason_)));
+    sink->on_failure(Failure::kUnavailable, caller_id,
+                     "server '" + server_.name + "' is not running" +
+                         (exit_reason_.empty() ? "" : ": " + exit_reason_));
     return;
   }
   if (in_flight() >= server_.max_in_flight) {
     // Backpressure instead of an unbounded pile-up on one process.
-    sink->on_response(json::make_error(
-        caller_id, json::kOverloaded,
+    sink->on_failure(
+        Failure::kOverloaded, caller_id,
         fmt::format("server '{}' already has {} requests in flight (max_in_flight); retry after "
                     "one finishes",
-                    server_.name, in_flight())));
+                    server_.name, in_flight()));
     return;
   }
   if (const std::string congested = transport_->congestion(); !congested.empty()) {
-    sink->on_response(
-        json::make_error(caller_id, json::kOverloaded,
-                         fmt::format("server '{}' {}; retry later", server_.name, congested)));
+    sink->on_failure(Failure::kOverloaded, caller_id,
+                     fmt::format("server '{}' {}; retry later", server_.name, congested));
     return;
   }
   const std::uint64_t id = next_id_++;
@@ -170,9 +190,9 @@ void Instance::time_out(std::uint64_t id, Pending p) {
     check_responsive(p.display_name + " passed its deadline");
   }
   const auto secs = static_cast<double>(p.timeout.count()) / 1000.0;
-  p.sink->on_response(json::make_error(
-      p.caller_id, json::kRequestTimeout,
-      fmt::format("{} timed out after {:g} s; the request was cancelled", p.display_name, secs)));
+  p.sink->on_failure(
+      Failure::kTimeout, p.caller_id,
+      fmt::format("{} timed out after {:g} s; the request was cancelled", p.display_name, secs));
   if (in_flight() == 0 && on_idle) on_idle();
 }
 
@@ -232,24 +252,24 @@ void Instance::fail(const std::string& reason) {
   state_ = State::kExited;
   if (relist_wait_) relist_wait_->cancel();
   spdlog::warn("[{}#{}] {}", server_.name, number_, exit_reason_);
-  fail_pending(json::kUpstreamFailed, exit_reason_ + "; the request may or may not have run");
+  fail_pending(Failure::kCrashed, exit_reason_ + "; the request may or may not have run");
   if (transport_) transport_->abort();
   if (!was_stopping && on_exit) on_exit(exit_reason_);
 }
 
-void Instance::fail_pending(int code, const std::string& message) {
+void Instance::fail_pending(Failure failure, const std::string& message) {
   auto pending = std::move(pending_);
   pending_.clear();
   for (auto& [id, p] : pending) {
     if (p.internal) {
       json::Envelope none;
       p.internal(message, none);
-    } else if (p.sink && code == json::kUpstreamFailed && !p.sent) {
-      p.sink->on_response(json::make_error(
-          p.caller_id, json::kNotSent,
-          p.display_name + ": " + exit_reason_ + " before the request was sent to it"));
+    } else if (p.sink && failure == Failure::kCrashed && !p.sent) {
+      p.sink->on_failure(
+          Failure::kNotSent, p.caller_id,
+          p.display_name + ": " + exit_reason_ + " before the request was sent to it");
     } else if (p.sink) {
-      p.sink->on_response(json::make_error(p.caller_id, code, p.display_name + ": " + message));
+      p.sink->on_failure(failure, p.caller_id, p.display_name + ": " + message);
     }
   }
 }
@@ -259,7 +279,7 @@ asio::awaitable<void> Instance::stop() {
   auto self = shared_from_this();
   state_ = State::kStopping;
   if (relist_wait_) relist_wait_->cancel();
-  fail_pending(json::kUpstreamUnavailable, "server '" + server_.name + "' is shutting down");
+  fail_pending(Failure::kUnavailable, "server '" + server_.name + "' is shutting down");
   if (transport_) co_await transport_->stop();
   state_ = State::kExited;
 }

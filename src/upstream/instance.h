@@ -22,6 +22,26 @@
 
 namespace toolbridge::upstream {
 
+// Why an instance could not give a call its server's answer. The sink gets it typed, with the
+// sentence that explains it, never as JSON-RPC error text to be read back.
+enum class Failure {
+  kUnavailable,  // the instance is not running, or it is shutting down
+  kOverloaded,   // max_in_flight reached, or the server does not read what it is sent
+  kTimeout,      // the call's deadline passed (the server was told to cancel it)
+  kCrashed,      // the server failed with the call sent: it may or may not have run
+  kNotSent,      // the server failed before the call reached it: it did not run
+};
+// The gateway's own JSON-RPC error code for `f` (json/envelope.h), for sinks that answer in
+// JSON-RPC.
+int jsonrpc_code(Failure f);
+
+// What the instance's scan read of a server's response, framing the message it hands on.
+struct Scanned {
+  json::Span result;  // where "result" lies, or empty
+  json::Span error;   // where "error" lies, or empty
+  bool is_error = false;  // the result is a tool result with "isError": true
+};
+
 // The downstream side of one forwarded request: where its answer, and whatever the server sends
 // on its behalf (progress, log messages, sampling or elicitation requests), must go.
 class CallSink {
@@ -29,12 +49,16 @@ class CallSink {
   virtual ~CallSink() = default;
   // The complete JSON-RPC response, already carrying the caller's own id.
   virtual void on_response(std::string message) = 0;
-  // The same response with where its result and error lie in `message` (one of them is empty),
-  // from the scan the instance made of it: a sink that reads them need not scan it again.
-  virtual void on_scanned_response(std::string message, json::Span result, json::Span error) {
-    (void)result;
-    (void)error;
+  // The same response with what the instance's scan read of it: a sink that uses it need not
+  // scan the message again.
+  virtual void on_scanned_response(std::string message, const Scanned& scanned) {
+    (void)scanned;
     on_response(std::move(message));
+  }
+  // The instance could not get the server's answer; `detail` says why in words an agent can act
+  // on. By default, the gateway's JSON-RPC error for it under the caller's id.
+  virtual void on_failure(Failure failure, std::string_view caller_id, std::string detail) {
+    on_response(json::make_error(caller_id, jsonrpc_code(failure), detail));
   }
   // A notification that belongs to this call (progress with the caller's token, logging).
   virtual void on_notification(std::string message) = 0;
@@ -146,10 +170,11 @@ class Instance : public std::enable_shared_from_this<Instance> {
   void on_line(std::string_view line);
   void on_invalid(std::string_view line, const json::Envelope& env);
   void on_response(std::string_view line, const json::Envelope& env);
+  void on_lost_answer(std::string_view id, const std::string& reason);
   void on_notification(std::string_view line, const json::Envelope& env);
   void on_server_request(std::string_view line, const json::Envelope& env);
   void fail(const std::string& reason);
-  void fail_pending(int code, const std::string& message);
+  void fail_pending(Failure failure, const std::string& message);
   std::shared_ptr<CallSink> route_target() const;
   void finish(std::uint64_t id);
   // 2026-07-28 servers' input_required results (instance_input.cpp): asked of the call's sink,

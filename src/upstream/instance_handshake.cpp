@@ -30,7 +30,7 @@ asio::awaitable<std::string> Instance::initialize() {
   limit.async_wait([this, &timed_out, self](boost::system::error_code ec) {
     if (ec || state_ != State::kStarting) return;
     timed_out = true;
-    fail_pending(json::kRequestTimeout, "startup timeout");
+    fail_pending(Failure::kTimeout, "startup timeout");
   });
 
   if (co_await discover()) {

@@ -3,6 +3,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <optional>
 
 #include "base/jitter.h"
 #include "base/spawn.h"
@@ -27,6 +28,18 @@ bj::value member(std::string_view object_text, std::string_view key) {
   if (const auto* m = v.as_object().if_contains(key)) return *m;
   return nullptr;
 }
+// The instance's own numeric request id written in `id_text`, or nullopt for an id it never
+// writes (a string, a sign, nothing).
+std::optional<std::uint64_t> own_id(std::string_view id_text) {
+  if (id_text.empty()) return std::nullopt;
+  std::uint64_t id = 0;
+  for (char c : id_text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    id = id * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return id;
+}
+
 }  // namespace
 
 void Instance::on_line(std::string_view line) {
@@ -98,13 +111,9 @@ void Instance::on_invalid(std::string_view line, const json::Envelope& env) {
 }
 
 void Instance::on_response(std::string_view line, const json::Envelope& env) {
-  const std::string_view id_text = env.id.in(line);
-  std::uint64_t id = 0;
-  for (char c : id_text) {
-    if (c < '0' || c > '9') return;  // not one of ours
-    id = id * 10 + static_cast<std::uint64_t>(c - '0');
-  }
-  auto it = pending_.find(id);
+  const auto id = own_id(env.id.in(line));
+  if (!id) return;  // not one of ours
+  auto it = pending_.find(*id);
   if (it == pending_.end()) return;  // late answer to a request that timed out or was cancelled
   Pending p = std::move(it->second);
   pending_.erase(it);
@@ -116,9 +125,26 @@ void Instance::on_response(std::string_view line, const json::Envelope& env) {
     ask_for_input(std::move(p), env.result.in(line));
     return;
   }
-  p.sink->on_scanned_response(json::with_id(line, env.id, p.caller_id),
-                              json::span_after_id(env.result, env.id, p.caller_id.size()),
-                              json::span_after_id(env.error, env.id, p.caller_id.size()));
+  const Scanned scanned{json::span_after_id(env.result, env.id, p.caller_id.size()),
+                        json::span_after_id(env.error, env.id, p.caller_id.size()), env.is_error};
+  p.sink->on_scanned_response(json::with_id(line, env.id, p.caller_id), scanned);
+  if (in_flight() == 0 && on_idle) on_idle();
+}
+
+void Instance::on_lost_answer(std::string_view id, const std::string& reason) {
+  const auto own = own_id(id);
+  if (!own) return;
+  auto it = pending_.find(*own);
+  if (it == pending_.end()) return;
+  Pending p = std::move(it->second);
+  pending_.erase(it);
+  if (p.internal) {
+    // The instance's own requests read it as the error answer it stands for.
+    const std::string line = json::make_error(id, json::kUpstreamFailed, reason);
+    p.internal(line, json::parse_envelope(line));
+    return;
+  }
+  p.sink->on_failure(Failure::kCrashed, p.caller_id, reason);
   if (in_flight() == 0 && on_idle) on_idle();
 }
 

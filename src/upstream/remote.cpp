@@ -242,7 +242,7 @@ void Remote::answer_error(const Outgoing& m, const std::string& message) {
     spdlog::warn("[{}] {}", server_.name, message);
     return;
   }
-  deliver(json::make_error(m.id, json::kUpstreamFailed, message));
+  if (!closed_ && handlers_.on_lost_answer) handlers_.on_lost_answer(m.id, message);
 }
 
 asio::awaitable<void> Remote::send_loop() {

@@ -20,6 +20,9 @@ class Transport {
     // The server is gone or unusable (exit, broken pipe, unreachable), with the reason; called
     // at most once, never after stop() began or abort().
     std::function<void(const std::string& reason)> on_failure;
+    // The answer to one request (`id`, its raw JSON id) is lost, the transport still usable (an
+    // HTTP exchange failed): the server may or may not have run it.
+    std::function<void(std::string_view id, const std::string& reason)> on_lost_answer;
   };
 
   virtual ~Transport() = default;

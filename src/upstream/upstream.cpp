@@ -322,27 +322,26 @@ asio::awaitable<Upstream::Pick> Upstream::checkout(std::string key, Clock::time_
       awaiting_spare_.erase(key);
       co_return Pick{nullptr, checkout_timeout_message(key), false};
     }
-    auto t = std::make_shared<base::Timer>(io_, clock_, deadline);
-    waiters_.push_back(t);
-    if (stop) stop->timer_ = t;
-    boost::system::error_code ec;
-    co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    // Timed out or stopped rather than woken (a wake-up takes the whole list).
-    if (!ec || (stop && stop->stopped())) std::erase(waiters_, t);
+    co_await until_changed(deadline, stop);
   }
 }
 
 asio::awaitable<void> Upstream::until_started(Clock::time_point deadline, WaitStop* stop) {
   while (!catalog() && state() == State::kStarting && clock_.now() < deadline &&
          !(stop && stop->stopped())) {
-    auto t = std::make_shared<base::Timer>(io_, clock_, deadline);
-    waiters_.push_back(t);
-    if (stop) stop->timer_ = t;
-    boost::system::error_code ec;
-    co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    // Timed out or stopped rather than woken (a wake-up takes the whole list).
-    if (!ec || (stop && stop->stopped())) std::erase(waiters_, t);
+    co_await until_changed(deadline, stop);
   }
+}
+
+asio::awaitable<void> Upstream::until_changed(Clock::time_point deadline, WaitStop* stop) {
+  if (clock_.now() >= deadline || (stop && stop->stopped())) co_return;
+  auto t = std::make_shared<base::Timer>(io_, clock_, deadline);
+  waiters_.push_back(t);
+  if (stop) stop->timer_ = t;
+  boost::system::error_code ec;
+  co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  // Timed out or stopped rather than woken (a wake-up takes the whole list).
+  if (!ec || (stop && stop->stopped())) std::erase(waiters_, t);
 }
 
 // ---------------------------------------------------------------------------------------------

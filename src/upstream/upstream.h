@@ -79,6 +79,10 @@ class Upstream : public std::enable_shared_from_this<Upstream>, private Supervis
   // While the server is starting and has never listed its tools: waits until it is ready, its
   // start failed, or `deadline`. Calls to its tools that arrive during start-up wait here.
   boost::asio::awaitable<void> until_started(Clock::time_point deadline, WaitStop* stop = nullptr);
+  // Waits once until the server's instances change (one is ready, lost or stopped; its catalog
+  // is read), `deadline`, or `stop`: for a caller that cannot use what pick() gives now (a retry
+  // while the server restarts) to try again when trying can give something else.
+  boost::asio::awaitable<void> until_changed(Clock::time_point deadline, WaitStop* stop = nullptr);
 
   // per_session: ends the binding of `key` at once: stops its instance (calls in flight fail)
   // and removes its directory. Returns the number of instances released (0 or 1).

@@ -13,7 +13,7 @@ TEST(ClassifyResponse, AResultIsOkAndKeepsTheServersBytes) {
   EXPECT_EQ(r.response, msg);
 }
 
-TEST(ClassifyResponse, IsErrorTrueAtEitherEndIsAToolError) {
+TEST(ClassifyResponse, IsErrorTrueAnywhereAtTheResultsTopLevelIsAToolError) {
   EXPECT_EQ(
       classify_response(R"({"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}})").fault,
       Fault::kToolError);
@@ -23,19 +23,46 @@ TEST(ClassifyResponse, IsErrorTrueAtEitherEndIsAToolError) {
   EXPECT_EQ(classify_response(R"({"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":false}})")
                 .fault,
             Fault::kNone);
+  // Between two long members, where a look at the first and last bytes would not see it.
+  const std::string text(4096, 'x');
+  EXPECT_EQ(classify_response(R"({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":")" +
+                              text + R"("}],"isError":true,"structuredContent":{"t":")" + text +
+                              R"("}}})")
+                .fault,
+            Fault::kToolError);
 }
 
-TEST(ClassifyResponse, TheGatewaysOwnErrorCodesBecomeFaultsWithTheirMessage) {
-  const std::pair<int, Fault> cases[] = {{json::kRequestTimeout, Fault::kTimeout},
-                                         {json::kUpstreamFailed, Fault::kCrashed},
-                                         {json::kNotSent, Fault::kNotSent},
-                                         {json::kUpstreamUnavailable, Fault::kUnavailable},
-                                         {json::kOverloaded, Fault::kOverloaded}};
-  for (const auto& [code, fault] : cases) {
-    const Result r = classify_response(json::make_error("3", code, "why " + std::to_string(code)));
-    EXPECT_EQ(r.fault, fault) << code;
+TEST(ClassifyResponse, IsErrorOnlyCountsAsTheResultsOwnMember) {
+  // Inside a text, or a member of a nested object, it is the tool's data, not its verdict.
+  EXPECT_EQ(classify_response(
+                R"({"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\"isError\":true"}]}})")
+                .fault,
+            Fault::kNone);
+  EXPECT_EQ(classify_response(
+                R"({"jsonrpc":"2.0","id":1,"result":{"structuredContent":{"isError":true},"content":[]}})")
+                .fault,
+            Fault::kNone);
+  EXPECT_EQ(classify_response(R"({"jsonrpc":"2.0","id":1,"result":{"isError":"true"}})").fault,
+            Fault::kNone);
+  // The member's name may be escaped; the last one written counts.
+  EXPECT_EQ(classify_response(R"({"jsonrpc":"2.0","id":1,"result":{"is\u0045rror":true}})").fault,
+            Fault::kToolError);
+  EXPECT_EQ(
+      classify_response(R"({"jsonrpc":"2.0","id":1,"result":{"isError":true,"isError":false}})")
+          .fault,
+      Fault::kNone);
+}
+
+TEST(ClassifyResponse, ErrorsInTheGatewaysOwnCodesFromAServerAreStillTheServers) {
+  // The gateway's failures come typed from the instance; a server that writes the same codes
+  // answered itself, and its answer passes through.
+  for (const int code : {json::kRequestTimeout, json::kUpstreamFailed, json::kNotSent,
+                         json::kUpstreamUnavailable, json::kOverloaded}) {
+    const std::string msg = json::make_error("3", code, "why " + std::to_string(code));
+    const Result r = classify_response(msg);
+    EXPECT_EQ(r.fault, Fault::kServerError) << code;
     EXPECT_EQ(r.why, "why " + std::to_string(code));
-    EXPECT_TRUE(r.response.empty()) << "each front end renders the gateway's faults itself";
+    EXPECT_EQ(r.response, msg);
   }
 }
 

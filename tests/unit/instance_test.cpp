@@ -48,14 +48,22 @@ class RecordingSink : public CallSink {
     responses.push_back(std::move(message));
     signal_.notify();
   }
-  // The spans the instance hands on are those of the response as the caller gets it.
-  void on_scanned_response(std::string message, json::Span result, json::Span error) override {
+  // The spans the instance hands on are those of the response as the caller gets it, and it
+  // read isError on the way.
+  void on_scanned_response(std::string message, const Scanned& scanned) override {
     const json::Envelope env = json::parse_envelope(message);
-    EXPECT_EQ(result.offset, env.result.offset) << message;
-    EXPECT_EQ(result.length, env.result.length) << message;
-    EXPECT_EQ(error.offset, env.error.offset) << message;
-    EXPECT_EQ(error.length, env.error.length) << message;
+    EXPECT_EQ(scanned.result.offset, env.result.offset) << message;
+    EXPECT_EQ(scanned.result.length, env.result.length) << message;
+    EXPECT_EQ(scanned.error.offset, env.error.offset) << message;
+    EXPECT_EQ(scanned.error.length, env.error.length) << message;
+    EXPECT_EQ(scanned.is_error, env.is_error) << message;
     on_response(std::move(message));
+  }
+  // Failures arrive typed; they are recorded, then kept as the JSON-RPC error a sink that does
+  // not override on_failure would get.
+  void on_failure(Failure failure, std::string_view caller_id, std::string detail) override {
+    failures.push_back(failure);
+    CallSink::on_failure(failure, caller_id, std::move(detail));
   }
   void on_notification(std::string message) override {
     notifications.push_back(std::move(message));
@@ -67,6 +75,7 @@ class RecordingSink : public CallSink {
   }
 
   std::vector<std::string> responses;
+  std::vector<Failure> failures;
   std::vector<std::string> notifications;
   std::vector<std::string> server_requests;
 
@@ -265,6 +274,7 @@ TEST_F(InstanceTest, StopWithACallInFlightAnswersItAndLeavesNoProcess) {
     co_await stop(*inst, pid);
     CO_ASSERT_EQ(sink->responses.size(), 1u);
     EXPECT_EQ(error_code(sink->responses[0]), json::kUpstreamUnavailable);
+    EXPECT_EQ(sink->failures, std::vector<Failure>{Failure::kUnavailable});
     EXPECT_NE(error_message(sink->responses[0]).find("shutting down"), std::string::npos)
         << sink->responses[0];
     EXPECT_EQ(raw_id(sink->responses[0]), "5");
@@ -467,6 +477,7 @@ TEST_F(InstanceTest, CallTimeoutAnswersWithRequestTimeoutAndCancelsUpstream) {
     co_await until([&] { return !slow->responses.empty(); });
     const std::string& r = slow->responses[0];
     EXPECT_EQ(error_code(r), json::kRequestTimeout) << r;
+    EXPECT_EQ(slow->failures, std::vector<Failure>{Failure::kTimeout});
     EXPECT_NE(error_message(r).find("timed out"), std::string::npos) << r;
     EXPECT_NE(error_message(r).find("fx__sleep"), std::string::npos) << r;
     EXPECT_EQ(raw_id(r), R"("t-1")");
@@ -537,6 +548,7 @@ TEST_F(InstanceTest, CrashFailsEveryPendingCallAtOnce) {
       CO_ASSERT_EQ(sinks[i]->responses.size(), 1u);
       const std::string& r = sinks[i]->responses[0];
       EXPECT_EQ(error_code(r), json::kUpstreamFailed) << r;
+      EXPECT_EQ(sinks[i]->failures, std::vector<Failure>{Failure::kCrashed}) << r;
       EXPECT_NE(error_message(r).find("exited with code 3"), std::string::npos) << r;
       EXPECT_EQ(raw_id(r), i < 5 ? std::to_string(i) : "99");
     }
