@@ -40,6 +40,13 @@ std::string read_cache_meta(const boost::json::value& v, std::string& mode,
   return {};
 }
 
+gateway::MetaKey request_meta_key() {
+  return {kCacheMetaKey, [](gateway::Call& call, const boost::json::value& v) {
+            Request& r = call.slots.get<Request>();
+            return read_cache_meta(v, r.mode, r.max_age_ms);
+          }};
+}
+
 namespace {
 
 // A member's name in a rewritten object, as json::rewrite_object writes it.

@@ -8,11 +8,21 @@
 #include <string_view>
 #include <vector>
 
+#include "call/meta_key.h"
 #include "json/envelope.h"
 
 namespace toolbridge::cache {
 
 inline constexpr std::string_view kCacheMetaKey = "toolbridge/cache";
+
+// The caller's word on the cache for one call (a slot of the call, read from kCacheMetaKey).
+struct Request {
+  // "bypass" (no cache, no coalescing), "refresh" (run it and store the new result) or empty.
+  std::string mode;
+  std::int64_t max_age_ms = -1;  // the oldest cached result it accepts, in ms (-1: any)
+};
+// kCacheMetaKey, read into the call's Request.
+gateway::MetaKey request_meta_key();
 
 // Reads "bypass", "refresh", {"max_age_ms": N} or N (a max age in ms) into `mode` and
 // `max_age_ms`; returns why the value is not one of those (empty if it is).

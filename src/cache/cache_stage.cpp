@@ -9,7 +9,6 @@
 #include "cache/disk_tier.h"
 #include "cache/redis_tier.h"
 #include "json/envelope.h"
-#include "policy/deadline.h"
 #include "upstream/upstream.h"
 
 namespace toolbridge::cache {
@@ -140,6 +139,18 @@ std::string_view arguments(const Call& call) {
     if (m.name == "arguments") return m.value.in(params);
   }
   return "{}";
+}
+
+// The caller's word on the cache for `call` (none: the defaults).
+const Request& request_of(const Call& call) {
+  static const Request kNone;
+  const Request* asked = call.slots.find<Request>();
+  return asked ? *asked : kNone;
+}
+
+// A result stored at `stored_ms` is no older than the caller accepts.
+bool fresh_enough(const Request& asked, std::int64_t now, std::int64_t stored_ms) {
+  return asked.max_age_ms < 0 || now - stored_ms <= asked.max_age_ms;
 }
 
 // The result object of a response the server answered with success, without isError: true.
@@ -308,14 +319,15 @@ void CacheStage::count(Counter which, const Call& call) {
 asio::awaitable<Result> CacheStage::handle(Call& call, gateway::Next next) {
   // Not a coroutine: a call this stage leaves alone, and a memory hit, cost no frame of their own.
   Plan p = plan(call);
-  if (call.cache_request == "bypass" || (!p.cache && !p.coalesce)) return next(call);
+  const Request& asked = request_of(call);
+  if (asked.mode == "bypass" || (!p.cache && !p.coalesce)) return next(call);
   std::string k = key(call, p);
   if (k.empty()) return next(call);  // no canonical form: neither cached nor shared
   bool looked_up = false;
-  if (p.cache && call.cache_request != "refresh" && tier_for(p.cache->tier) == memory_.get()) {
+  if (p.cache && asked.mode != "refresh" && tier_for(p.cache->tier) == memory_.get()) {
     const std::int64_t now = wall_ms(clock_);
     if (const Entry* e = memory_->find(k, now)) {
-      if (call.cache_max_age_ms < 0 || now - e->stored_ms <= call.cache_max_age_ms) {
+      if (fresh_enough(asked, now, e->stored_ms)) {
         call.cached = true;
         return gateway::ready(hit(call, *e, *memory_, now));
       }
@@ -346,16 +358,12 @@ Result CacheStage::hit(const Call& call, const Entry& e, const Tier& tier, std::
 
 asio::awaitable<Result> CacheStage::run(Call& call, gateway::Next next, Plan plan, std::string k,
                                         bool looked_up) {
-  if (call.deadline == Call::Clock::time_point::max()) {
-    call.timeout =
-        policy::call_budget(call.route.upstream->config(), call.route.tool, call.requested_timeout);
-    call.deadline = call.started + call.timeout;
-  }
-  if (plan.cache && call.cache_request != "refresh" && !looked_up) {
+  const Request& asked = request_of(call);
+  if (plan.cache && asked.mode != "refresh" && !looked_up) {
     Tier* tier = tier_for(plan.cache->tier);
     const std::int64_t now = wall_ms(clock_);
     std::optional<Entry> found = co_await tier->get(k, now);
-    if (found && (call.cache_max_age_ms < 0 || now - found->stored_ms <= call.cache_max_age_ms)) {
+    if (found && fresh_enough(asked, now, found->stored_ms)) {
       call.cached = true;
       co_return hit(call, *found, *tier, now);
     }

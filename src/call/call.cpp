@@ -2,7 +2,27 @@
 
 #include <boost/json.hpp>
 
+#include "upstream/upstream.h"
+
 namespace toolbridge::gateway {
+
+std::chrono::milliseconds call_budget(const config::Server& server, const std::string& tool,
+                                      std::chrono::milliseconds requested) {
+  auto timeout = server.call_timeout;
+  if (!tool.empty()) {
+    if (auto it = server.tool_timeouts.find(tool); it != server.tool_timeouts.end())
+      timeout = it->second;
+  }
+  if (requested.count() > 0) timeout = std::min(timeout, requested);
+  return timeout;
+}
+
+void Call::set_route(Route r) {
+  route = std::move(r);
+  if (!route.upstream) return;
+  timeout = call_budget(route.upstream->config(), route.tool, requested_timeout);
+  deadline = started + timeout;
+}
 
 std::string_view to_string(Fault f) {
   switch (f) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "call/slots.h"
 #include "json/envelope.h"
 #include "upstream/instance.h"
 
@@ -107,6 +108,12 @@ class Abandonable {
   virtual void abandon(const std::string& reason) = 0;
 };
 
+// The budget of a call to `server`'s tool `tool` (the server's own name; empty for non-tool
+// methods) when the caller asked for `requested` (0: nothing asked): the server's call_timeout
+// or the tool's own timeout, shortened — never lengthened — by the caller's request.
+std::chrono::milliseconds call_budget(const config::Server& server, const std::string& tool,
+                                      std::chrono::milliseconds requested);
+
 class Call {
  public:
   using Clock = base::Clock;
@@ -131,32 +138,27 @@ class Call {
   // caller's; its allowlist is checked by the authorize stage.
   const config::ApiKey* principal = nullptr;
   std::chrono::milliseconds requested_timeout{0};  // _meta["toolbridge/timeout_ms"], 0 if none
-  // _meta["toolbridge/repair"]: "off" (or "safe") caps repair for this call; empty if not given.
-  std::string repair_request;
-  // _meta["toolbridge/cache"]: "bypass" (no cache, no coalescing), "refresh" (run it and store
-  // the new result) or empty; and a max age in ms of a cached result it accepts (-1: any).
-  std::string cache_request;
-  std::int64_t cache_max_age_ms = -1;
   // W3C trace context of the caller's own tracing (`traceparent` header or _meta), validated;
   // empty if none. Written to the call trace and sent on in the upstream call's _meta.
   std::string traceparent;
-  // _meta["toolbridge/idempotency_key"] (a batch or parse call's `id` when it opts in): a retry
-  // with the same key and arguments in the trajectory gets the first call's result
-  // (src/idempotency/). Empty: no key.
-  std::string idempotency_key;
   std::shared_ptr<Events> events;  // may be null (no stream to send events to)
   // When the call arrived, on the gateway's clock (the front end sets it): deadlines, queue
   // times and the call log count from here.
   Clock::time_point started{};
 
+  // What a stage keeps of its own for this call (call/slots.h): the caller's word on the cache,
+  // on repair, its idempotency key (each read from its _meta key by the stage's MetaKey).
+  Slots slots;
+
   // Decided by the stages.
-  Route route;
+  Route route;  // set with set_route()
   // The name the server knows a tool or prompt by (resolve sets it; empty: params' name stays).
   std::string server_name;
   // What the server is sent (names as the server knows them, _meta as the front end left it):
   // built by server_params() when a stage first needs it, so a call answered before dispatch (a
   // cache hit) never builds it. Empty until then.
   std::string upstream_params;
+  // Set once, with the route: `started` + call_budget(). Every stage spends what is left of it.
   Clock::time_point deadline = Clock::time_point::max();
   std::chrono::milliseconds timeout{0};  // the budget the deadline was set from
   int attempts = 0;                      // retries so far
@@ -173,6 +175,9 @@ class Call {
   int instance_pid = 0;  // the instance that answered it last (0: none, or a remote server)
 
   bool is_tool_call() const { return method == "tools/call"; }
+  // Routes the call (the resolve stage) and gives it its budget and deadline from `started` and
+  // requested_timeout, once. A route without an upstream (a stage tested alone) sets neither.
+  void set_route(Route r);
   // upstream_params, built from params, server_name and meta if it is not yet.
   const std::string& server_params();
   // The raw value of a top-level member of params; empty if absent.

@@ -7,7 +7,6 @@
 #include "call/stoppable_wait.h"
 #include "catalog/tool_name.h"
 #include "json/parse.h"
-#include "policy/deadline.h"
 #include "upstream/upstream.h"
 
 namespace toolbridge::catalog {
@@ -50,7 +49,7 @@ boost::asio::awaitable<Result> ResolveStage::after_start(gateway::Call& call,
                                                          std::shared_ptr<upstream::Upstream> up,
                                                          gateway::Next next) {
   // The call's own budget (the server's call_timeout, shortened by toolbridge/timeout_ms).
-  const auto budget = policy::call_budget(up->config(), {}, call.requested_timeout);
+  const auto budget = gateway::call_budget(up->config(), {}, call.requested_timeout);
   const auto deadline = call.started + budget;
   if (!call.cancelled()) {
     const auto waiting = std::make_shared<gateway::StoppableWait>();
@@ -92,8 +91,8 @@ bool ResolveStage::route_to(gateway::Call& call, const std::string& server, std:
                             std::string display_name, std::string tool) const {
   auto it = upstreams_.find(server);
   if (it == upstreams_.end()) return false;
-  call.route = gateway::Route{it->second, server, std::move(tool), std::move(label),
-                              std::move(display_name)};
+  call.set_route(gateway::Route{it->second, server, std::move(tool), std::move(label),
+                                std::move(display_name)});
   return true;
 }
 

@@ -17,6 +17,7 @@
 #include "frontend/trajectory_key.h"
 #include "gateway/request_span.h"
 #include "json/envelope.h"
+#include "idempotency/key_meta.h"
 #include "policy/admission_stage.h"
 #include "policy/authorize.h"
 
@@ -131,7 +132,7 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
     // Either path leaves one JSON object: the body's own bytes, or a value serialised.
     const CheckedArguments arguments{spec.arguments};
     set_tool_call(block[i], i, spec.tool, arguments, scope, timeout);
-    block[i].idempotency_key = std::move(spec.id);
+    if (!spec.id.empty()) block[i].slots.get<idempotency::Key>().value = std::move(spec.id);
     run->calls[i] = std::shared_ptr<Call>(block, &block[i]);
   }
   ex.on_peer_closed([weak = std::weak_ptr<CallRun>(run)] {

@@ -7,11 +7,10 @@
 #include <boost/json.hpp>
 
 #include "base/spawn.h"
-#include "cache/cache_meta.h"
 #include "call/trace_context.h"
 #include "call/trajectory_name.h"
 #include "gateway/gateway.h"
-#include "idempotency/key_meta.h"
+#include "gateway/pipeline.h"
 #include "json/nested_meta.h"
 #include "json/parse.h"
 #include "json/utf8.h"
@@ -33,11 +32,6 @@ constexpr std::string_view kSessionMeta = "toolbridge/session";
 constexpr std::string_view kTenantMeta = "toolbridge/tenant";
 // What Session::owner starts with when the client named its tenant (X-Toolbridge-Tenant).
 constexpr std::string_view kTenantOwner = "tenant ";
-// params._meta key by which a caller turns repair off (or down to safe) for one call.
-constexpr std::string_view kRepairMeta = "toolbridge/repair";
-// params._meta key by which a caller bypasses or refreshes the result cache, or bounds the age of
-// a cached result it accepts (src/cache/).
-constexpr std::string_view kCacheMeta = "toolbridge/cache";
 
 // Why `name` cannot be a tenant (the rule of X-Toolbridge-Tenant); empty if it can.
 std::string tenant_name_error(std::string_view name) {
@@ -115,27 +109,12 @@ std::string take_meta(Call& call, std::string_view raw_meta, const std::string& 
     meta.erase(kTimeoutMeta);
     changed = true;
   }
-  if (const auto* t = meta.if_contains(kRepairMeta)) {
-    const bool known = t->is_string() && (t->as_string() == "off" || t->as_string() == "safe" ||
-                                          t->as_string() == "aggressive");
-    if (!known) return R"(_meta["toolbridge/repair"] must be "off", "safe" or "aggressive")";
-    call.repair_request = std::string(t->as_string());
-    meta.erase(kRepairMeta);
-    changed = true;
-  }
-  if (const auto* t = meta.if_contains(idempotency::kKeyMeta)) {
-    const std::string where = "_meta[\"" + std::string(idempotency::kKeyMeta) + "\"]";
-    if (std::string why = idempotency::key_error(*t, where); !why.empty()) return why;
-    call.idempotency_key = std::string(t->as_string());
-    meta.erase(idempotency::kKeyMeta);
-    changed = true;
-  }
-  if (const auto* t = meta.if_contains(kCacheMeta)) {
-    if (std::string why = cache::read_cache_meta(*t, call.cache_request, call.cache_max_age_ms);
-        !why.empty()) {
-      return why;
-    }
-    meta.erase(kCacheMeta);
+  // The stages' own keys, each read by the stage that declares it.
+  for (const MetaKey& key : Pipeline::meta_keys()) {
+    const auto* t = meta.if_contains(key.name);
+    if (!t) continue;
+    if (std::string why = key.read(call, *t); !why.empty()) return why;
+    meta.erase(key.name);
     changed = true;
   }
   if (changed) call.meta = meta.empty() ? std::string() : bj::serialize(meta);

@@ -1,10 +1,12 @@
 #include "gateway/pipeline.h"
 
+#include "cache/cache_meta.h"
 #include "cache/cache_stage.h"
 #include "catalog/resolve.h"
 #include "gateway/dispatch.h"
 #include "gateway/measure.h"
 #include "idempotency/idempotency_stage.h"
+#include "idempotency/key_meta.h"
 #include "policy/admission_stage.h"
 #include "policy/authorize.h"
 #include "policy/breaker_stage.h"
@@ -12,6 +14,7 @@
 #include "policy/retry.h"
 #include "policy/shared_rate.h"
 #include "policy/trajectory_owner.h"
+#include "repair/answer.h"
 #include "repair/repair_stage.h"
 
 namespace toolbridge::gateway {
@@ -48,6 +51,13 @@ Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
 }
 
 Pipeline::~Pipeline() = default;
+
+const std::vector<MetaKey>& Pipeline::meta_keys() {
+  static const std::vector<MetaKey> keys{repair::request_meta_key(),
+                                         idempotency::key_meta_key(),
+                                         cache::request_meta_key()};
+  return keys;
+}
 
 std::vector<std::string_view> Pipeline::stage_names() const {
   std::vector<std::string_view> names;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "call/meta_key.h"
 #include "call/stage.h"
 #include "catalog/catalog.h"
 #include "config/config.h"
@@ -47,6 +48,9 @@ class Pipeline {
 
   // The stages, in order (for logs, the README and tests).
   std::vector<std::string_view> stage_names() const;
+  // The _meta keys the stages read from their callers, in stage order: a front end reads each
+  // into the call (MetaKey::read) and leaves it out of what the server is sent.
+  static const std::vector<MetaKey>& meta_keys();
   const policy::BreakerStage& breakers() const { return *breakers_; }
   const policy::AdmissionStage& admission() const { return *admission_; }
   // For front ends that run admission around their own last stage (the LLM proxy).

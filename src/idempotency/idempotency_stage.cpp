@@ -11,7 +11,6 @@
 #include "call/shared_result.h"
 #include "idempotency/key_meta.h"
 #include "json/envelope.h"
-#include "policy/deadline.h"
 #include "upstream/upstream.h"
 
 namespace toolbridge::idempotency {
@@ -51,7 +50,7 @@ std::string mismatch_message(const Call& call, const Ledger::Entry& first,
   return fmt::format(
       "_meta[\"{}\"] '{}' was first used in this trajectory with {}: a retry must repeat the "
       "same tool and arguments, and a different call needs a new key",
-      kKeyMeta, call.idempotency_key, what);
+      kKeyMeta, key_of(call), what);
 }
 
 }  // namespace
@@ -76,15 +75,10 @@ void IdempotencyStage::count(std::string_view result) {
 }
 
 asio::awaitable<Result> IdempotencyStage::handle(Call& call, gateway::Next next) {
-  if (call.deadline == Call::Clock::time_point::max()) {
-    call.timeout =
-        policy::call_budget(call.route.upstream->config(), call.route.tool, call.requested_timeout);
-    call.deadline = call.started + call.timeout;
-  }
   const std::string_view raw = call.member("arguments");
   const std::string arguments =
       cache::canonical_json(raw.empty() ? std::string_view("{}") : raw).value_or(std::string(raw));
-  std::string scope = call.trajectory + '\n' + call.idempotency_key;
+  std::string scope = call.trajectory + '\n' + std::string(key_of(call));
   Ledger::Found found = ledger_.claim(scope, call.route.label, arguments, clock_.now());
   switch (found.claim) {
     case Ledger::Claim::kMismatch:
@@ -123,7 +117,7 @@ void IdempotencyStage::start(const Call& call, gateway::Next next, std::string s
                      std::exception_ptr failure, Result result) {
                    if (failure) {
                      spdlog::error("tools/call {} (idempotency key '{}'): the pipeline failed",
-                                   own->id, own->idempotency_key);
+                                   own->id, key_of(*own));
                      result = Result::failure(Fault::kUnavailable,
                                               "internal error while running the call");
                    }
@@ -152,7 +146,7 @@ asio::awaitable<Result> IdempotencyStage::wait(Call& call, std::shared_ptr<Ledge
       fmt::format("{} timed out after {:g} s waiting for the call with idempotency key '{}' "
                   "already running",
                   call.route.display_name, static_cast<double>(call.timeout.count()) / 1000.0,
-                  call.idempotency_key));
+                  key_of(call)));
 }
 
 }  // namespace toolbridge::idempotency

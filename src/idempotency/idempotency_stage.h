@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "call/stage.h"
 #include "config/config.h"
+#include "idempotency/key_meta.h"
 #include "idempotency/ledger.h"
 #include "telemetry/metrics.h"
 
@@ -24,7 +25,7 @@ class IdempotencyStage final : public gateway::Stage {
 
   std::string_view name() const override { return "idempotency"; }
   bool applies(const gateway::Call& call) const override {
-    return call.is_tool_call() && !call.idempotency_key.empty();
+    return call.is_tool_call() && !key_of(call).empty();
   }
   boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
 

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "call/meta_key.h"
+
 namespace toolbridge::idempotency {
 
 inline constexpr std::string_view kKeyMeta = "toolbridge/idempotency_key";
@@ -13,5 +15,14 @@ inline constexpr std::size_t kMaxKeyBytes = 256;
 // Why `v` cannot be an idempotency key (empty if it can): a string of 1-256 ASCII characters
 // from '!' to '~' (a UUID, a tool-call id). `where` names it in the message.
 std::string key_error(const boost::json::value& v, std::string_view where);
+
+// The call's idempotency key (a slot of the call; absent: the call has none).
+struct Key {
+  std::string value;
+};
+// kKeyMeta, read into the call's Key.
+gateway::MetaKey key_meta_key();
+// The key of `call`, empty if it has none.
+std::string_view key_of(const gateway::Call& call);
 
 }  // namespace toolbridge::idempotency

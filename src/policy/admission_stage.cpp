@@ -6,7 +6,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <map>
 
-#include "policy/deadline.h"
 #include "upstream/upstream.h"
 
 namespace toolbridge::policy {
@@ -146,12 +145,7 @@ void AdmissionStage::register_gauges() {
 }
 
 asio::awaitable<Result> AdmissionStage::handle(gateway::Call& call, gateway::Next next) {
-  // Time in the queue counts against the call's deadline: it is set here if not yet.
-  if (call.deadline == gateway::Call::Clock::time_point::max()) {
-    call.timeout =
-        call_budget(call.route.upstream->config(), call.route.tool, call.requested_timeout);
-    call.deadline = call.started + call.timeout;
-  }
+  // Time in the queue counts against the call's deadline.
   Series& series = this->series(call.route.server, call.tenant);
   const AdmissionRequest request{call.route.server, call.route.tool, call.tenant, call.trajectory};
   const auto arrived = clock_.now();

@@ -1,16 +1,10 @@
 #pragma once
-// The deadline stage: gives a call its deadline once (the server's call_timeout, a tool's own
-// timeout, shortened — never lengthened — by the caller's toolbridge/timeout_ms), and refuses an
-// attempt whose deadline has already passed. Later stages spend only what is left.
+// The deadline stage: refuses an attempt whose deadline (set once with the call's route,
+// gateway::Call::set_route) has already passed. Later stages spend only what is left.
 #include "base/clock.h"
 #include "call/stage.h"
 
 namespace toolbridge::policy {
-
-// The budget of a call to `server`'s tool `tool` (the server's own name; empty for non-tool
-// methods) when the caller asked for `requested` (0: nothing asked).
-std::chrono::milliseconds call_budget(const config::Server& server, const std::string& tool,
-                                      std::chrono::milliseconds requested);
 
 class DeadlineStage final : public gateway::Stage {
  public:

@@ -18,9 +18,21 @@ gateway::Result tool_error(const gateway::Call& call, const std::string& text) {
   return r;
 }
 
+gateway::MetaKey request_meta_key() {
+  return {kRepairMetaKey, [](gateway::Call& call, const boost::json::value& v) -> std::string {
+            const bool known = v.is_string() && (v.as_string() == "off" || v.as_string() == "safe" ||
+                                                 v.as_string() == "aggressive");
+            if (!known) return R"(_meta["toolbridge/repair"] must be "off", "safe" or "aggressive")";
+            call.slots.get<Request>().mode = std::string(v.as_string());
+            return {};
+          }};
+}
+
 config::RepairMode effective_mode(config::RepairMode configured, const gateway::Call& call) {
-  if (call.repair_request == "off") return config::RepairMode::kOff;
-  if (call.repair_request == "safe" && configured == config::RepairMode::kAggressive)
+  const Request* asked = call.slots.find<Request>();
+  if (!asked) return configured;
+  if (asked->mode == "off") return config::RepairMode::kOff;
+  if (asked->mode == "safe" && configured == config::RepairMode::kAggressive)
     return config::RepairMode::kSafe;
   return configured;
 }

@@ -4,10 +4,21 @@
 #include <string>
 
 #include "call/call.h"
+#include "call/meta_key.h"
 
 namespace toolbridge::repair {
 
 gateway::Result tool_error(const gateway::Call& call, const std::string& text);
+
+inline constexpr std::string_view kRepairMetaKey = "toolbridge/repair";
+
+// The caller's word on repair for one call (a slot of the call, read from kRepairMetaKey):
+// "off", "safe", "aggressive", or empty when it said nothing.
+struct Request {
+  std::string mode;
+};
+// kRepairMetaKey, read into the call's Request.
+gateway::MetaKey request_meta_key();
 
 // The repair mode of one call: the configured one, capped by the call's
 // _meta["toolbridge/repair"] (a caller may turn repair down for its call, never up).

@@ -73,7 +73,8 @@ TEST_F(AdmissionStageTest, ARetriedCallKeepsItsSlotAndGivesItBackOnceAnswered) {
   // One slot through both attempts (the retry runs inside the admission), none after.
   EXPECT_EQ(in_flight_seen, (std::vector<std::size_t>{1, 1}));
   EXPECT_EQ(admission->admission().servers()[0].in_flight, 0u);
-  // The deadline was set here, from the server's call_timeout: queue time counts against it.
+  // The deadline came with the route, from the server's call_timeout: queue time counts
+  // against it.
   EXPECT_EQ(call.timeout, s.call_timeout);
   EXPECT_EQ(routed->metrics.counter("toolbridge_admission_admitted_total",
                                     telemetry::labels({{"server", "srv"}, {"tenant", "other"}})),

@@ -7,6 +7,7 @@
 namespace toolbridge::policy {
 namespace {
 
+using gateway::call_budget;
 using gateway::Fault;
 using namespace std::chrono_literals;
 
@@ -21,7 +22,34 @@ TEST(CallBudget, ToolTimeoutOverridesAndTheCallerMayOnlyShorten) {
   EXPECT_EQ(call_budget(s, "", 0ms), 300'000ms);
 }
 
-TEST(DeadlineStage, SetsTheDeadlineOnceAndRefusesAnAttemptPastIt) {
+TEST(CallRoute, SetsTheBudgetAndDeadlineOnceFromWhenTheCallArrived) {
+  config::Server s;
+  s.call_timeout = 2'000ms;
+  s.tool_timeouts["slow"] = 9'000ms;
+  testing::Routed routed(s);
+  base::ManualClock clock;
+  const auto arrived = clock.now();
+  clock.advance(500ms);  // routed after it waited: the wait counts against its budget
+  gateway::Call call;
+  call.started = arrived;
+  call.set_route(gateway::Route{routed.up, "srv", "slow", "srv__slow", "srv__slow"});
+  EXPECT_EQ(call.timeout, 9'000ms);
+  EXPECT_EQ(call.deadline, arrived + 9'000ms);
+
+  gateway::Call asked;
+  asked.started = arrived;
+  asked.requested_timeout = 1'000ms;
+  asked.set_route(gateway::Route{routed.up, "srv", "t", "srv__t", "srv__t"});
+  EXPECT_EQ(asked.timeout, 1'000ms);
+  EXPECT_EQ(asked.deadline, arrived + 1'000ms);
+
+  // A stage tested alone with no upstream behind its route has no deadline.
+  gateway::Call alone;
+  alone.set_route(gateway::Route{nullptr, "srv", "t", "srv__t", "srv__t"});
+  EXPECT_EQ(alone.deadline, gateway::Call::Clock::time_point::max());
+}
+
+TEST(DeadlineStage, RefusesAnAttemptPastTheDeadlineAndLeavesItAsSet) {
   config::Server s;
   s.call_timeout = 2'000ms;
   testing::Routed routed(s);
@@ -32,8 +60,7 @@ TEST(DeadlineStage, SetsTheDeadlineOnceAndRefusesAnAttemptPastIt) {
   auto* last = scripted.get();
   chain.push_back(std::move(scripted));
 
-  auto call = routed.call("t");
-  call.started = clock.now();
+  auto call = routed.call("t", clock.now());
   EXPECT_EQ(testing::run(routed.io, gateway::Next(chain, 0)(call)).fault, Fault::kNone);
   EXPECT_EQ(call.deadline, clock.now() + 2'000ms);
   EXPECT_EQ(call.timeout, 2'000ms);
@@ -43,6 +70,7 @@ TEST(DeadlineStage, SetsTheDeadlineOnceAndRefusesAnAttemptPastIt) {
   EXPECT_EQ(r.fault, Fault::kTimeout);
   EXPECT_EQ(r.why, "srv__t timed out after 2 s before it could be sent");
   EXPECT_EQ(last->attempts_seen.size(), 1u) << "the expired attempt never reaches dispatch";
+  EXPECT_EQ(call.deadline, clock.now()) << "no stage moves the deadline";
 }
 
 }  // namespace

@@ -51,14 +51,15 @@ struct Routed {
     if (server.command.empty()) server.command = "/bin/true";
     up = std::make_shared<upstream::Upstream>(io, server, gate, metrics);
   }
-  gateway::Call call(std::string tool = "t") const {
+  // A call routed as the resolve stage routes it, its deadline counted from `started` (a front
+  // end takes it from the gateway's clock; a test on a ManualClock passes its clock's now()).
+  gateway::Call call(std::string tool = "t",
+                     base::Clock::time_point started = base::steady_clock().now()) const {
     gateway::Call c;
-    // A front end sets it from the gateway's clock; these chains run on the steady clock (a test
-    // on a ManualClock sets its clock there, or `started` from its clock).
-    c.started = base::steady_clock().now();
+    c.started = started;
     c.method = "tools/call";
     c.id = "7";
-    c.route = gateway::Route{up, up->name(), tool, "srv__" + tool, "srv__" + tool};
+    c.set_route(gateway::Route{up, up->name(), tool, "srv__" + tool, "srv__" + tool});
     return c;
   }
 };

@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include "repair/answer.h"
 #include "upstream/instance.h"
 
 namespace toolbridge::repair {
@@ -133,7 +134,7 @@ TEST(RepairToolName, ARepairIsRecordedInTheCall) {
   EXPECT_EQ(call.repairs[0].to, "search__web_search");
   // The caller's _meta turns it off.
   gateway::Call off;
-  off.repair_request = "off";
+  off.slots.get<repair::Request>().mode = "off";
   EXPECT_EQ(repair_tool_name(t.catalog, off, "web-search", t.mode_of()).entry, nullptr);
 }
 

@@ -44,15 +44,13 @@ struct BreakerStageTest : ::testing::Test {
   }
   // A call whose deadline passed before it reached the breaker (it queued that long).
   gateway::Result expired_call() {
-    auto call = routed.call("t");
-    call.started = clock.now() - 1'500ms;
+    auto call = routed.call("t", clock.now() - 1'500ms);
     return testing::run(routed.io, gateway::Next(chain, 0)(call));
   }
   // A call that is sent and answered with `result`.
   gateway::Result sent_call(gateway::Result result) {
     last->script.push_back(std::move(result));
-    auto call = routed.call("t");
-    call.started = clock.now();
+    auto call = routed.call("t", clock.now());
     return testing::run(routed.io, gateway::Next(chain, 0)(call));
   }
   Breaker::State state() const { return breakers->find("srv")->state(); }

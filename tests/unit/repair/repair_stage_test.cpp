@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include "catalog/catalog.h"
+#include "repair/answer.h"
 #include "json/envelope.h"
 #include "unit/stage_support.h"
 
@@ -44,7 +45,7 @@ struct StageFixture {
     c.members = *json::object_members(c.params);
     c.upstream_params = R"({"name":"search","arguments":)" + arguments + "}";
     c.route = gateway::Route{nullptr, "srv", "search", "srv__search", "srv__search"};
-    c.repair_request = meta_off;
+    if (!meta_off.empty()) c.slots.get<Request>().mode = meta_off;
     return c;
   }
   std::uint64_t counted(const std::string& metric, const std::string& labels) const {
