@@ -93,7 +93,7 @@ void pack_ids(Packer& p, const std::vector<std::uint32_t>& ids) {
 
 void pack_record(Packer& p, const llm::TokenRecord& r) {
   const auto& t = r.tokens;
-  p.pack_map(19);
+  p.pack_map(18);  // the keys below
   pack_str(p, "turn"); p.pack_uint64(r.turn);
   pack_str(p, "model"); pack_str(p, r.model);
   pack_str(p, "worker"); pack_str(p, r.worker);
