@@ -44,10 +44,10 @@ void append_logprobs(std::string& out, const std::vector<float>& lps) {
 void append_usage(std::string& out, const llm::TokenData& t) {
   out += '{';
   bool first = true;
-  for (const auto& [name, v] : {std::pair{"prompt_tokens", t.prompt_tokens},
-                                std::pair{"completion_tokens", t.completion_tokens},
-                                std::pair{"total_tokens", t.total_tokens},
-                                std::pair{"cached_tokens", t.cached_tokens}}) {
+  for (const auto& [name, v] :
+       {std::pair{"prompt_tokens", t.prompt_tokens},
+        std::pair{"completion_tokens", t.completion_tokens},
+        std::pair{"total_tokens", t.total_tokens}, std::pair{"cached_tokens", t.cached_tokens}}) {
     if (!v) continue;
     if (!first) out += ',';
     first = false;
@@ -63,9 +63,8 @@ void append_record(std::string& out, const llm::TokenRecord& r) {
                  R"("complete":{},"messages_hash":{},"time_ms":{},)"
                  R"("timings":{{"queue_s":{:.6f},"ttft_s":{:.6f},"total_s":{:.6f}}},"shape":{},)",
                  r.turn, json::quote(r.model), json::quote(r.worker), json::quote(r.endpoint),
-                 r.stream, r.status, r.complete, json::quote(r.messages_hash), r.time_ms,
-                 r.queue_s, r.ttft_s, r.total_s,
-                 t.shape.empty() ? std::string("null") : json::quote(t.shape));
+                 r.stream, r.status, r.complete, json::quote(r.messages_hash), r.time_ms, r.queue_s,
+                 r.ttft_s, r.total_s, t.shape.empty() ? std::string("null") : json::quote(t.shape));
   out += R"("usage":)";
   append_usage(out, t);
   out += R"(,"prompt_token_ids":)";
@@ -94,20 +93,32 @@ void pack_ids(Packer& p, const std::vector<std::uint32_t>& ids) {
 void pack_record(Packer& p, const llm::TokenRecord& r) {
   const auto& t = r.tokens;
   p.pack_map(18);  // the keys below
-  pack_str(p, "turn"); p.pack_uint64(r.turn);
-  pack_str(p, "model"); pack_str(p, r.model);
-  pack_str(p, "worker"); pack_str(p, r.worker);
-  pack_str(p, "endpoint"); pack_str(p, r.endpoint);
-  pack_str(p, "stream"); r.stream ? p.pack_true() : p.pack_false();
-  pack_str(p, "status"); p.pack_int(r.status);
-  pack_str(p, "complete"); r.complete ? p.pack_true() : p.pack_false();
-  pack_str(p, "messages_hash"); pack_str(p, r.messages_hash);
-  pack_str(p, "time_ms"); p.pack_int64(r.time_ms);
+  pack_str(p, "turn");
+  p.pack_uint64(r.turn);
+  pack_str(p, "model");
+  pack_str(p, r.model);
+  pack_str(p, "worker");
+  pack_str(p, r.worker);
+  pack_str(p, "endpoint");
+  pack_str(p, r.endpoint);
+  pack_str(p, "stream");
+  r.stream ? p.pack_true() : p.pack_false();
+  pack_str(p, "status");
+  p.pack_int(r.status);
+  pack_str(p, "complete");
+  r.complete ? p.pack_true() : p.pack_false();
+  pack_str(p, "messages_hash");
+  pack_str(p, r.messages_hash);
+  pack_str(p, "time_ms");
+  p.pack_int64(r.time_ms);
   pack_str(p, "timings");
   p.pack_map(3);
-  pack_str(p, "queue_s"); p.pack_double(r.queue_s);
-  pack_str(p, "ttft_s"); p.pack_double(r.ttft_s);
-  pack_str(p, "total_s"); p.pack_double(r.total_s);
+  pack_str(p, "queue_s");
+  p.pack_double(r.queue_s);
+  pack_str(p, "ttft_s");
+  p.pack_double(r.ttft_s);
+  pack_str(p, "total_s");
+  p.pack_double(r.total_s);
   pack_str(p, "shape");
   if (t.shape.empty()) {
     p.pack_nil();
@@ -128,8 +139,10 @@ void pack_record(Packer& p, const llm::TokenRecord& r) {
     pack_str(p, name);
     p.pack_uint64(*v);
   }
-  pack_str(p, "prompt_token_ids"); pack_ids(p, t.prompt_ids);
-  pack_str(p, "completion_token_ids"); pack_ids(p, t.completion_ids);
+  pack_str(p, "prompt_token_ids");
+  pack_ids(p, t.prompt_ids);
+  pack_str(p, "completion_token_ids");
+  pack_ids(p, t.completion_ids);
   pack_str(p, "completion_logprobs");
   p.pack_array(static_cast<std::uint32_t>(t.completion_logprobs.size()));
   for (float f : t.completion_logprobs) {
@@ -145,8 +158,10 @@ void pack_record(Packer& p, const llm::TokenRecord& r) {
   } else {
     pack_str(p, t.finish_reason);
   }
-  pack_str(p, "truncated"); t.truncated ? p.pack_true() : p.pack_false();
-  pack_str(p, "malformed"); p.pack_uint32(t.malformed);
+  pack_str(p, "truncated");
+  t.truncated ? p.pack_true() : p.pack_false();
+  pack_str(p, "malformed");
+  p.pack_uint32(t.malformed);
 }
 
 }  // namespace
@@ -174,12 +189,18 @@ std::string token_records_msgpack(const TokenRecordsView& v) {
   msgpack::sbuffer buf;
   Packer p(buf);
   p.pack_map(7);
-  pack_str(p, "trajectory"); pack_str(p, v.trajectory);
-  pack_str(p, "released"); v.released ? p.pack_true() : p.pack_false();
-  pack_str(p, "expires_in_s"); p.pack_double(v.expires_in_s);
-  pack_str(p, "turns_kept"); p.pack_uint64(t.records.size());
-  pack_str(p, "turns_dropped"); p.pack_uint64(t.turns_dropped);
-  pack_str(p, "bytes"); p.pack_uint64(t.bytes);
+  pack_str(p, "trajectory");
+  pack_str(p, v.trajectory);
+  pack_str(p, "released");
+  v.released ? p.pack_true() : p.pack_false();
+  pack_str(p, "expires_in_s");
+  p.pack_double(v.expires_in_s);
+  pack_str(p, "turns_kept");
+  p.pack_uint64(t.records.size());
+  pack_str(p, "turns_dropped");
+  p.pack_uint64(t.turns_dropped);
+  pack_str(p, "bytes");
+  p.pack_uint64(t.bytes);
   pack_str(p, "model_calls");
   p.pack_array(static_cast<std::uint32_t>(t.records.size()));
   for (const auto& r : t.records) pack_record(p, r);

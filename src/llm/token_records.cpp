@@ -23,8 +23,8 @@ std::size_t heap_string(const std::string& s) {
 
 std::size_t TokenRecord::bytes() const {
   return sizeof(TokenRecord) + heap_string(model) + heap_string(worker) + heap_string(endpoint) +
-         heap_string(messages_hash) + heap_string(tokens.finish_reason) +
-         heap(tokens.prompt_ids) + heap(tokens.completion_ids) + heap(tokens.completion_logprobs);
+         heap_string(messages_hash) + heap_string(tokens.finish_reason) + heap(tokens.prompt_ids) +
+         heap(tokens.completion_ids) + heap(tokens.completion_logprobs);
 }
 
 std::size_t TokenRecords::max_values() const {

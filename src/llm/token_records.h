@@ -24,7 +24,7 @@ namespace toolbridge::llm {
 
 // One model call of a trajectory.
 struct TokenRecord {
-  std::uint64_t turn = 0;  // 0, 1, ... in the order the calls' answers ended
+  std::uint64_t turn = 0;               // 0, 1, ... in the order the calls' answers ended
   std::string model, worker, endpoint;  // endpoint: chat/completions or completions
   std::string messages_hash;            // "sha256:HEX" of the request's messages (prompt)
   bool stream = false;

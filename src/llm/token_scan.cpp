@@ -30,12 +30,12 @@ enum class Role : std::uint8_t {
   kOutLogprobItem,  // [logprob, id, text]
   kInLogprobs,      // meta_info.input_token_logprobs
   kInLogprobItem,
-  kLogprobs,         // a choice's logprobs (OpenAI)
-  kLogprobContent,   // logprobs.content (chat)
-  kLogprobItem,      // {token, logprob, top_logprobs, ...}
-  kTokenLogprobs,    // logprobs.token_logprobs (completions)
-  kUsage,            // root.usage
-  kUsageDetails,     // usage.prompt_tokens_details
+  kLogprobs,        // a choice's logprobs (OpenAI)
+  kLogprobContent,  // logprobs.content (chat)
+  kLogprobItem,     // {token, logprob, top_logprobs, ...}
+  kTokenLogprobs,   // logprobs.token_logprobs (completions)
+  kUsage,           // root.usage
+  kUsageDetails,    // usage.prompt_tokens_details
 };
 
 struct Frame {
@@ -61,7 +61,7 @@ struct Handler {
   bool saw_vllm = false, saw_sglang = false, saw_logprobs = false, saw_prompt_ids = false;
 
   std::vector<Frame> stack;
-  std::string key;       // the member key being read or just read
+  std::string key;  // the member key being read or just read
   bool key_long = false;
   bool skip_choice = false;  // the current choice's index is not 0
   std::string str;           // a string value being read (finish_reason only)
@@ -92,11 +92,16 @@ struct Handler {
     if (p.role == Role::kOther || in_skipped_choice()) return Role::kOther;
     if (p.array) {
       switch (p.role) {
-        case Role::kChoices: return array ? Role::kOther : Role::kChoice;
-        case Role::kOutLogprobs: return array ? Role::kOutLogprobItem : Role::kOther;
-        case Role::kInLogprobs: return array ? Role::kInLogprobItem : Role::kOther;
-        case Role::kLogprobContent: return array ? Role::kOther : Role::kLogprobItem;
-        default: return Role::kOther;
+        case Role::kChoices:
+          return array ? Role::kOther : Role::kChoice;
+        case Role::kOutLogprobs:
+          return array ? Role::kOutLogprobItem : Role::kOther;
+        case Role::kInLogprobs:
+          return array ? Role::kInLogprobItem : Role::kOther;
+        case Role::kLogprobContent:
+          return array ? Role::kOther : Role::kLogprobItem;
+        default:
+          return Role::kOther;
       }
     }
     if (key_long) return Role::kOther;
@@ -122,13 +127,31 @@ struct Handler {
     const Role r = role_of_new(array);
     if (!stack.empty() && stack.back().array) ++stack.back().index;
     switch (r) {
-      case Role::kPromptIds: out.prompt_ids.clear(); saw_prompt_ids = saw_vllm = true; break;
-      case Role::kOutputIds: sglang_ids.clear(); saw_sglang = true; break;
-      case Role::kOutLogprobs: sglang_lps.clear(); sglang_lp_ids.clear(); saw_sglang = true; break;
-      case Role::kInLogprobs: sglang_prompt_ids.clear(); break;
-      case Role::kTokenIds: saw_vllm = true; break;
-      case Role::kLogprobContent: case Role::kTokenLogprobs: saw_logprobs = true; break;
-      default: break;
+      case Role::kPromptIds:
+        out.prompt_ids.clear();
+        saw_prompt_ids = saw_vllm = true;
+        break;
+      case Role::kOutputIds:
+        sglang_ids.clear();
+        saw_sglang = true;
+        break;
+      case Role::kOutLogprobs:
+        sglang_lps.clear();
+        sglang_lp_ids.clear();
+        saw_sglang = true;
+        break;
+      case Role::kInLogprobs:
+        sglang_prompt_ids.clear();
+        break;
+      case Role::kTokenIds:
+        saw_vllm = true;
+        break;
+      case Role::kLogprobContent:
+      case Role::kTokenLogprobs:
+        saw_logprobs = true;
+        break;
+      default:
+        break;
     }
     stack.push_back(Frame{r, array});
   }
@@ -168,10 +191,18 @@ struct Handler {
     Frame& p = stack.back();
     const std::uint32_t at = p.array ? p.index++ : 0;
     switch (p.role) {
-      case Role::kPromptIds: id(out.prompt_ids, u); return;
-      case Role::kTokenIds: id(vllm_ids, u); return;
-      case Role::kOutputIds: id(sglang_ids, u); return;
-      case Role::kTokenLogprobs: logprob(out.completion_logprobs, d, null); return;
+      case Role::kPromptIds:
+        id(out.prompt_ids, u);
+        return;
+      case Role::kTokenIds:
+        id(vllm_ids, u);
+        return;
+      case Role::kOutputIds:
+        id(sglang_ids, u);
+        return;
+      case Role::kTokenLogprobs:
+        logprob(out.completion_logprobs, d, null);
+        return;
       case Role::kOutLogprobItem:
         if (at == 0) logprob(sglang_lps, d, null);
         if (at == 1) id(sglang_lp_ids, u);
@@ -194,7 +225,8 @@ struct Handler {
       case Role::kUsageDetails:
         if (!key_long && key == "cached_tokens") usage(out.cached_tokens, u);
         return;
-      default: return;
+      default:
+        return;
     }
   }
 
@@ -205,11 +237,14 @@ struct Handler {
     str_wanted = p.role == Role::kChoice && !key_long && key == "finish_reason";
     str.clear();
     switch (p.role) {
-      case Role::kPromptIds: case Role::kTokenIds: case Role::kOutputIds:
+      case Role::kPromptIds:
+      case Role::kTokenIds:
+      case Role::kOutputIds:
       case Role::kTokenLogprobs:
         ++out.malformed;
         break;
-      default: break;
+      default:
+        break;
     }
   }
   void string_ends() {
@@ -223,10 +258,22 @@ struct Handler {
   // basic_parser's callbacks.
   bool on_document_begin(error_code&) { return true; }
   bool on_document_end(error_code&) { return true; }
-  bool on_array_begin(error_code&) { begin(true); return true; }
-  bool on_array_end(std::size_t, error_code&) { end(); return true; }
-  bool on_object_begin(error_code&) { begin(false); return true; }
-  bool on_object_end(std::size_t, error_code&) { end(); return true; }
+  bool on_array_begin(error_code&) {
+    begin(true);
+    return true;
+  }
+  bool on_array_end(std::size_t, error_code&) {
+    end();
+    return true;
+  }
+  bool on_object_begin(error_code&) {
+    begin(false);
+    return true;
+  }
+  bool on_object_end(std::size_t, error_code&) {
+    end();
+    return true;
+  }
   bool on_string_part(bj::string_view s, std::size_t n, error_code&) {
     if (n == s.size()) string_begins();
     if (str_wanted && str.size() + s.size() <= kMaxFinishReason) str.append(s.data(), s.size());
@@ -372,7 +419,8 @@ TokenData TokenScanner::finish() {
   }
   Handler& h = parser_->p.handler();
   TokenData out = std::move(h.out);
-  if (!h.saw_prompt_ids && !h.sglang_prompt_ids.empty()) out.prompt_ids = std::move(h.sglang_prompt_ids);
+  if (!h.saw_prompt_ids && !h.sglang_prompt_ids.empty())
+    out.prompt_ids = std::move(h.sglang_prompt_ids);
   if (!h.sglang_ids.empty()) {
     out.completion_ids = std::move(h.sglang_ids);
   } else if (!h.vllm_ids.empty()) {

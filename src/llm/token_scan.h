@@ -28,9 +28,9 @@ struct TokenData {
   std::vector<std::uint32_t> completion_ids;
   std::vector<float> completion_logprobs;  // NaN where the worker wrote null
   std::optional<std::uint64_t> prompt_tokens, completion_tokens, total_tokens, cached_tokens;
-  std::string finish_reason;   // the last non-null one of choice 0 (at most 64 bytes)
+  std::string finish_reason;    // the last non-null one of choice 0 (at most 64 bytes)
   std::string_view shape = "";  // "vllm", "sglang", "openai" (logprobs only) or "" (none)
-  bool truncated = false;      // over max_values: the rest was not kept
+  bool truncated = false;       // over max_values: the rest was not kept
   std::uint32_t malformed = 0;  // values of the wrong type, and events that did not parse
 };
 
@@ -57,7 +57,7 @@ class TokenScanner {
   std::unique_ptr<Parser> parser_;
   // SSE framing: where in the current line we are.
   enum class Line { kStart, kData, kSkip } line_ = Line::kStart;
-  std::string head_;  // the first bytes of a line, until it is known to be `data:` or not
+  std::string head_;          // the first bytes of a line, until it is known to be `data:` or not
   bool event_bytes_ = false;  // the current `data:` line fed the parser something
   std::string event_start_;   // its first bytes: `[DONE]` is the end, not a malformed event
 };

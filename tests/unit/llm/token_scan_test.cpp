@@ -55,7 +55,7 @@ TEST(TokenScan, ReadsVllmBody) {
 
 TEST(TokenScan, ReadsSglangStreamCumulative) {
   const TokenData d = scan(true, kSglangStream);
-  EXPECT_EQ(d.prompt_ids, (Ids{1, 2}));  // from input_token_logprobs
+  EXPECT_EQ(d.prompt_ids, (Ids{1, 2}));      // from input_token_logprobs
   EXPECT_EQ(d.completion_ids, (Ids{5, 6}));  // the last output_ids, not both
   ASSERT_EQ(d.completion_logprobs.size(), 2u);
   EXPECT_FLOAT_EQ(d.completion_logprobs[1], -0.2f);
@@ -66,7 +66,9 @@ TEST(TokenScan, ReadsSglangStreamCumulative) {
 
 TEST(TokenScan, VllmStreamAppendsDeltas) {
   const std::string s =
-      "data: {\"prompt_token_ids\":[4,5],\"choices\":[{\"index\":0,\"delta\":{},\"token_ids\":[9]}]}\r\n\r\n"
+      "data: "
+      "{\"prompt_token_ids\":[4,5],\"choices\":[{\"index\":0,\"delta\":{},\"token_ids\":[9]}]}"
+      "\r\n\r\n"
       "data:{\"choices\":[{\"index\":0,\"delta\":{},\"token_ids\":[10,11],"
       "\"logprobs\":{\"content\":[{\"logprob\":null}]}}]}\n\ndata: [DONE]\n\n";
   const TokenData d = scan(true, s);
@@ -98,9 +100,8 @@ TEST(TokenScan, EverySplitGivesTheSameRecord) {
 }
 
 TEST(TokenScan, OnlyChoiceZero) {
-  const TokenData d = scan(false,
-                           R"({"choices":[{"index":1,"token_ids":[99],"finish_reason":"x"},)"
-                           R"({"index":0,"token_ids":[1],"finish_reason":"stop"}]})");
+  const TokenData d = scan(false, R"({"choices":[{"index":1,"token_ids":[99],"finish_reason":"x"},)"
+                                  R"({"index":0,"token_ids":[1],"finish_reason":"stop"}]})");
   EXPECT_EQ(d.completion_ids, (Ids{1}));
   EXPECT_EQ(d.finish_reason, "stop");
 }
@@ -126,11 +127,10 @@ TEST(TokenScan, HugeArrayIsBounded) {
 
 TEST(TokenScan, WrongTypesAreSkippedAndCounted) {
   const TokenData d = scan(
-      false,
-      R"({"prompt_token_ids":[1,"2",-3,4.5,4294967296,{"a":1},[7],true,null,5],)"
-      R"("choices":[{"index":0,"token_ids":"nope","logprobs":{"token_logprobs":["x",-1]},)"
-      R"("meta_info":{"output_token_logprobs":[[-0.5,"id",null],5,[-1,6]]}}],)"
-      R"("usage":{"prompt_tokens":"many","completion_tokens":-1}})");
+      false, R"({"prompt_token_ids":[1,"2",-3,4.5,4294967296,{"a":1},[7],true,null,5],)"
+             R"("choices":[{"index":0,"token_ids":"nope","logprobs":{"token_logprobs":["x",-1]},)"
+             R"("meta_info":{"output_token_logprobs":[[-0.5,"id",null],5,[-1,6]]}}],)"
+             R"("usage":{"prompt_tokens":"many","completion_tokens":-1}})");
   EXPECT_EQ(d.prompt_ids, (Ids{1, 5}));
   EXPECT_EQ(d.completion_ids, (Ids{6}));
   ASSERT_EQ(d.completion_logprobs.size(), 1u);  // token_logprobs' -1 (OpenAI wins)
@@ -140,8 +140,14 @@ TEST(TokenScan, WrongTypesAreSkippedAndCounted) {
 }
 
 TEST(TokenScan, ArbitraryBytesNeverCrash) {
-  const std::string junk[] = {"", "{", "}", "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", "\"",
-                              std::string(3, '\0'), "data: {\"prompt_token_ids\":[1,2", "data:\n\n\n",
+  const std::string junk[] = {"",
+                              "{",
+                              "}",
+                              "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
+                              "\"",
+                              std::string(3, '\0'),
+                              "data: {\"prompt_token_ids\":[1,2",
+                              "data:\n\n\n",
                               "{\"choices\":[{\"index\":0,\"output_ids\":[1e400]}]}"};
   for (const auto& j : junk) {
     for (bool stream : {false, true}) {
