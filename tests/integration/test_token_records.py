@@ -235,3 +235,30 @@ def test_a_1000_turn_trajectory_stays_within_its_bounds(tmp_path, workers):
         assert dropped == 1000 - len(turns)
     finally:
         gw.close()
+
+
+def test_model_calls_has_the_trajectory_views_access_rule(tmp_path, workers):
+    token = "token-records-key-0123456789"
+    gateway = {"auth": {"keys": [{"name": "a", "token": token, "tenant": "run-a"}]}}
+    gw = start_llm_gateway(tmp_path / "gw", {"m": model_entry([workers["vllm"]], record_tokens=True)}, gateway)
+    try:
+        trajectory = "tok-auth-" + uuid.uuid4().hex[:8]
+        key = {"Authorization": f"Bearer {token}"}
+        body = chat_body([{"role": "user", "content": "x"}], model="m", **ask("vllm"))
+        r = httpx.post(gw.base_url + "/v1/chat/completions", json=body,
+                       headers={**key, "X-Toolbridge-Trajectory": trajectory}, timeout=30)
+        assert r.status_code == 200, r.text
+        assert model_calls(gw, trajectory).status_code == 401
+        assert httpx.get(f"{gw.base_url}/v1/trajectories/{trajectory}", timeout=10).status_code == 401
+        assert model_calls(gw, trajectory, headers=key).json()["model_calls"][0]["completion_token_ids"] == \
+            r.json()["choices"][0]["token_ids"]
+    finally:
+        gw.close()
+    # gateway.dashboard: off closes the trajectory view and its model calls alike.
+    gw = start_llm_gateway(tmp_path / "gw2", {"m": model_entry([workers["vllm"]], record_tokens=True)},
+                           {"dashboard": "off"})
+    try:
+        r = model_calls(gw, "any")
+        assert r.status_code == 403 and "gateway.dashboard" in r.json()["error"]
+    finally:
+        gw.close()
