@@ -33,7 +33,7 @@ import urllib.request
 from pathlib import Path
 
 from .client import (AsyncClient, AsyncTrajectory, CallResult, Client, Timing, ToolCall, Trajectory,
-                     TrajectoryFaults)
+                     TrajectoryFaults, TrajectoryTokens)
 from .errors import (CallCancelled, CallFailed, CallTimeout, ConnectionFailed, InvalidCall, Overloaded,
                      RequestRejected, ServerError, ServerUnavailable, ToolbridgeError, ToolError,
                      TrajectoryRefused, Unauthorized, CallForbidden, Forbidden)
@@ -43,7 +43,7 @@ __all__ = ["AsyncClient", "AsyncTrajectory", "CallCancelled", "CallFailed", "Cal
            "CallTimeout", "Client", "ConnectionFailed", "Forbidden", "Gateway", "GatewayError", "InvalidCall",
            "Overloaded", "ParseResult", "ParseStream", "ParsedCall", "RequestRejected", "ServerError",
            "ServerUnavailable", "Timing", "ToolCall", "ToolError", "ToolbridgeError", "Trajectory",
-           "TrajectoryFaults", "TrajectoryRefused", "Unauthorized", "Unparsed", "bundled_binary",
+           "TrajectoryFaults", "TrajectoryRefused", "TrajectoryTokens", "Unauthorized", "Unparsed", "bundled_binary",
            "find_binary", "release", "trajectory"]
 __version__ = "0.1.0"
 

@@ -23,7 +23,7 @@ from .errors import ConnectionFailed, ToolbridgeError, call_failed, rejected
 from .parse import ParseResult, ParseStream, parse_body, parse_result, turns_body, turns_result
 
 __all__ = ["AsyncClient", "AsyncTrajectory", "CallResult", "Client", "Timing", "ToolCall", "Trajectory",
-           "TrajectoryFaults"]
+           "TrajectoryFaults", "TrajectoryTokens"]
 
 _JSON = {"Content-Type": "application/json"}
 _MSGPACK = {"Content-Type": "application/msgpack"}
@@ -193,6 +193,37 @@ def _trajectory_faults(name: str, resp: Response) -> TrajectoryFaults:
                             int(f["infra"]), bool(summary["infra_failed"]))
 
 
+@dataclass(frozen=True)
+class TrajectoryTokens:
+    """A trajectory's token records (GET /v1/trajectories/NAME/model_calls; models with
+    ``record_tokens: true``): ``model_calls`` in turn order, each a dict with ``turn``,
+    ``prompt_token_ids``, ``completion_token_ids``, ``completion_logprobs``, ``usage``,
+    ``messages_hash``, ``worker``, ``timings``... as the worker returned them
+    (docs/token-records.md). ``turns_dropped``: older turns no longer kept (the bounds)."""
+
+    trajectory: str
+    model_calls: list[dict[str, Any]]
+    turns_dropped: int
+    released: bool
+    expires_in_s: float
+
+
+def _trajectory_tokens(name: str, resp: Response, codec: "_Codec") -> TrajectoryTokens:
+    if resp.status == 404:
+        # None kept: no model call with record_tokens, or aged out / evicted.
+        return TrajectoryTokens(name, [], 0, False, 0.0)
+    if resp.status != 200:
+        raise rejected(resp.status, resp.body, resp.headers.get("retry-after"))
+    doc = codec.loads(resp.body)
+    return TrajectoryTokens(name, list(doc["model_calls"]), int(doc["turns_dropped"]),
+                            bool(doc["released"]), float(doc["expires_in_s"]))
+
+
+def _tokens_path(prefix: str, name: str, codec: "_Codec") -> str:
+    path = _trajectory_path(prefix, name) + "/model_calls"
+    return path + "?format=msgpack" if codec.headers is _MSGPACK else path
+
+
 def _trajectory_path(prefix: str, name: str) -> str:
     return f"{prefix}/v1/trajectories/{urllib.parse.quote(name, safe='')}"
 
@@ -282,6 +313,14 @@ class Client:
         return _trajectory_faults(name, self._transport.request("GET", _trajectory_path(self._prefix, name),
                                                                 None, self._headers()))
 
+    def trajectory_tokens(self, name: str) -> TrajectoryTokens:
+        """Trajectory ``name``'s token records: per model call, the prompt and completion token
+        ids and logprobs the worker returned, usage, worker and timings, in turn order (empty if
+        none are kept). MessagePack when the client's encoding is."""
+        resp = self._transport.request("GET", _tokens_path(self._prefix, name, self._codec), None,
+                                       self._headers())
+        return _trajectory_tokens(name, resp, self._codec)
+
     def release(self, name: str) -> int:
         """Frees trajectory ``name``'s per_session instances now; returns how many."""
         path = f"{self._prefix}/sessions/{urllib.parse.quote(name, safe='')}"
@@ -352,6 +391,10 @@ class Trajectory:
         """Its calls by fault class and ``infra_failed`` (Client.trajectory_faults)."""
         return self.client.trajectory_faults(self.name)
 
+    def tokens(self) -> TrajectoryTokens:
+        """Its token records (Client.trajectory_tokens)."""
+        return self.client.trajectory_tokens(self.name)
+
     def release(self) -> int:
         self.released = True
         return self.client.release(self.name)
@@ -404,6 +447,12 @@ class AsyncClient:
         resp = await self._transport.request("GET", _trajectory_path(self._prefix, name), None, headers)
         return _trajectory_faults(name, resp)
 
+    async def trajectory_tokens(self, name: str) -> TrajectoryTokens:
+        headers = {"X-Toolbridge-Tenant": self.tenant} if self.tenant else None
+        resp = await self._transport.request("GET", _tokens_path(self._prefix, name, self._codec), None,
+                                             headers)
+        return _trajectory_tokens(name, resp, self._codec)
+
     async def release(self, name: str) -> int:
         path = f"{self._prefix}/sessions/{urllib.parse.quote(name, safe='')}"
         headers = {"X-Toolbridge-Tenant": self.tenant} if self.tenant else None
@@ -453,6 +502,9 @@ class AsyncTrajectory:
 
     async def faults(self) -> TrajectoryFaults:
         return await self.client.trajectory_faults(self.name)
+
+    async def tokens(self) -> TrajectoryTokens:
+        return await self.client.trajectory_tokens(self.name)
 
     async def release(self) -> int:
         self.released = True

@@ -295,6 +295,12 @@ struct Gateway {
   // recently finished go first).
   Duration idempotency_ttl{10 * 60'000};
   std::size_t idempotency_max_bytes = 64u << 20;
+  // Token records of models with record_tokens (docs/token-records.md): bytes in all and per
+  // trajectory, turns per trajectory, and how long a released trajectory's records stay.
+  std::size_t token_records_max_bytes = 256u << 20;
+  std::size_t token_records_trajectory_max_bytes = 32u << 20;
+  std::size_t token_records_max_turns = 1024;
+  Duration token_records_ttl{60 * 60'000};
   std::size_t start_concurrency = 4;  // servers initialising at the same time
   ToolNaming tool_naming = ToolNaming::kPrefixed;
   std::string separator = "__";

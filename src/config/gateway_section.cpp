@@ -10,7 +10,7 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 49> kGatewayKeys{
+constexpr std::array<std::string_view, 53> kGatewayKeys{
     "listen",
     "allowed_origins",
     "max_body_bytes",
@@ -28,6 +28,10 @@ constexpr std::array<std::string_view, 49> kGatewayKeys{
     "call_log_max_bytes",
     "idempotency_ttl",
     "idempotency_max_bytes",
+    "token_records_max_bytes",
+    "token_records_trajectory_max_bytes",
+    "token_records_max_turns",
+    "token_records_ttl",
     "start_concurrency",
     "tool_naming",
     "separator",
@@ -242,6 +246,14 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
       g.idempotency_ttl = r.duration(v, p, /*allow_zero=*/false);
     } else if (e.key == "idempotency_max_bytes") {
       g.idempotency_max_bytes = r.size(v, p);
+    } else if (e.key == "token_records_max_bytes") {
+      g.token_records_max_bytes = r.size(v, p);
+    } else if (e.key == "token_records_trajectory_max_bytes") {
+      g.token_records_trajectory_max_bytes = r.size(v, p);
+    } else if (e.key == "token_records_max_turns") {
+      g.token_records_max_turns = r.count(v, p);
+    } else if (e.key == "token_records_ttl") {
+      g.token_records_ttl = r.duration(v, p, /*allow_zero=*/false);
     } else if (e.key == "session_reclaim_after") {
       g.session_reclaim_after = r.duration(v, p, /*allow_zero=*/true);
     } else if (e.key == "shutdown_grace") {

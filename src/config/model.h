@@ -54,6 +54,9 @@ struct Model {
   double prefix_balance = 1.5;
   std::size_t prefix_balance_slack = 4;
   std::size_t prefix_tree_max_bytes = 32u << 20;  // prompt text kept per model
+  // Keep each answer's token ids, logprobs, usage and timings per trajectory
+  // (GET /v1/trajectories/ID/model_calls; docs/token-records.md).
+  bool record_tokens = false;
 };
 
 std::string_view to_string(Routing r);

@@ -12,7 +12,7 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 22> kModelKeys{
+constexpr std::array<std::string_view, 23> kModelKeys{
     "workers",
     "routing",
     "headers",
@@ -33,6 +33,7 @@ constexpr std::array<std::string_view, 22> kModelKeys{
     "prefix_balance",
     "prefix_balance_slack",
     "prefix_tree_max_bytes",
+    "record_tokens",
     "enabled",
     "description",
 };
@@ -193,6 +194,8 @@ Model read_model(const NodeReader& r, const Entry& m, const std::string& path, b
       model.prefix_balance_slack = r.zero_or_count(e.value, p, 1'000'000);
     } else if (k == "prefix_tree_max_bytes") {
       model.prefix_tree_max_bytes = r.size(e.value, p);
+    } else if (k == "record_tokens") {
+      model.record_tokens = r.boolean(e.value, p);
     } else if (k == "enabled") {
       enabled = r.boolean(e.value, p);
     } else {

@@ -57,6 +57,7 @@ asio::awaitable<void> Admin::release(transport::Exchange& ex, std::string_view p
     co_await ex.reply(http::status::forbidden, "application/json", body, {});
     co_return;
   }
+  if (on_release_) on_release_(name);
   const std::string body = R"({"released":)" + std::to_string(n) + "}";
   co_await ex.reply(http::status::ok, "application/json", body, {});
 }

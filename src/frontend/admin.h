@@ -3,6 +3,8 @@
 // (Prometheus text), DELETE /sessions/NAME (release a trajectory without an MCP session), and
 // the 404 that names what is served.
 #include <boost/asio/awaitable.hpp>
+#include <functional>
+#include <string>
 #include <string_view>
 
 #include "gateway/gateway.h"
@@ -19,8 +21,12 @@ class Admin {
   boost::asio::awaitable<void> release(transport::Exchange& ex, std::string_view path);
   boost::asio::awaitable<void> not_found(transport::Exchange& ex);
 
+  // Told the name of every trajectory DELETE /sessions/NAME released (token records age out).
+  void on_release(std::function<void(const std::string&)> fn) { on_release_ = std::move(fn); }
+
  private:
   gateway::Gateway& gateway_;
+  std::function<void(const std::string&)> on_release_;
 };
 
 }  // namespace toolbridge::frontend

@@ -4,6 +4,8 @@
 
 #include <boost/beast/http.hpp>
 
+#include "frontend/router.h"
+#include "frontend/token_records_codec.h"
 #include "frontend/trajectory_key.h"
 #include "json/envelope.h"
 
@@ -15,6 +17,7 @@ namespace http = boost::beast::http;
 namespace {
 
 constexpr std::string_view kTrajectoriesPath = "/v1/trajectories/";
+constexpr std::string_view kModelCallsSuffix = "/model_calls";
 constexpr std::size_t kMaxListed = 1000;        // trajectories in GET /v1/trajectories
 constexpr std::size_t kMaxIdBytes = 1024;       // a longer id names nothing we keep
 constexpr std::size_t kSlowestShown = 10;       // active calls on the dashboard
@@ -68,13 +71,19 @@ asio::awaitable<void> Observe::trajectory(transport::Exchange& ex, std::string_v
     co_await answer_error(ex, http::status::forbidden, std::move(why));
     co_return;
   }
-  const std::string_view raw = path.substr(kTrajectoriesPath.size());
+  std::string_view raw = path.substr(kTrajectoriesPath.size());
+  const bool model_calls_wanted = raw.ends_with(kModelCallsSuffix);
+  if (model_calls_wanted) raw.remove_suffix(kModelCallsSuffix.size());
   if (raw.size() > kMaxIdBytes * 3) {
     co_await answer_error(ex, http::status::bad_request,
                           fmt::format("a trajectory id is at most {} bytes", kMaxIdBytes));
     co_return;
   }
   const std::string id = percent_decode(raw);
+  if (model_calls_wanted) {
+    co_await model_calls(ex, id);
+    co_return;
+  }
   std::string body = gateway_.call_log().trajectory_json(id, gateway_.clock().now());
   if (body.empty()) {
     // The id is echoed only as a JSON string: quote() escapes whatever it holds.
@@ -86,6 +95,40 @@ asio::awaitable<void> Observe::trajectory(transport::Exchange& ex, std::string_v
     co_return;
   }
   co_await answer_json(ex, http::status::ok, std::move(body));
+}
+
+asio::awaitable<void> Observe::model_calls(transport::Exchange& ex, const std::string& id) {
+  const auto now = gateway_.clock().now();
+  const auto* t = token_records_ ? token_records_->find(id, now) : nullptr;
+  if (!t) {
+    co_await answer_error(
+        ex, http::status::not_found,
+        "no token records of trajectory " + json::quote(id) +
+            " are kept: none of its model calls went to a model with record_tokens: true, or "
+            "they aged out (gateway.token_records_ttl after release) or were evicted "
+            "(gateway.token_records_max_bytes)");
+    co_return;
+  }
+  TokenRecordsView view;
+  view.trajectory = id;
+  view.records = t;
+  view.released = token_records_->is_released(*t, now);
+  view.expires_in_s = std::chrono::duration<double>(token_records_->expires_at(*t) - now).count();
+  const auto& req = ex.request();
+  const std::string_view target(req.target().data(), req.target().size());
+  const std::string_view query =
+      target.find('?') == std::string_view::npos ? "" : target.substr(target.find('?') + 1);
+  const bool msgpack = header(req, "Accept").find("msgpack") != std::string_view::npos ||
+                       query == "format=msgpack" || query.starts_with("format=msgpack&") ||
+                       query.find("&format=msgpack") != std::string_view::npos;
+  const transport::Headers headers{{"Cache-Control", "no-store"}};
+  if (msgpack) {
+    std::string body = token_records_msgpack(view);
+    co_await ex.reply(http::status::ok, "application/msgpack", body, headers);
+    co_return;
+  }
+  std::string body = token_records_json(view);
+  co_await ex.reply(http::status::ok, "application/json", body, headers);
 }
 
 asio::awaitable<void> Observe::dashboard(transport::Exchange& ex) {

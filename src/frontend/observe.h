@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "gateway/gateway.h"
+#include "llm/token_records.h"
 #include "transport/http_server.h"
 
 namespace toolbridge::frontend {
@@ -19,15 +20,22 @@ class Observe {
   explicit Observe(gateway::Gateway& gateway) : gateway_(gateway) {}
 
   boost::asio::awaitable<void> trajectories(transport::Exchange& ex);
+  // GET /v1/trajectories/ID, and GET /v1/trajectories/ID/model_calls (token records).
   boost::asio::awaitable<void> trajectory(transport::Exchange& ex, std::string_view path);
   boost::asio::awaitable<void> dashboard(transport::Exchange& ex);
   boost::asio::awaitable<void> state(transport::Exchange& ex);
 
+  // Where model_calls reads (the OpenAI front end's records); null: none are kept.
+  void set_token_records(llm::TokenRecords* records) { token_records_ = records; }
+
  private:
+  boost::asio::awaitable<void> model_calls(transport::Exchange& ex, const std::string& id);
+
   // Why this client may not look (dashboard: loopback or off), empty if it may.
   std::string refusal(const transport::Exchange& ex) const;
 
   gateway::Gateway& gateway_;
+  llm::TokenRecords* token_records_ = nullptr;
 };
 
 }  // namespace toolbridge::frontend

@@ -7,6 +7,7 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
+#include <openssl/evp.h>
 
 #include "base/spawn.h"
 #include "call/stage.h"
@@ -84,15 +85,79 @@ std::string prompt_key(const bj::object& body, bool chat) {
   return out;
 }
 
-OpenAi::OpenAi(gateway::Gateway& gateway) : gateway_(gateway) {
+std::string messages_hash(const bj::object& body, bool chat) {
+  const auto* v = body.if_contains(chat ? "messages" : "prompt");
+  if (!v) return {};
+  const std::string text = bj::serialize(*v);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr);
+  std::string out = "sha256:";
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (unsigned int i = 0; i < length; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 0xf];
+  }
+  return out;
+}
+
+namespace {
+
+llm::TokenRecords::Limits token_limits(const config::Config& c) {
+  llm::TokenRecords::Limits l;
+  l.max_bytes = c.gateway.token_records_max_bytes;
+  l.trajectory_max_bytes = c.gateway.token_records_trajectory_max_bytes;
+  l.max_turns = c.gateway.token_records_max_turns;
+  l.idle_ttl = c.gateway.session_idle_ttl;
+  l.ttl = c.gateway.token_records_ttl;
+  return l;
+}
+
+}  // namespace
+
+OpenAi::OpenAi(gateway::Gateway& gateway)
+    : gateway_(gateway), token_records_(token_limits(gateway.config())) {
   for (const auto& m : gateway_.config().models) {
     models_.push_back(std::make_unique<llm::Model>(gateway_.io().get_executor(), m,
                                                    gateway_.metrics(), gateway_.clock()));
   }
   register_metrics();
+  register_token_metrics();
 }
 
 OpenAi::~OpenAi() = default;
+
+void OpenAi::register_token_metrics() {
+  auto& m = gateway_.metrics();
+  m.gauge("toolbridge_token_records_bytes",
+          "What the token records (models with record_tokens) hold, in all; bounded by "
+          "gateway.token_records_max_bytes.",
+          [this](auto& out) {
+            out.emplace_back("", static_cast<double>(token_records_.bytes()));
+          });
+  m.gauge("toolbridge_token_records_trajectories", "Trajectories whose token records are kept.",
+          [this](auto& out) {
+            out.emplace_back("", static_cast<double>(token_records_.trajectory_count()));
+          });
+  m.counter_fn("toolbridge_token_records_kept_total", "Model calls whose token record was kept.",
+               [this](auto& out) {
+                 out.emplace_back("", static_cast<double>(token_records_.counters().kept));
+               });
+  m.counter_fn(
+      "toolbridge_token_records_dropped_total",
+      "Token records dropped, by reason: turns (token_records_max_turns), trajectory_bytes "
+      "(token_records_trajectory_max_bytes), max_bytes (token_records_max_bytes), expired "
+      "(token_records_ttl after release).",
+      [this](auto& out) {
+        const auto& c = token_records_.counters();
+        for (const auto& [reason, n] :
+             {std::pair{"turns", c.dropped_turns},
+              std::pair{"trajectory_bytes", c.dropped_trajectory_bytes},
+              std::pair{"max_bytes", c.dropped_max_bytes}, std::pair{"expired", c.dropped_expired}}) {
+          out.emplace_back(telemetry::labels({{"reason", reason}}), static_cast<double>(n));
+        }
+      });
+}
 
 void OpenAi::register_metrics() {
   auto& m = gateway_.metrics();
@@ -288,6 +353,12 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
   auto proxy = std::make_unique<ProxyStage>(ex, *model, state, path, input,
                                             gateway_.io().get_executor(), gateway_.clock());
   ProxyStage& stage = *proxy;
+  if (model->config().record_tokens && !trajectory.empty()) {
+    stage.record.store = &token_records_;
+    stage.record.trajectory = trajectory;
+    stage.record.endpoint = call.method;
+    stage.record.messages_hash = messages_hash(body, chat);
+  }
   chain.push_back(std::move(proxy));
   Result result = co_await gateway::Next(chain, 0)(call);
   state->upstream.reset();

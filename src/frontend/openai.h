@@ -15,6 +15,7 @@
 #include "frontend/trajectory_key.h"
 #include "gateway/gateway.h"
 #include "llm/model.h"
+#include "llm/token_records.h"
 #include "transport/http_server.h"
 
 namespace toolbridge::frontend {
@@ -37,16 +38,25 @@ class OpenAi {
   boost::asio::awaitable<void> models(transport::Exchange& ex);
 
   llm::Model* find(std::string_view name);
+  // The token records of models with record_tokens (GET /v1/trajectories/ID/model_calls).
+  llm::TokenRecords& token_records() { return token_records_; }
 
  private:
   void register_metrics();
+  void register_token_metrics();
 
   gateway::Gateway& gateway_;
   std::vector<std::unique_ptr<llm::Model>> models_;
+  llm::TokenRecords token_records_;
 };
 
 // The prompt text a routing policy keys on: the messages' roles and text contents in order
 // (chat), or the prompt (completions). Empty if the body has neither.
 std::string prompt_key(const boost::json::object& body, bool chat);
+
+// "sha256:HEX" of the request's `messages` (chat) or `prompt` (completions) as compact JSON
+// (boost::json's serialisation: keys in request order, no spaces, UTF-8 unescaped); empty if
+// the body has neither.
+std::string messages_hash(const boost::json::object& body, bool chat);
 
 }  // namespace toolbridge::frontend

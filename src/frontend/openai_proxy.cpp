@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 #include <charconv>
+#include <optional>
 
 #include "base/jitter.h"
 #include "frontend/openai.h"
@@ -119,6 +120,7 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
 
     ++w.in_flight;
     const auto sent_at = clock_.now();
+    sent_at_ = sent_at;
     state_->upstream = std::make_unique<transport::HttpExchange>();
     *state_->upstream = co_await model_.client().send(req);
     transport::HttpExchange& hx = *state_->upstream;
@@ -202,28 +204,37 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
       fmt::format("model '{}': {} attempts failed; last: {}", cfg.name, cfg.max_retries + 1, why));
 }
 
-asio::awaitable<bool> ProxyStage::relay(gateway::Call&, std::size_t i, transport::HttpExchange& hx,
-                                        std::string& why) {
+asio::awaitable<bool> ProxyStage::relay(gateway::Call& call, std::size_t i,
+                                        transport::HttpExchange& hx, std::string& why) {
   llm::Worker& w = model_.workers()[i];
   const auto started = clock_.now();
   const std::string content_type = hx.header("Content-Type");
   const transport::Headers out{{kWorkerHeader, w.config.name}};
   const auto status_code = static_cast<http::status>(hx.status());
+  const bool stream = content_type.starts_with("text/event-stream");
+  // The record reads the bytes as they pass; what the client gets is never rewritten.
+  std::optional<llm::TokenScanner> scan;
+  if (record.store) scan.emplace(stream, record.store->max_values());
   llm::UsageScanner usage;
   auto account = [&] {
     if (auto p = usage.prompt_tokens()) *w.prompt_tokens += *p;
     if (auto c = usage.cached_tokens()) *w.cached_tokens += *c;
   };
-  if (!content_type.starts_with("text/event-stream")) {
+  if (!stream) {
     std::string body;
     const bool ok = co_await hx.read_body(body, model_.config().max_response_bytes);
     if (!ok) {
       why = fmt::format("worker {}: {}", w.config.name, hx.error().message);
       co_return false;
     }
-    w.ttft->observe(seconds(clock_.now() - started));
+    const auto first_byte = clock_.now();
+    w.ttft->observe(seconds(first_byte - started));
     usage.feed(body);
     account();
+    if (scan) {
+      scan->feed(body);
+      keep_record(call, i, hx.status(), false, true, *scan, first_byte);
+    }
     state_->replied = true;
     co_await ex_.reply(status_code, content_type, std::move(body), out);
     co_return true;
@@ -234,7 +245,8 @@ asio::awaitable<bool> ProxyStage::relay(gateway::Call&, std::size_t i, transport
     why = fmt::format("worker {}: {}", w.config.name, hx.error().message);
     co_return false;
   }
-  w.ttft->observe(seconds(clock_.now() - started));
+  const auto first_byte = clock_.now();
+  w.ttft->observe(seconds(first_byte - started));
   state_->replied = true;
   if (!co_await ex_.begin_stream(status_code, content_type, out)) {
     hx.close();
@@ -243,16 +255,19 @@ asio::awaitable<bool> ProxyStage::relay(gateway::Call&, std::size_t i, transport
   }
   while (!piece.empty()) {
     usage.feed(piece);
+    if (scan) scan->feed(piece);
     std::string chunk(piece);
     if (!co_await ex_.write_chunk(std::move(chunk))) {
       hx.close();  // the worker stops generating for nobody
       account();
+      if (scan) keep_record(call, i, hx.status(), true, false, *scan, first_byte);
       why = "the client went away";
       co_return false;
     }
     piece = co_await hx.read_some();
   }
   account();
+  if (scan) keep_record(call, i, hx.status(), true, hx.done(), *scan, first_byte);
   if (!hx.done()) {
     // Too late to retry: the client has part of the answer. Say so in the stream's own terms.
     why = fmt::format("worker {} failed mid-stream: {}", w.config.name, hx.error().message);
@@ -264,6 +279,29 @@ asio::awaitable<bool> ProxyStage::relay(gateway::Call&, std::size_t i, transport
   }
   co_await ex_.end_stream();
   co_return true;
+}
+
+void ProxyStage::keep_record(const gateway::Call& call, std::size_t i, int status, bool stream,
+                             bool complete, llm::TokenScanner& scan,
+                             Clock::time_point first_byte) {
+  const auto now = clock_.now();
+  llm::TokenRecord r;
+  r.model = model_.name();
+  r.worker = model_.workers()[i].config.name;
+  r.endpoint = record.endpoint;
+  r.messages_hash = record.messages_hash;
+  r.stream = stream;
+  r.status = status;
+  r.time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                  clock_.wall_time(call.started).time_since_epoch())
+                  .count();
+  const bool sent = call.sent != Clock::time_point{};
+  r.queue_s = sent ? seconds(call.sent - call.started) : 0;
+  r.ttft_s = seconds(first_byte - sent_at_);
+  r.total_s = seconds(now - call.started);
+  r.complete = complete;
+  r.tokens = scan.finish();
+  record.store->add(record.trajectory, std::move(r), now);
 }
 
 }  // namespace toolbridge::frontend

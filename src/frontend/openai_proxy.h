@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "call/stage.h"
 #include "llm/model.h"
+#include "llm/token_records.h"
 #include "transport/http_client.h"
 #include "transport/http_server.h"
 
@@ -51,9 +52,20 @@ class ProxyStage final : public gateway::Stage {
   std::string error_type = "upstream_error";
   std::chrono::milliseconds retry_hint{0};
 
+  // models.NAME.record_tokens: where the answer's token record goes (null: not recorded).
+  struct Recording {
+    llm::TokenRecords* store = nullptr;
+    std::string trajectory;
+    std::string endpoint;       // chat/completions or completions
+    std::string messages_hash;  // "sha256:HEX"
+  } record;
+
  private:
-  boost::asio::awaitable<bool> relay(gateway::Call& call, std::size_t worker, transport::HttpExchange& hx,
-                              std::string& why);
+  boost::asio::awaitable<bool> relay(gateway::Call& call, std::size_t worker,
+                                     transport::HttpExchange& hx, std::string& why);
+  // The answer relayed (or cut short): its record, when recording.
+  void keep_record(const gateway::Call& call, std::size_t worker, int status, bool stream,
+                   bool complete, llm::TokenScanner& scan, base::Clock::time_point first_byte);
 
   transport::Exchange& ex_;
   llm::Model& model_;
@@ -62,6 +74,7 @@ class ProxyStage final : public gateway::Stage {
   const llm::RouteInput& input_;
   boost::asio::any_io_executor exec_;
   const base::Clock& clock_;
+  base::Clock::time_point sent_at_{};  // the attempt being relayed was sent
 };
 
 }  // namespace toolbridge::frontend

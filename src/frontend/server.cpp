@@ -82,6 +82,10 @@ Server::Server(asio::io_context& io, config::Config config)
       http_(
           io, listener_options(gateway_.config().gateway),
           [this](Exchange& ex) { return checked(ex, guard_, router_); }, gateway_.clock()) {
+  observe_.set_token_records(&openai_.token_records());
+  admin_.on_release([this](const std::string& name) {
+    openai_.token_records().release(name, gateway_.clock().now());
+  });
   add_routes();
   add_admin_listener();
   register_metrics();

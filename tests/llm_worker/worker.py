@@ -17,6 +17,15 @@ Endpoints:
           "die_mid_stream" (exits after the first streamed chunk), "none" (clears).
        N: requests affected (default 1; -1 for all of them).
   POST /reset                      empties the KV cache and counters
+  GET  /sent/ID                    the exact bytes answered for response ID (the de-chunked body
+                                   of a stream), for byte-for-byte passthrough checks (last 256)
+
+Answer shapes (`--shape`, or the request's own `sim_shape` field): `openai` (the default: token
+ids never, `logprobs` as OpenAI writes them when asked), `vllm` (with `return_token_ids: true`:
+`prompt_token_ids` and each choice's `token_ids`, per chunk when streamed), `sglang` (with
+`return_meta_info: true`: each choice's `output_ids` and `meta_info` with `output_token_logprobs`
+[[logprob, id, null], ...] and `input_token_logprobs`, cumulative when streamed, as SGLang sends).
+A token's id is the CRC-32 of its word modulo 151,936; its logprob a function of the word.
 
 Scripted agent: a chat request whose first user message holds a task marker
 `[eval-task id=ID turns=N format=hermes|use_mcp_tool]` is answered, instead of filler words, with
@@ -37,6 +46,7 @@ import random
 import re
 import sys
 import time
+import zlib
 from collections import OrderedDict
 
 MAX_HEADER_BYTES = 64 << 10
@@ -79,6 +89,63 @@ class KvCache:
         return hit * self.block
 
 
+SENT_KEPT = 256
+VOCAB = 151_936
+SHAPES = ("openai", "vllm", "sglang")
+
+
+def token_id(word: str) -> int:
+    return zlib.crc32(word.strip().encode()) % VOCAB
+
+
+def token_logprob(word: str) -> float:
+    return -round((zlib.crc32(b"lp" + word.encode()) % 4000) / 1000, 3)
+
+
+class Shape:
+    """What a request asked of the answer's shape: token ids and logprobs, per engine."""
+
+    def __init__(self, w_shape: str, body: dict, prompt_tokens: list[str]):
+        kind = body.get("sim_shape", w_shape)
+        self.kind = kind if kind in SHAPES else w_shape
+        self.logprobs = body.get("logprobs") not in (None, False, 0)
+        self.vllm_ids = self.kind == "vllm" and body.get("return_token_ids") is True
+        self.sglang_meta = self.kind == "sglang" and body.get("return_meta_info") is True
+        self.prompt_ids = [token_id(t) for t in prompt_tokens]
+
+    def openai_logprobs(self, chat: bool, words: list[str]) -> dict | None:
+        if not self.logprobs:
+            return None
+        if chat:
+            return {"content": [{"token": x, "logprob": token_logprob(x), "bytes": list(x.encode()),
+                                 "top_logprobs": []} for x in words]}
+        return {"tokens": words, "token_logprobs": [token_logprob(x) for x in words],
+                "top_logprobs": None, "text_offset": []}
+
+    def decorate(self, top: dict, choice: dict, chat: bool, words: list[str], done: list[str],
+                 first: bool, usage: dict, finish) -> None:
+        """Adds this shape's fields for `words` (this event's) to `top` and `choice`; `done` are
+        all the words so far (SGLang's fields are cumulative)."""
+        lp = self.openai_logprobs(chat, words)
+        if lp is not None and words:
+            choice["logprobs"] = lp
+        if self.vllm_ids:
+            if first:
+                top["prompt_token_ids"] = self.prompt_ids
+            choice["token_ids"] = [token_id(x) for x in words]
+        if self.sglang_meta:
+            ids = [token_id(x) for x in done]
+            choice["output_ids"] = ids
+            meta = {"id": top.get("id"), "finish_reason": finish,
+                    "prompt_tokens": usage["prompt_tokens"], "completion_tokens": len(done),
+                    "cached_tokens": usage["prompt_tokens_details"]["cached_tokens"]}
+            if self.logprobs:
+                meta["output_token_logprobs"] = [[token_logprob(x), token_id(x), None] for x in done]
+                meta["input_token_logprobs"] = [[None if i == 0 else -1.0, t, None]
+                                                for i, t in enumerate(self.prompt_ids)]
+            choice["meta_info"] = meta
+
+
 class Worker:
     def __init__(self, args: argparse.Namespace):
         self.args = args
@@ -94,6 +161,12 @@ class Worker:
         self.created = int(time.time())
         self.seq = 0
         self.last_traceparent = ""  # of the last request that carried one (/stats)
+        self.sent: OrderedDict[str, bytes] = OrderedDict()  # response id -> the bytes answered
+
+    def remember(self, rid: str, data: bytes) -> None:
+        self.sent[rid] = data
+        while len(self.sent) > SENT_KEPT:
+            self.sent.popitem(last=False)
 
     # ---- faults ----
     def take_fault(self) -> str:
@@ -267,6 +340,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--max-running", type=int, default=32, help="requests decoded at once")
     p.add_argument("--cache-tokens", type=int, default=200_000, help="KV cache capacity in tokens")
     p.add_argument("--block", type=int, default=16, help="KV cache block size in tokens")
+    p.add_argument("--shape", choices=SHAPES, default="openai",
+                   help="answer shape: token ids as vLLM (return_token_ids) or SGLang "
+                        "(return_meta_info) send them; a request's sim_shape overrides")
     return p.parse_args(argv)
 
 
@@ -356,34 +432,51 @@ async def handle_generate(w: Worker, conn: Conn, path: str, body: dict) -> None:
             step = args.decode_ms_per_token / 1e3
             chat = path == "/v1/chat/completions"
             obj = "chat.completion" if chat else "text_completion"
+            shape = Shape(args.shape, body, tokens)
             if not stream:
                 await asyncio.sleep(step * n_out)
                 text = "".join(words)
                 choice = ({"index": 0, "message": {"role": "assistant", "content": text},
                            "finish_reason": finish} if chat else
                           {"index": 0, "text": text, "finish_reason": finish})
-                await conn.send_json(200, {"id": rid, "object": obj, "created": w.created,
-                                           "model": args.model, "system_fingerprint": args.name,
-                                           "choices": [choice], "usage": usage})
+                top = {"id": rid, "object": obj, "created": w.created, "model": args.model,
+                       "system_fingerprint": args.name}
+                shape.decorate(top, choice, chat, words, words, True, usage, finish)
+                top["choices"] = [choice]
+                top["usage"] = usage
+                data = json.dumps(top).encode()
+                w.remember(rid, data)
+                await conn.send(200, data)
                 return
             await conn.begin_chunked("text/event-stream")
             obj += ".chunk" if chat else ""
+            sent = []
             for i, piece in enumerate(words):
                 choice = ({"index": 0, "delta": ({"role": "assistant", "content": piece} if i == 0
                                                  else {"content": piece}), "finish_reason": None}
                           if chat else {"index": 0, "text": piece, "finish_reason": None})
                 event = {"id": rid, "object": obj, "created": w.created, "model": args.model,
-                         "system_fingerprint": args.name, "choices": [choice]}
+                         "system_fingerprint": args.name}
+                shape.decorate(event, choice, chat, [piece], words[:i + 1], i == 0, usage, None)
+                event["choices"] = [choice]
                 if i > 0:
                     await asyncio.sleep(step)
-                await conn.chunk(b"data: " + json.dumps(event).encode() + b"\n\n")
+                data = b"data: " + json.dumps(event).encode() + b"\n\n"
+                sent.append(data)
+                await conn.chunk(data)
                 if i == 0 and w.take_fault() == "die_mid_stream":
                     os._exit(3)
             last = {"id": rid, "object": obj, "created": w.created, "model": args.model,
-                    "system_fingerprint": args.name,
-                    "choices": [{"index": 0, ("delta" if chat else "text"): ({} if chat else ""),
-                                 "finish_reason": finish}], "usage": usage}
-            await conn.chunk(b"data: " + json.dumps(last).encode() + b"\n\ndata: [DONE]\n\n")
+                    "system_fingerprint": args.name}
+            choice = {"index": 0, ("delta" if chat else "text"): ({} if chat else ""),
+                      "finish_reason": finish}
+            shape.decorate(last, choice, chat, [], words, not words, usage, finish)
+            last["choices"] = [choice]
+            last["usage"] = usage
+            data = b"data: " + json.dumps(last).encode() + b"\n\ndata: [DONE]\n\n"
+            sent.append(data)
+            w.remember(rid, b"".join(sent))
+            await conn.chunk(data)
             await conn.end_chunked()
         finally:
             w.running -= 1
@@ -405,6 +498,12 @@ async def handle(w: Worker, conn: Conn, method: str, path: str, body: bytes) -> 
                                        "max_running_requests": args.max_running,
                                        "page_size": args.block, "dp_size": 1, "tp_size": 1,
                                        "version": "sim"})
+        elif path.startswith("/sent/"):
+            data = w.sent.get(path[len("/sent/"):])
+            if data is None:
+                await conn.send_json(404, error_body(f"no answer {path[6:]} kept", "not_found", 404))
+            else:
+                await conn.send(200, data, "application/octet-stream")
         elif path == "/stats":
             await conn.send_json(200, {**w.stats, "running": w.running, "name": args.name,
                                        "cache_blocks": len(w.cache.blocks),
