@@ -124,6 +124,10 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
     block[i].idempotency_key = std::move(spec.id);
     run->calls[i] = std::shared_ptr<Call>(block, &block[i]);
   }
+  if (request.tasks) {
+    co_await start_tasks(ex, std::move(run), request, scope);
+    co_return;
+  }
   ex.on_peer_closed([weak = std::weak_ptr<CallRun>(run)] {
     if (auto r = weak.lock()) r->abandon("the client disconnected");
   });
