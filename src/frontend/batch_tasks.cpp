@@ -29,7 +29,9 @@ class BatchCallRun final : public tasks::Run {
   void cancel(const std::string& why) override {
     if (auto c = call_.lock(); c && !c->cancelled()) c->cancel(why);
   }
-  std::string provide(const boost::json::object&) override { return {}; }  // batch calls ask nothing
+  std::string provide(const boost::json::object&) override {
+    return {};
+  }  // batch calls ask nothing
 
  private:
   std::weak_ptr<Call> call_;
@@ -50,7 +52,8 @@ void settle(tasks::Store& store, const std::string& id, const Result& r) {
     }
   }
   const std::string error = R"({"code":-32603,"message":)" + json::quote(r.why) +
-                            R"(,"data":{"outcome":")" + std::string(outcome_name(r.fault)) + R"("}})";
+                            R"(,"data":{"outcome":")" + std::string(outcome_name(r.fault)) +
+                            R"("}})";
   store.fail(id, error);
 }
 
@@ -94,8 +97,8 @@ boost::asio::awaitable<void> Batch::start_tasks(Exchange& ex, std::shared_ptr<Ca
     }
     if (!task) {
       const Result& r = *run->results[i];
-      body += R"(,"outcome":")" + std::string(outcome_name(r.fault)) +
-              R"(","error":{"message":)" + json::quote(r.why) + "}}";
+      body += R"(,"outcome":")" + std::string(outcome_name(r.fault)) + R"(","error":{"message":)" +
+              json::quote(r.why) + "}}";
       continue;
     }
     (*ids)[i] = task->id;

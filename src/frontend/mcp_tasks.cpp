@@ -65,10 +65,10 @@ std::string error_response(std::string_view id, int code, std::string_view messa
 // The members every task envelope carries (CreateTaskResult and tasks/get).
 std::string task_members(const tasks::Task& t, std::chrono::milliseconds ttl) {
   return R"("taskId":)" + json::quote(t.id) + R"(,"status":")" +
-         std::string(tasks::to_string(t.status)) + R"(","createdAt":")" + tasks::iso8601(t.created) +
-         R"(","lastUpdatedAt":")" + tasks::iso8601(t.updated) +
-         R"(","ttlMs":)" + std::to_string(ttl.count()) +
-         R"(,"pollIntervalMs":)" + std::to_string(kPollIntervalMs);
+         std::string(tasks::to_string(t.status)) + R"(","createdAt":")" +
+         tasks::iso8601(t.created) + R"(","lastUpdatedAt":")" + tasks::iso8601(t.updated) +
+         R"(","ttlMs":)" + std::to_string(ttl.count()) + R"(,"pollIntervalMs":)" +
+         std::to_string(kPollIntervalMs);
 }
 
 asio::awaitable<void> reply(Exchange& ex, std::string body) {
@@ -104,8 +104,7 @@ std::string McpModern::task_support(std::string_view tool) const {
   return {};
 }
 
-std::string McpModern::become_task(const std::shared_ptr<Conversation>& conv,
-                                   std::string_view id) {
+std::string McpModern::become_task(const std::shared_ptr<Conversation>& conv, std::string_view id) {
   std::string error;
   const std::string owner = conv->session ? conv->session->owner : std::string();
   auto run = std::make_shared<ConversationRun>(gateway_.methods(), conv);
@@ -163,8 +162,8 @@ asio::awaitable<tasks::Task*> McpModern::task_of(Exchange& ex, Request& r) {
   if (!negotiates_tasks(r.envelope)) {
     const std::string why = r.method + " needs the " + std::string(kTasksExtension) +
                             " extension declared in clientCapabilities";
-    const std::string data = R"({"requiredCapabilities":{"extensions":{")" +
-                             std::string(kTasksExtension) + R"(":{}}}})";
+    const std::string data =
+        R"({"requiredCapabilities":{"extensions":{")" + std::string(kTasksExtension) + R"(":{}}}})";
     co_await reply(ex, error_response(r.id, mcp::kMissingClientCapability, why, data));
     co_return nullptr;
   }

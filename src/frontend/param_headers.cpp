@@ -22,7 +22,8 @@ std::optional<std::string> plain_value(const bj::value& v) {
   return std::nullopt;
 }
 
-mcp::Rejection header_mismatch(const std::string& header, const std::string& param, std::string why) {
+mcp::Rejection header_mismatch(const std::string& header, const std::string& param,
+                               std::string why) {
   return mcp::Rejection{mcp::kHeaderMismatch,
                         header + " header " + std::move(why) + " (the tool marks parameter '" +
                             param + "' with x-mcp-header)",
@@ -48,7 +49,8 @@ std::optional<mcp::Rejection> check_param_headers(const bj::object& arguments,
     if (!given) return header_mismatch(header, param, "is missing while the argument is present");
     const auto decoded = mcp::decode_header_value(trimmed(*given));
     if (!decoded) return header_mismatch(header, param, "is not valid =?base64?...?= text");
-    if (*decoded != *want) return header_mismatch(header, param, "does not match the argument's value");
+    if (*decoded != *want)
+      return header_mismatch(header, param, "does not match the argument's value");
   }
   return std::nullopt;
 }

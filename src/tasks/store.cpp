@@ -11,11 +11,16 @@ namespace toolbridge::tasks {
 
 std::string_view to_string(Status s) {
   switch (s) {
-    case Status::kWorking: return "working";
-    case Status::kInputRequired: return "input_required";
-    case Status::kCompleted: return "completed";
-    case Status::kFailed: return "failed";
-    case Status::kCancelled: return "cancelled";
+    case Status::kWorking:
+      return "working";
+    case Status::kInputRequired:
+      return "input_required";
+    case Status::kCompleted:
+      return "completed";
+    case Status::kFailed:
+      return "failed";
+    case Status::kCancelled:
+      return "cancelled";
   }
   return "working";
 }
@@ -133,8 +138,7 @@ bool Store::make_room(std::size_t need, std::string_view keep) {
   while (bytes_ + need > limits_.max_bytes) {
     auto oldest = tasks_.end();
     for (auto it = tasks_.begin(); it != tasks_.end(); ++it) {
-      if (it->first == keep || !is_terminal(it->second.status) || it->second.bytes() == 0)
-        continue;
+      if (it->first == keep || !is_terminal(it->second.status) || it->second.bytes() == 0) continue;
       if (oldest == tasks_.end() || it->second.created < oldest->second.created) oldest = it;
     }
     if (oldest == tasks_.end()) return false;

@@ -32,27 +32,28 @@ std::optional<mcp::Rejection> check(bj::object args, std::multimap<std::string, 
 
 TEST(ParamHeaders, MatchingValuesPassPlainOrBase64) {
   EXPECT_FALSE(check({{"region", "Hello"}}, {{"Mcp-Param-Region", "Hello"}}));
-  EXPECT_FALSE(check({{"region", "Hello"}}, {{"Mcp-Param-Region", "=?base64?SGVsbG8=?=" }}));
+  EXPECT_FALSE(check({{"region", "Hello"}}, {{"Mcp-Param-Region", "=?base64?SGVsbG8=?="}}));
   EXPECT_FALSE(check({{"region", "Hello"}}, {{"Mcp-Param-Region", "  Hello  "}}));  // OWS
   // Without both ends of the wrapper the value is literal text.
   EXPECT_FALSE(check({{"region", "SGVsbG8="}}, {{"Mcp-Param-Region", "SGVsbG8="}}));
-  EXPECT_FALSE(check({{"region", "=?base64?SGVsbG8="}}, {{"Mcp-Param-Region", "=?base64?SGVsbG8="}}));
+  EXPECT_FALSE(
+      check({{"region", "=?base64?SGVsbG8="}}, {{"Mcp-Param-Region", "=?base64?SGVsbG8="}}));
   EXPECT_FALSE(check({}, {}));  // absent from both
 }
 
 TEST(ParamHeaders, MismatchesAreHeaderMismatch) {
   for (auto [value, header] : std::initializer_list<std::pair<const char*, const char*>>{
-           {"Hello", "=?base64?SGVsbG8?="},       // bad padding
-           {"Hello", "=?base64?SGVs!!!bG8=?="},   // not the alphabet
-           {"Hello", "Goodbye"},                  // another value
-           {"hello", "Hello"}}) {                 // values are case-sensitive
+           {"Hello", "=?base64?SGVsbG8?="},      // bad padding
+           {"Hello", "=?base64?SGVs!!!bG8=?="},  // not the alphabet
+           {"Hello", "Goodbye"},                 // another value
+           {"hello", "Hello"}}) {                // values are case-sensitive
     auto r = check({{"region", value}}, {{"Mcp-Param-Region", header}});
     ASSERT_TRUE(r) << header;
     EXPECT_EQ(r->code, mcp::kHeaderMismatch);
     EXPECT_NE(r->message.find("Mcp-Param-Region"), std::string::npos);
   }
-  EXPECT_TRUE(check({{"region", "Hello"}}, {}));                            // header omitted
-  EXPECT_TRUE(check({}, {{"Mcp-Param-Region", "Hello"}}));                  // argument omitted
+  EXPECT_TRUE(check({{"region", "Hello"}}, {}));            // header omitted
+  EXPECT_TRUE(check({}, {{"Mcp-Param-Region", "Hello"}}));  // argument omitted
   EXPECT_TRUE(check({{"region", "a"}}, {{"Mcp-Param-Region", "a"}, {"Mcp-Param-Region", "a"}}));
 }
 

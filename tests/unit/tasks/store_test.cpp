@@ -153,7 +153,8 @@ TEST(TaskStore, TasksExpireAfterTheirTtlAndRunningOnesAreCancelled) {
 }
 
 TEST(TaskStore, Iso8601) {
-  const auto t = std::chrono::system_clock::time_point(std::chrono::milliseconds(1'700'000'000'123));
+  const auto t =
+      std::chrono::system_clock::time_point(std::chrono::milliseconds(1'700'000'000'123));
   EXPECT_EQ(iso8601(t), "2023-11-14T22:13:20.123Z");
 }
 
