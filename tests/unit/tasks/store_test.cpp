@@ -25,8 +25,9 @@ struct FakeRun : Run {
   }
 };
 
-Limits limits(std::size_t per_owner = 3, std::size_t bytes = 100, auto ttl = 60s) {
-  return Limits{std::chrono::duration_cast<std::chrono::milliseconds>(ttl), per_owner, bytes};
+Limits limits(std::size_t per_owner = 3, std::size_t bytes = 100,
+              std::chrono::milliseconds ttl = std::chrono::seconds(60)) {
+  return Limits{ttl, per_owner, bytes};
 }
 
 TEST(TaskStore, IdsAreUnguessableAndTasksBelongToTheirOwner) {
