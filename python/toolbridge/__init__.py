@@ -38,8 +38,9 @@ from .errors import (CallCancelled, CallFailed, CallTimeout, ConnectionFailed, I
                      RequestRejected, ServerError, ServerUnavailable, ToolbridgeError, ToolError,
                      TrajectoryRefused, Unauthorized, CallForbidden, Forbidden)
 from .parse import ParsedCall, ParseResult, ParseStream, Unparsed
+from .tasks import AsyncTask, Task, TaskFailed
 
-__all__ = ["AsyncClient", "AsyncTrajectory", "CallCancelled", "CallFailed", "CallForbidden", "CallResult",
+__all__ = ["AsyncClient", "AsyncTask", "AsyncTrajectory", "Task", "TaskFailed", "CallCancelled", "CallFailed", "CallForbidden", "CallResult",
            "CallTimeout", "Client", "ConnectionFailed", "Forbidden", "Gateway", "GatewayError", "InvalidCall",
            "Overloaded", "ParseResult", "ParseStream", "ParsedCall", "RequestRejected", "ServerError",
            "ServerUnavailable", "Timing", "ToolCall", "ToolError", "ToolbridgeError", "Trajectory",

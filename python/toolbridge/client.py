@@ -21,9 +21,10 @@ from typing import Any, Iterable, Literal, Mapping, Sequence, Union
 from ._transport import AsyncTransport, Response, SyncTransport, split_url, tls_context
 from .errors import ConnectionFailed, ToolbridgeError, call_failed, rejected
 from .parse import ParseResult, ParseStream, parse_body, parse_result, turns_body, turns_result
+from .tasks import AsyncTask, Task, batch_tasks, rpc_body, rpc_headers, rpc_result, started
 
 __all__ = ["AsyncClient", "AsyncTrajectory", "CallResult", "Client", "Timing", "ToolCall", "Trajectory",
-           "TrajectoryFaults", "TrajectoryTokens"]
+           "TrajectoryFaults", "TrajectoryTokens", "Task", "AsyncTask"]
 
 _JSON = {"Content-Type": "application/json"}
 _MSGPACK = {"Content-Type": "application/msgpack"}
@@ -302,6 +303,32 @@ class Client:
         for a call's outcome (see CallResult.raise_for_outcome)."""
         return self._post(_batch_body(calls, trajectory, self.tenant, fail_fast, sequential, timeout_ms))
 
+    def start(self, tool: str, arguments: Mapping[str, Any] | None = None) -> Task:
+        """Starts ``tool`` as a task (MCP tasks extension, docs/tasks.md) and returns at once:
+        ``.status()``, ``.result()``, ``.cancel()``. The task belongs to this client's tenant:
+        any client of the tenant can reach it with ``task(id)``."""
+        result = self._rpc("tools/call", {"name": tool, "arguments": dict(arguments or {})}, tool)
+        return started(Task, self, tool, result)
+
+    def task(self, task_id: str, tool: str = "") -> Task:
+        """A task started earlier (by this client or another of the same tenant)."""
+        return Task(self, tool, task_id, {"status": "working"})
+
+    def start_batch(self, calls: Iterable[CallSpec], *, trajectory: str | None = None,
+                    sequential: bool = False, timeout_ms: float | None = None) -> list[Task]:
+        """A turn's calls as tasks (POST /v1/batch, mode "tasks"): answered at once, one Task
+        per call in order (an entry that could not start is a Task already ``failed``)."""
+        body = _batch_body(calls, trajectory, self.tenant, False, sequential, timeout_ms)
+        body["mode"] = "tasks"
+        resp = self._transport.request("POST", self._prefix + "/v1/batch", json.dumps(body).encode(), _JSON)
+        return batch_tasks(Task, self, resp)
+
+    def _rpc(self, method: str, params: dict[str, Any], name: str) -> dict[str, Any]:
+        self._rpc_id = getattr(self, "_rpc_id", 0) + 1
+        resp = self._transport.request("POST", self._prefix + "/mcp", rpc_body(method, params, self._rpc_id),
+                                       rpc_headers(method, name, self.tenant))
+        return rpc_result(resp.status, resp.body)
+
     def trajectory(self, name: str | None = None) -> "Trajectory":
         """A named trajectory (a fresh unique name if none): its calls share per_session
         instances; released when the ``with`` block ends or on ``release()``."""
@@ -438,6 +465,29 @@ class AsyncClient:
                     fail_fast: bool = False, sequential: bool = False,
                     timeout_ms: float | None = None) -> list[CallResult]:
         return await self._post(_batch_body(calls, trajectory, self.tenant, fail_fast, sequential, timeout_ms))
+
+    async def start(self, tool: str, arguments: Mapping[str, Any] | None = None) -> AsyncTask:
+        """Client.start as a coroutine: an AsyncTask (its methods are coroutines)."""
+        result = await self._rpc("tools/call", {"name": tool, "arguments": dict(arguments or {})}, tool)
+        return started(AsyncTask, self, tool, result)
+
+    def task(self, task_id: str, tool: str = "") -> AsyncTask:
+        return AsyncTask(self, tool, task_id, {"status": "working"})
+
+    async def start_batch(self, calls: Iterable[CallSpec], *, trajectory: str | None = None,
+                          sequential: bool = False, timeout_ms: float | None = None) -> list[AsyncTask]:
+        body = _batch_body(calls, trajectory, self.tenant, False, sequential, timeout_ms)
+        body["mode"] = "tasks"
+        resp = await self._transport.request("POST", self._prefix + "/v1/batch",
+                                             json.dumps(body).encode(), _JSON)
+        return batch_tasks(AsyncTask, self, resp)
+
+    async def _rpc(self, method: str, params: dict[str, Any], name: str) -> dict[str, Any]:
+        self._rpc_id = getattr(self, "_rpc_id", 0) + 1
+        resp = await self._transport.request("POST", self._prefix + "/mcp",
+                                             rpc_body(method, params, self._rpc_id),
+                                             rpc_headers(method, name, self.tenant))
+        return rpc_result(resp.status, resp.body)
 
     def trajectory(self, name: str | None = None) -> "AsyncTrajectory":
         return AsyncTrajectory(self, name or new_trajectory_name())

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "config/suggestion.h"
@@ -108,6 +109,27 @@ bool matches_template(std::string_view tmpl, std::string_view uri) {
 }
 
 namespace {
+// SEP-2243: the parameters of a tool's inputSchema marked with `x-mcp-header` (a header name
+// suffix of token characters; a malformed mark is ignored, the tool still listed).
+std::vector<std::pair<std::string, std::string>> header_params_of(const bj::object& def) {
+  std::vector<std::pair<std::string, std::string>> out;
+  const bj::value* schema = def.if_contains("inputSchema");
+  const bj::value* props =
+      schema && schema->is_object() ? schema->as_object().if_contains("properties") : nullptr;
+  if (!props || !props->is_object()) return out;
+  for (const auto& [name, prop] : props->as_object()) {
+    const bj::value* mark = prop.is_object() ? prop.as_object().if_contains("x-mcp-header") : nullptr;
+    if (!mark || !mark->is_string() || mark->as_string().empty() || mark->as_string().size() > 64)
+      continue;
+    const std::string_view suffix = mark->as_string();
+    const bool token = std::all_of(suffix.begin(), suffix.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+    });
+    if (token && out.size() < 16) out.emplace_back(std::string(name), std::string(suffix));
+  }
+  return out;
+}
+
 // Which server a listed tool or prompt comes from, under which name, whatever the naming mode:
 // `toolbridge stdio --server NAME` and other clients can select one server's entries by it.
 void tag_origin(bj::object& def, const std::string& server, const std::string& original) {
@@ -180,6 +202,13 @@ void Catalog::rebuild(const std::vector<Source>& sources, config::ToolNaming nam
       tools_[tool_names[i]].read_only_hint = hint("readOnlyHint");
       tools_[tool_names[i]].idempotent_hint = hint("idempotentHint");
     }
+    if (const auto* exec = tool_defs[i]->if_contains("execution"); exec && exec->is_object()) {
+      const auto* support = exec->as_object().if_contains("taskSupport");
+      if (support && support->is_string() &&
+          (support->as_string() == "optional" || support->as_string() == "required"))
+        tools_[tool_names[i]].task_support = std::string(support->as_string());
+    }
+    tools_[tool_names[i]].header_params = header_params_of(*tool_defs[i]);
     bj::object def = *tool_defs[i];
     def["name"] = tool_names[i];
     tag_origin(def, tool_pairs[i].first, tool_pairs[i].second);

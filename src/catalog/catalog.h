@@ -39,6 +39,11 @@ struct Entry {
   // uses them only where its config says so).
   bool read_only_hint = false;
   bool idempotent_hint = false;
+  // Tools: execution.taskSupport as the server declares it ("optional", "required"), else empty.
+  std::string task_support;
+  // Tools: parameters the inputSchema marks with `x-mcp-header` (SEP-2243), as (parameter,
+  // header name suffix): their values travel in `Mcp-Param-SUFFIX` request headers too.
+  std::vector<std::pair<std::string, std::string>> header_params;
 };
 
 class Catalog {

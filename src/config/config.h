@@ -120,6 +120,10 @@ struct Server {
   // Tools safe to run twice (by the server's own name; "*" for all). Only these are retried
   // after the server died with the call in flight. Server annotations are hints, not trust.
   std::vector<std::string> idempotent_tools;
+  // Tools (server's own names, "*" for all) a client that negotiated the tasks extension runs
+  // as tasks kept by the gateway (docs/tasks.md), besides those the server marks itself with
+  // execution.taskSupport.
+  std::vector<std::string> task_tools;
   std::size_t max_retries = 2;  // per call, always within its deadline
   // Circuit breaker: after this many consecutive calls that timed out,
   // calls fail fast for breaker_cooldown; then one probe call decides (half-open). 0 disables.
@@ -354,6 +358,11 @@ struct Gateway {
   Duration input_required_ttl{2 * 60'000};
   std::size_t max_input_required = 1024;
   Duration list_ttl{60'000};
+  // Tasks (docs/tasks.md): how long a task and its result are kept after it was created, how
+  // many one tenant may hold at once, and the bytes of results all tasks may keep together.
+  Duration task_ttl{60 * 60'000};
+  std::size_t task_max_per_tenant = 256;
+  std::size_t task_max_bytes = 256u << 20;
   Auth auth;
   // Listening on a non-loopback address without `auth` refuses to start unless this is set.
   bool allow_unauthenticated = false;

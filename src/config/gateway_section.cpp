@@ -10,7 +10,7 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 53> kGatewayKeys{
+constexpr std::array<std::string_view, 56> kGatewayKeys{
     "listen",
     "allowed_origins",
     "max_body_bytes",
@@ -57,6 +57,9 @@ constexpr std::array<std::string_view, 53> kGatewayKeys{
     "input_required_ttl",
     "max_input_required",
     "list_ttl",
+    "task_ttl",
+    "task_max_per_tenant",
+    "task_max_bytes",
     "auth",
     "allow_unauthenticated",
     "tls",
@@ -318,6 +321,12 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
       g.max_input_required = r.count(v, p);
     } else if (e.key == "list_ttl") {
       g.list_ttl = r.duration(v, p, /*allow_zero=*/true);
+    } else if (e.key == "task_ttl") {
+      g.task_ttl = r.duration(v, p, /*allow_zero=*/false);
+    } else if (e.key == "task_max_per_tenant") {
+      g.task_max_per_tenant = r.count(v, p);
+    } else if (e.key == "task_max_bytes") {
+      g.task_max_bytes = r.size(v, p);
     } else if (e.key == "auth") {
       read_auth(r, v, p, g.auth);
     } else if (e.key == "allow_unauthenticated") {

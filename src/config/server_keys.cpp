@@ -206,6 +206,13 @@ void read_backoff(const NodeReader& r, const Entry& entry, const std::string& pa
   }
 }
 
+void read_task_tools(const NodeReader& r, const Entry& e, const std::string& p, ServerDraft& d) {
+  const auto& list = r.items(e.value, p);
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    d.server.task_tools.push_back(r.text(list[i], item_path(p, i)));
+  }
+}
+
 void read_idempotent_tools(const NodeReader& r, const Entry& e, const std::string& p,
                            ServerDraft& d) {
   const auto& list = r.items(e.value, p);
@@ -343,6 +350,7 @@ constexpr KeyReader kLifecycleKeyReaders[] = {
     {"timeout", [](R r, E e, P p, D d) { d.foreign_timeout = timeout(r, e.value, p); }},
     {"restart_backoff", read_backoff},
     {"idempotent_tools", read_idempotent_tools},
+    {"task_tools", read_task_tools},
     {"max_retries", [](R r, E e, P p, D d) { d.server.max_retries = r.zero_or_count(e.value, p); }},
     {"breaker_threshold",
      [](R r, E e, P p, D d) { d.server.breaker_threshold = r.zero_or_count(e.value, p, 1000); }},

@@ -15,7 +15,7 @@
 
 namespace toolbridge::config {
 
-inline constexpr std::array<std::string_view, 54> kServerKeys{
+inline constexpr std::array<std::string_view, 55> kServerKeys{
     "command",
     "args",
     "env",
@@ -37,6 +37,7 @@ inline constexpr std::array<std::string_view, 54> kServerKeys{
     "log_stderr_lines",
     "log_interval",
     "idempotent_tools",
+    "task_tools",
     "max_retries",
     "breaker_threshold",
     "breaker_cooldown",

@@ -135,6 +135,10 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
     if (!spec.id.empty()) block[i].slots.get<idempotency::Key>().value = std::move(spec.id);
     run->calls[i] = std::shared_ptr<Call>(block, &block[i]);
   }
+  if (request.tasks) {
+    co_await start_tasks(ex, std::move(run), request, scope);
+    co_return;
+  }
   ex.on_peer_closed([weak = std::weak_ptr<CallRun>(run)] {
     if (auto r = weak.lock()) r->abandon("the client disconnected");
   });

@@ -9,15 +9,20 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/value.hpp>
 #include <chrono>
+#include <memory>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "gateway/gateway.h"
+#include "tasks/store.h"
 #include "transport/http_server.h"
 
 namespace toolbridge::frontend {
+
+class CallRun;
+struct CallScope;
 
 // A tool name longer than this is an error entry (no catalog holds one).
 inline constexpr std::size_t kMaxBatchToolName = 512;
@@ -38,6 +43,7 @@ struct BatchRequest {
   std::string trajectory;  // from the body; empty if not named there
   std::string tenant;      // from the body; empty if not named there
   bool fail_fast = false;  // mode "fail_fast": the first failure cancels the calls left
+  bool tasks = false;      // mode "tasks": answered at once with a task per call (docs/tasks.md)
   bool sequential = false;
   std::chrono::milliseconds timeout{0};  // default per-call timeout_ms, 0: none
 };
@@ -69,16 +75,23 @@ class Batch {
 
   boost::asio::awaitable<void> post(transport::Exchange& ex);
   boost::asio::awaitable<void> tools(transport::Exchange& ex);
+  // Where mode "tasks" keeps its tasks: the MCP front end's store, so tasks/get reaches them.
+  void set_task_store(tasks::Store& store) { tasks_ = &store; }
 
  private:
   boost::asio::awaitable<void> refuse(transport::Exchange& ex, const BatchRefusal& refusal,
                                       const transport::Headers& headers);
+  // Mode "tasks" (batch_tasks.cpp): a task per call, answered at once with their ids; the calls
+  // run on without the request (the ephemeral trajectory is released when the last one ends).
+  boost::asio::awaitable<void> start_tasks(transport::Exchange& ex, std::shared_ptr<CallRun> run,
+                                           const BatchRequest& request, const CallScope& scope);
 
   gateway::Gateway& gateway_;
   std::uint64_t next_ephemeral_ = 0;  // batches without a trajectory get "batch/N"
   std::uint64_t* accepted_ = nullptr;
   std::uint64_t* refused_ = nullptr;
   std::uint64_t* shed_ = nullptr;
+  tasks::Store* tasks_ = nullptr;
 };
 
 }  // namespace toolbridge::frontend

@@ -173,8 +173,9 @@ class PlainReader {
       }
       case 3: {
         const auto mode = plain_string();
-        if (!mode || (*mode != "all" && *mode != "fail_fast")) return false;
+        if (!mode || (*mode != "all" && *mode != "fail_fast" && *mode != "tasks")) return false;
         out.fail_fast = *mode == "fail_fast";
+        out.tasks = *mode == "tasks";
         return true;
       }
       case 4:
@@ -311,9 +312,11 @@ BatchRefusal read_batch_request(const bj::value& body, BatchRequest& out, std::s
       out.tenant = std::string(value.as_string());
     } else if (key == "mode") {
       const bool known =
-          value.is_string() && (value.as_string() == "all" || value.as_string() == "fail_fast");
-      if (!known) return bad("mode must be \"all\" (the default) or \"fail_fast\"");
+          value.is_string() && (value.as_string() == "all" || value.as_string() == "fail_fast" ||
+                                value.as_string() == "tasks");
+      if (!known) return bad("mode must be \"all\" (the default), \"fail_fast\" or \"tasks\"");
       out.fail_fast = value.as_string() == "fail_fast";
+      out.tasks = value.as_string() == "tasks";
     } else if (key == "sequential") {
       if (!value.is_bool()) return bad("sequential must be true or false");
       out.sequential = value.as_bool();

@@ -248,6 +248,7 @@ void CallRun::finish(std::size_t i, Result result) {
   const bool failed = result.fault != Fault::kNone;
   done_at[i] = pipeline_.clock().now();
   results[i] = std::move(result);
+  if (on_result) on_result(i, *results[i]);
   if (failed && fail_fast_ && !stopped_by) {
     stopped_by = i;
     cancel_all(skipped_why());

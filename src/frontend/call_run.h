@@ -7,6 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -86,6 +87,8 @@ class CallRun : public std::enable_shared_from_this<CallRun> {
   BatchEntry entry(std::size_t i, std::string tool, gateway::Call::Clock::time_point arrived);
 
   std::optional<std::size_t> stopped_by;  // the call whose failure stopped a fail_fast run
+  // Called as each call gets its result (batch mode "tasks": the call's task ends then).
+  std::function<void(std::size_t, const gateway::Result&)> on_result;
 
  private:
   // Answers call i without running it if it cannot run (preset), the client left or a fail_fast

@@ -18,6 +18,8 @@ namespace toolbridge::frontend {
 class McpHttp {
  public:
   explicit McpHttp(gateway::Gateway& gateway) : gateway_(gateway), modern_(gateway) {}
+  // The tasks of the MCP tasks extension (also those of /v1/batch mode "tasks").
+  tasks::Store& task_store() { return modern_.task_store(); }
 
   // `trajectory`: the name in a /t/NAME/mcp path (percent-decoded, unchecked), else empty.
   boost::asio::awaitable<void> post(transport::Exchange& ex, std::string_view trajectory = {});

@@ -6,6 +6,7 @@
 #include <boost/json.hpp>
 
 #include "frontend/client_identity.h"
+#include "frontend/param_headers.h"
 #include "frontend/router.h"
 #include "frontend/trajectory_key.h"
 #include "gateway/methods.h"
@@ -82,7 +83,11 @@ std::string with_result_type(std::string response) {
 McpModern::McpModern(gateway::Gateway& gateway)
     : gateway_(gateway),
       input_required_(gateway.config().gateway.max_input_required,
-                      gateway.config().gateway.input_required_ttl, gateway.clock()) {
+                      gateway.config().gateway.input_required_ttl, gateway.clock()),
+      tasks_(tasks::Limits{gateway.config().gateway.task_ttl,
+                           gateway.config().gateway.task_max_per_tenant,
+                           gateway.config().gateway.task_max_bytes},
+             gateway.clock()) {
   table_ = {
       {"server/discover", &McpModern::discover},
       {"tools/list", &McpModern::list},
@@ -94,6 +99,9 @@ McpModern::McpModern(gateway::Gateway& gateway)
       {"prompts/get", &McpModern::call},
       {"resources/read", &McpModern::call},
       {"completion/complete", &McpModern::call},
+      {"tasks/get", &McpModern::task_get},
+      {"tasks/update", &McpModern::task_update},
+      {"tasks/cancel", &McpModern::task_cancel},
   };
 }
 
@@ -186,7 +194,7 @@ asio::awaitable<void> McpModern::discover(Exchange& ex, Request& r) {
   const std::string result =
       R"({"resultType":"complete","supportedVersions":)" + mcp::all_versions_json() +
       R"(,"capabilities":{"tools":{"listChanged":true},"resources":{},"prompts":{},)"
-      R"("completions":{}},)"
+      R"("completions":{},"extensions":{")" + std::string(kTasksExtension) + R"(":{}}},)"
       R"("instructions":"Tools from several MCP servers, named server__tool.","ttlMs":)" +
       ttl + R"(,"cacheScope":")" + std::string(cache_scope()) + R"(",)" + server_info_meta() + "}";
   std::string body = json::make_result(r.id, result);
@@ -212,6 +220,17 @@ asio::awaitable<void> McpModern::list(Exchange& ex, Request& r) {
                               R"(,"cacheScope":")" + std::string(cache_scope()) + '"';
   std::string body = with_result_members(json::make_result(r.id, lists), members);
   co_await ex.reply(http::status::ok, "application/json", std::move(body), {});
+}
+
+std::optional<mcp::Rejection> McpModern::param_header_mismatch(const Exchange& ex,
+                                                              const Request& r,
+                                                              const std::string& tool) const {
+  const catalog::Entry* entry = gateway_.catalog().tool(tool);
+  if (!entry || entry->header_params.empty()) return std::nullopt;
+  static const bj::object kNoArguments;
+  const bj::value* args = r.params.if_contains("arguments");
+  const bj::object& arguments = args && args->is_object() ? args->as_object() : kNoArguments;
+  return check_param_headers(arguments, entry->header_params, mcp::headers_of(ex.request()));
 }
 
 std::shared_ptr<gateway::Session> McpModern::session_for(Exchange& ex, std::string& error) {
@@ -287,6 +306,23 @@ asio::awaitable<void> McpModern::call(Exchange& ex, Request& r) {
     // An authentic state whose call is gone (expired, or already answered): run it again; the
     // responses the client sent answer the server's questions as they come.
   }
+  if (r.method == "tools/call") {
+    if (auto rejection = param_header_mismatch(ex, r, name_text)) {
+      co_await reply_error(ex, r.id, rejection->code, rejection->message);
+      co_return;
+    }
+  }
+  const std::string support = r.method == "tools/call" ? task_support(name_text) : "";
+  const bool tasks = negotiates_tasks(r.envelope);
+  if (support == "required" && !tasks) {
+    const std::string why = "tool '" + name_text +
+                            "' runs only as a task: declare the " + std::string(kTasksExtension) +
+                            " extension in clientCapabilities";
+    const std::string data = R"({"requiredCapabilities":{"extensions":{")" +
+                             std::string(kTasksExtension) + R"(":{}}}})";
+    co_await reply_error(ex, r.id, mcp::kMissingClientCapability, why, data);
+    co_return;
+  }
   std::string error;
   auto session = session_for(ex, error);
   if (!session) {
@@ -300,6 +336,7 @@ asio::awaitable<void> McpModern::call(Exchange& ex, Request& r) {
   conv->session = session;
   conv->method = r.method;
   conv->name = name_text;
+  conv->may_become_task = tasks && !support.empty();
   start(conv, r);
   co_await answer(ex, conv, r.id);
 }

@@ -9,6 +9,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -16,6 +17,7 @@
 #include "gateway/gateway.h"
 #include "gateway/input_required.h"
 #include "mcp/revision.h"
+#include "tasks/store.h"
 #include "transport/http_server.h"
 
 namespace toolbridge::frontend {
@@ -27,6 +29,7 @@ class McpModern {
   // Whether a request that carries no Mcp-Session-Id is a stateless one. Handshake requests
   // (with a session, or initialize) never reach here, so their path costs one header look-up.
   static bool claims(const transport::Request& req);
+  tasks::Store& task_store() { return tasks_; }
 
   boost::asio::awaitable<void> post(transport::Exchange& ex, std::string_view trajectory);
   // GET and DELETE have no meaning without sessions: 405 with Allow: POST.
@@ -48,6 +51,29 @@ class McpModern {
   boost::asio::awaitable<void> listen(transport::Exchange& ex, Request& r);
   boost::asio::awaitable<void> call(transport::Exchange& ex, Request& r);
 
+  // SEP-2243: the tool's x-mcp-header arguments against the request's Mcp-Param-* headers.
+  std::optional<mcp::Rejection> param_header_mismatch(const transport::Exchange& ex,
+                                                      const Request& r,
+                                                      const std::string& tool) const;
+
+  // The tasks extension (mcp_tasks.cpp, docs/tasks.md).
+  boost::asio::awaitable<void> task_get(transport::Exchange& ex, Request& r);
+  boost::asio::awaitable<void> task_update(transport::Exchange& ex, Request& r);
+  boost::asio::awaitable<void> task_cancel(transport::Exchange& ex, Request& r);
+  // The task support of the tool a tools/call names: "optional", "required" (the server's
+  // execution.taskSupport, or the server's task_tools) or empty.
+  std::string task_support(std::string_view tool) const;
+  // Makes the call a task of its session's owner and returns the CreateTaskResult response to
+  // `id`; the call then runs on in run_task. If the owner holds too many tasks, the call is
+  // cancelled and the response is the error.
+  std::string become_task(const std::shared_ptr<gateway::Conversation>& conv,
+                          std::string_view id);
+  // Follows a task's call to its end: its input requests, its result or error into the store.
+  boost::asio::awaitable<void> run_task(std::shared_ptr<gateway::Conversation> conv);
+  // The task `r` names for this client, or nullptr after answering the error (not negotiated:
+  // -32021; unknown, expired or another tenant's: -32602).
+  boost::asio::awaitable<tasks::Task*> task_of(transport::Exchange& ex, Request& r);
+
   // The stateless session of the client (its owner): per_session instances of calls that name
   // no trajectory are bound to it; nullptr with `error` set if no session can be made.
   std::shared_ptr<gateway::Session> session_for(transport::Exchange& ex, std::string& error);
@@ -66,7 +92,12 @@ class McpModern {
   std::unordered_map<std::string_view, Handler> table_;
   std::unordered_map<std::string, std::string> sessions_;  // owner -> stateless session id
   std::uint64_t next_subscription_ = 1;
+  tasks::Store tasks_;
 };
+
+// Whether a stateless request's clientCapabilities declare the tasks extension.
+bool negotiates_tasks(const mcp::ModernEnvelope& envelope);
+inline constexpr std::string_view kTasksExtension = "io.modelcontextprotocol/tasks";
 
 // A JSON-RPC response with `resultType: "complete"` added to its result (errors unchanged).
 std::string with_result_type(std::string response);

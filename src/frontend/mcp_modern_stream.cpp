@@ -26,6 +26,9 @@ namespace {
 constexpr auto kKeepalive = std::chrono::seconds(15);
 // Server requests sent within this window of the first one go out in one input_required result.
 constexpr auto kGatherWindow = std::chrono::milliseconds(5);
+// A call that may become a task answers at once if it ends (or asks its client) within this
+// window of its round's start, and becomes a task otherwise (docs/tasks.md).
+constexpr auto kTaskWindow = std::chrono::milliseconds(100);
 
 asio::awaitable<void> wait(gateway::Channel& channel, const base::Clock& clock,
                            base::Clock::duration most) {
@@ -67,12 +70,13 @@ asio::awaitable<void> McpModern::answer(Exchange& ex, std::shared_ptr<Conversati
   // A client that hangs up while its call runs (not while it is parked between rounds) cancels it.
   ex.on_peer_closed([this, weak = std::weak_ptr<Conversation>(conv), round] {
     auto c = weak.lock();
-    if (!c || c->round != round || c->parked || c->detached) return;
+    if (!c || c->round != round || c->parked || c->detached || !c->task_id.empty()) return;
     c->detached = true;
     c->refuse_all("the agent disconnected");
     if (c->session) gateway_.methods().abandon(c->session, c, "the agent disconnected");
   });
   bool streaming = false;
+  const auto task_after = gateway_.clock().now() + kTaskWindow;
   for (;;) {
     // Events first: notifications the server sent before its answer go out before it.
     if (!conv->channel.queue.empty()) {
@@ -116,6 +120,16 @@ asio::awaitable<void> McpModern::answer(Exchange& ex, std::shared_ptr<Conversati
       co_await finish(ex, streaming, std::move(body));
       co_return;
     }
+    if (conv->may_become_task) {
+      const auto now = gateway_.clock().now();
+      if (now >= task_after) {
+        std::string body = become_task(conv, id);
+        co_await finish(ex, streaming, std::move(body));
+        co_return;
+      }
+      co_await wait(conv->channel, gateway_.clock(), task_after - now);
+      continue;
+    }
     co_await wait(conv->channel, gateway_.clock(), kKeepalive);
     if (streaming && conv->channel.queue.empty() && conv->responses.empty() && !conv->has_asks()) {
       std::string comment = ": keep-alive\n\n";
@@ -123,6 +137,7 @@ asio::awaitable<void> McpModern::answer(Exchange& ex, std::shared_ptr<Conversati
     }
   }
   // The connection broke mid-stream.
+  if (!conv->task_id.empty()) co_return;  // a task runs on without its client
   conv->detached = true;
   conv->refuse_all("the agent disconnected");
   if (conv->session) gateway_.methods().abandon(conv->session, conv, "the agent disconnected");

@@ -86,6 +86,7 @@ Server::Server(asio::io_context& io, config::Config config)
   admin_.on_release([this](const std::string& name) {
     openai_.token_records().release(name, gateway_.clock().now());
   });
+  batch_.set_task_store(mcp_.task_store());
   add_routes();
   add_admin_listener();
   register_metrics();
@@ -131,6 +132,22 @@ void Server::add_admin_listener() {
 
 void Server::register_metrics() {
   auto& m = gateway_.metrics();
+  m.gauge("toolbridge_tasks",
+          "Tasks of the MCP tasks extension the gateway keeps, running (working or "
+          "input_required) and finished (within gateway.task_ttl).",
+          [this](auto& out) {
+            const auto& store = mcp_.task_store();
+            const std::size_t running = store.running();
+            out.emplace_back(telemetry::labels({{"state", "running"}}), static_cast<double>(running));
+            out.emplace_back(telemetry::labels({{"state", "finished"}}),
+                             static_cast<double>(store.size() - running));
+          });
+  m.gauge("toolbridge_task_bytes",
+          "Bytes of results, errors and input requests tasks keep (gateway.task_max_bytes bounds "
+          "them).",
+          [this](auto& out) {
+            out.emplace_back("", static_cast<double>(mcp_.task_store().bytes()));
+          });
   m.gauge("toolbridge_connections", "Open downstream HTTP connections.",
           [this](auto& out) { out.emplace_back("", static_cast<double>(http_.connections())); });
   m.gauge("toolbridge_connections_closed_total",

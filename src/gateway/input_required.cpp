@@ -134,6 +134,21 @@ std::string Conversation::input_required_result(const std::string& request_state
          json::quote(request_state) + "}";
 }
 
+std::string Conversation::pending_requests() {
+  for (auto& ask : asks_) {
+    std::string key = ask.key;
+    waiting_[key] = std::move(ask);
+  }
+  asks_.clear();
+  std::string requests = "{";
+  for (const auto& [key, ask] : waiting_) {
+    if (requests.size() > 1) requests += ',';
+    requests += json::quote(key) + R"(:{"method":)" + json::quote(ask.method) + R"(,"params":)" +
+                ask.params + "}";
+  }
+  return requests + '}';
+}
+
 void Conversation::provide(const bj::object& responses) {
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     const bj::value* answer = responses.if_contains(it->first);

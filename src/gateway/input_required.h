@@ -47,6 +47,9 @@ class Conversation : public PostStream {
   std::string input_required_result(const std::string& request_state);
   // Answers the waiting requests whose keys `responses` holds; the others are asked again.
   void provide(const boost::json::object& responses);
+  // Tasks: every server request not yet answered, as an `inputRequests` map ("{}" if none); they
+  // then wait for inputResponses.
+  std::string pending_requests();
   // Every waiting request is refused (the conversation was dropped).
   void refuse_all(const std::string& why);
 
@@ -56,6 +59,10 @@ class Conversation : public PostStream {
   std::string method;    // what the retry must repeat
   std::string name;
   std::shared_ptr<Session> session;  // keeps the stateless session while the call runs
+  // Tasks extension: the call may become a task (its client negotiated it and the tool supports
+  // it); once it is one, `task_id` names it and no HTTP exchange owns the call any more.
+  bool may_become_task = false;
+  std::string task_id;
 
  private:
   mcp::ModernEnvelope envelope_;

@@ -19,6 +19,8 @@ constexpr std::string_view kRoutingHeaders[] = {"MCP-Protocol-Version", "Mcp-Met
 std::string_view name_key(std::string_view method) {
   if (method == "tools/call" || method == "prompts/get") return "name";
   if (method == "resources/read") return "uri";
+  // The tasks extension (SEP-2663) routes its methods by task id.
+  if (method == "tasks/get" || method == "tasks/update" || method == "tasks/cancel") return "taskId";
   return {};
 }
 

@@ -234,6 +234,7 @@ void Remote::deliver(std::string_view message) {
     fail(fmt::format("it sent a message longer than max_line_bytes ({})", server_.max_line_bytes));
     return;
   }
+  if (stateless_) learn_header_marks(message, header_marks_);
   if (handlers_.on_message) handlers_.on_message(message);
 }
 
@@ -261,6 +262,8 @@ asio::awaitable<void> Remote::send_loop() {
     transport::HttpRequest req = request(http::verb::post, to);
     req.body = m.body;
     if (m.stateless) add_stateless_headers(req.headers, m.method, m.name, protocol_version_);
+    if (m.stateless && m.method == "tools/call")
+      add_param_headers(req.headers, m.body, m.name, header_marks_);
     // Waits while max_connections answers are streaming; resends once on a stale connection.
     HttpExchange ex = co_await client_.send(req);
     if (closed_) break;

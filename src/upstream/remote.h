@@ -14,6 +14,7 @@
 
 #include "base/clock.h"
 #include "config/config.h"
+#include "upstream/stateless.h"
 #include "transport/http_client.h"
 #include "transport/sse_reader.h"
 #include "upstream/transport.h"
@@ -118,6 +119,7 @@ class Remote : public Transport, public std::enable_shared_from_this<Remote> {
   std::deque<Outgoing> queue_;
   bool sending_ = false;
   bool stateless_ = false;
+  HeaderMarks header_marks_;  // SEP-2243: learnt from the tools/list results passing through
   bool closed_ = false;
   bool failed_ = false;
   std::size_t running_ = 0;

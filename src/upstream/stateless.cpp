@@ -101,4 +101,73 @@ void add_stateless_headers(std::vector<std::pair<std::string, std::string>>& hea
   headers.emplace_back("Mcp-Name", "=?base64?" + encoded + "?=");
 }
 
+void learn_header_marks(std::string_view message, HeaderMarks& marks) {
+  if (message.find("x-mcp-header") == std::string_view::npos) return;
+  boost::system::error_code ec;
+  const bj::value v = json::parse(message, ec);
+  const bj::value* result = !ec && v.is_object() ? v.as_object().if_contains("result") : nullptr;
+  const bj::value* tools =
+      result && result->is_object() ? result->as_object().if_contains("tools") : nullptr;
+  if (!tools || !tools->is_array()) return;
+  for (const auto& tool : tools->as_array()) {
+    const bj::object* t = tool.if_object();
+    const bj::value* name = t ? t->if_contains("name") : nullptr;
+    const bj::value* schema = t ? t->if_contains("inputSchema") : nullptr;
+    const bj::value* props =
+        schema && schema->is_object() ? schema->as_object().if_contains("properties") : nullptr;
+    if (!name || !name->is_string() || !props || !props->is_object()) continue;
+    std::vector<std::pair<std::string, std::string>> found;
+    for (const auto& [param, prop] : props->as_object()) {
+      const bj::value* mark =
+          prop.is_object() ? prop.as_object().if_contains("x-mcp-header") : nullptr;
+      if (!mark || !mark->is_string() || mark->as_string().empty() || mark->as_string().size() > 64)
+        continue;
+      const std::string_view suffix = mark->as_string();
+      const bool token = std::all_of(suffix.begin(), suffix.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '-' || c == '_';
+      });
+      if (token && found.size() < 16) found.emplace_back(std::string(param), std::string(suffix));
+    }
+    if (found.empty()) continue;
+    if (marks.size() >= 4096 && !marks.contains(name->as_string())) continue;
+    marks[std::string(name->as_string())] = std::move(found);
+  }
+}
+
+std::optional<std::string> param_header_value(const bj::value& v) {
+  std::string text;
+  if (v.is_string()) {
+    text = std::string(v.as_string());
+  } else if (v.is_number() || v.is_bool()) {
+    text = bj::serialize(v);
+  } else {
+    return std::nullopt;
+  }
+  const bool plain =
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= 0x20 && c <= 0x7e; }) &&
+      (text.empty() || (text.front() != ' ' && text.back() != ' '));
+  if (plain) return text;
+  std::string encoded(b64::encoded_size(text.size()), '\0');
+  encoded.resize(b64::encode(encoded.data(), text.data(), text.size()));
+  return "=?base64?" + encoded + "?=";
+}
+
+void add_param_headers(std::vector<std::pair<std::string, std::string>>& headers,
+                       std::string_view body, std::string_view tool, const HeaderMarks& marks) {
+  const auto it = marks.find(tool);
+  if (it == marks.end()) return;
+  boost::system::error_code ec;
+  const bj::value v = json::parse(body, ec);
+  const bj::value* params = !ec && v.is_object() ? v.as_object().if_contains("params") : nullptr;
+  const bj::value* args =
+      params && params->is_object() ? params->as_object().if_contains("arguments") : nullptr;
+  if (!args || !args->is_object()) return;
+  for (const auto& [param, suffix] : it->second) {
+    const bj::value* arg = args->as_object().if_contains(param);
+    if (!arg) continue;
+    if (auto value = param_header_value(*arg)) headers.emplace_back("Mcp-Param-" + suffix, *value);
+  }
+}
+
 }  // namespace toolbridge::upstream

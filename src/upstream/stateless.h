@@ -4,6 +4,9 @@
 // gateway probes server/discover before initialize; a server that lists 2026-07-28 is spoken to
 // statelessly, any other answer falls back to the handshake.
 #include <boost/json/value.hpp>
+#include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -37,5 +40,19 @@ std::string discover_params();
 void add_stateless_headers(std::vector<std::pair<std::string, std::string>>& headers,
                            const std::string& method, const std::string& name,
                            const std::string& version);
+
+// SEP-2243 custom headers: per tool, the parameters its inputSchema marks with `x-mcp-header`,
+// as (parameter, header name suffix).
+using HeaderMarks =
+    std::map<std::string, std::vector<std::pair<std::string, std::string>>, std::less<>>;
+// Records the marks of the tools a tools/list result lists (any other message: nothing; cheap
+// when the text does not mention x-mcp-header).
+void learn_header_marks(std::string_view message, HeaderMarks& marks);
+// The header text of an argument: strings as they are, =?base64?…?= when not plain printable
+// ASCII or with edge spaces; numbers and booleans as JSON; nullopt for other values.
+std::optional<std::string> param_header_value(const boost::json::value& v);
+// Mcp-Param-SUFFIX headers for a tools/call request (`body`) of tool `tool`, from its marks.
+void add_param_headers(std::vector<std::pair<std::string, std::string>>& headers,
+                       std::string_view body, std::string_view tool, const HeaderMarks& marks);
 
 }  // namespace toolbridge::upstream

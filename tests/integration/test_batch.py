@@ -167,7 +167,7 @@ def test_trajectory_and_tenant_conflicts_and_ownership(gw):
     ({"calls": []}, 400, "invalid_request", "calls is empty"),
     ({"calls": {}}, 400, "invalid_request", "calls must be an array"),
     ({"calls": [{"tool": "fixture__echo"}], "mode": "some"}, 400, "invalid_request",
-     'mode must be "all" (the default) or "fail_fast"'),
+     'mode must be "all" (the default), "fail_fast" or "tasks"'),
     ({"calls": [{"tool": "fixture__echo"}], "colls": []}, 400, "invalid_request", "unknown key 'colls'"),
     ({"calls": [{"tool": "fixture__echo"}], "timeout_ms": -1}, 400, "invalid_request", "timeout_ms must be more than 0"),
     ({"calls": [{"tool": "fixture__echo"}], "trajectory": "../x"}, 400, "invalid_request", "trajectory: character 1"),

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
+#include <map>
 
 namespace toolbridge::upstream {
 namespace {
@@ -44,6 +45,36 @@ TEST(ToStateless, EveryRequestCarriesTheEnvelopeAndItsRoutingHeaders) {
   StatelessMessage init = to_stateless(R"({"jsonrpc":"2.0","id":1,"method":"initialize"})");
   EXPECT_TRUE(bj::parse(init.body).at("params").at("_meta").as_object().contains(
       "io.modelcontextprotocol/protocolVersion"));
+}
+
+TEST(HeaderMarks, LearntFromToolsListAndSentAsMcpParamHeaders) {
+  HeaderMarks marks;
+  learn_header_marks(R"({"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"t","inputSchema":)"
+                     R"({"type":"object","properties":{"region":{"type":"string",)"
+                     R"("x-mcp-header":"Region"},"n":{"type":"number","x-mcp-header":"N"},)"
+                     R"("bad":{"x-mcp-header":"a b"},"plain":{"type":"string"}}}}]}})",
+                     marks);
+  ASSERT_EQ(marks.count("t"), 1u);
+  EXPECT_EQ(marks.at("t").size(), 2u);  // "a b" is no header name
+  std::vector<std::pair<std::string, std::string>> headers;
+  add_param_headers(headers,
+                    R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t",)"
+                    R"("arguments":{"region":"Zürich","n":3,"plain":"x"}}})",
+                    "t", marks);
+  std::map<std::string, std::string> got(headers.begin(), headers.end());
+  EXPECT_EQ(got.size(), 2u);
+  EXPECT_EQ(got["Mcp-Param-N"], "3");
+  EXPECT_EQ(got["Mcp-Param-Region"], "=?base64?WsO8cmljaA==?=");  // not ASCII: Base64
+  headers.clear();
+  add_param_headers(headers, R"({"params":{"arguments":{"region":"x"}}})", "other", marks);
+  EXPECT_TRUE(headers.empty());
+}
+
+TEST(HeaderMarks, ParamHeaderValue) {
+  EXPECT_EQ(param_header_value(bj::value("us-west")), "us-west");
+  EXPECT_EQ(param_header_value(bj::value(" x")), "=?base64?IHg=?=");  // an edge space
+  EXPECT_EQ(param_header_value(bj::value(true)), "true");
+  EXPECT_FALSE(param_header_value(bj::value(bj::object{})));
 }
 
 }  // namespace

@@ -1,0 +1,219 @@
+// The MCP tasks extension (SEP-2663) for stateless (2026-07-28) clients, for every server: a
+// tools/call of a task-supporting tool from a client that declared the extension becomes a task
+// kept by the gateway when it does not end within a short window; tasks/get, tasks/update and
+// tasks/cancel then reach it by id, for its owner only. docs/tasks.md has the rules.
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+
+#include "base/spawn.h"
+#include "frontend/client_identity.h"
+#include "frontend/event_stream.h"
+#include "frontend/mcp_modern.h"
+#include "gateway/methods.h"
+#include "json/envelope.h"
+#include "json/parse.h"
+
+namespace toolbridge::frontend {
+
+namespace asio = boost::asio;
+namespace bj = boost::json;
+namespace http = boost::beast::http;
+using gateway::Conversation;
+using transport::Exchange;
+
+namespace {
+
+constexpr auto kGather = std::chrono::milliseconds(5);
+constexpr auto kIdleWake = std::chrono::seconds(15);
+constexpr int kPollIntervalMs = 500;
+
+// The call behind a task, as the store drives it.
+class ConversationRun final : public tasks::Run {
+ public:
+  ConversationRun(gateway::Methods& methods, std::weak_ptr<Conversation> conv)
+      : methods_(methods), conv_(std::move(conv)) {}
+
+  void cancel(const std::string& why) override {
+    auto c = conv_.lock();
+    if (!c) return;
+    c->refuse_all(why);
+    if (c->session) methods_.abandon(c->session, c, why);
+    c->channel.notify();
+  }
+
+  std::string provide(const bj::object& responses) override {
+    auto c = conv_.lock();
+    if (!c) return {};
+    c->provide(responses);
+    c->channel.notify();
+    return c->has_asks() ? c->pending_requests() : std::string();
+  }
+
+ private:
+  gateway::Methods& methods_;
+  std::weak_ptr<Conversation> conv_;
+};
+
+std::string error_response(std::string_view id, int code, std::string_view message,
+                           std::string_view data = {}) {
+  return json::make_error(id, code, message, data);
+}
+
+// The members every task envelope carries (CreateTaskResult and tasks/get).
+std::string task_members(const tasks::Task& t, std::chrono::milliseconds ttl) {
+  return R"("taskId":)" + json::quote(t.id) + R"(,"status":")" +
+         std::string(tasks::to_string(t.status)) + R"(","createdAt":")" +
+         tasks::iso8601(t.created) + R"(","lastUpdatedAt":")" + tasks::iso8601(t.updated) +
+         R"(","ttlMs":)" + std::to_string(ttl.count()) + R"(,"pollIntervalMs":)" +
+         std::to_string(kPollIntervalMs);
+}
+
+asio::awaitable<void> reply(Exchange& ex, std::string body) {
+  const json::Envelope env = json::parse_envelope(body);
+  int code = 0;
+  if (!env.error.empty()) {
+    boost::system::error_code ec;
+    const bj::value e = json::parse(env.error.in(body), ec);
+    const bj::value* c = !ec && e.is_object() ? e.as_object().if_contains("code") : nullptr;
+    code = c && c->is_int64() ? static_cast<int>(c->as_int64()) : 0;
+  }
+  const auto status = static_cast<http::status>(mcp::http_status_for(code));
+  co_await ex.reply(status, "application/json", std::move(body), {});
+}
+
+}  // namespace
+
+bool negotiates_tasks(const mcp::ModernEnvelope& envelope) {
+  const bj::value* ext = envelope.capabilities.if_contains("extensions");
+  return ext && ext->is_object() && ext->as_object().contains(kTasksExtension);
+}
+
+std::string McpModern::task_support(std::string_view tool) const {
+  const catalog::Entry* entry = gateway_.catalog().tool(tool);
+  if (!entry) return {};
+  if (!entry->task_support.empty()) return entry->task_support;
+  for (const auto& server : gateway_.config().servers) {
+    if (server.name != entry->server) continue;
+    for (const auto& t : server.task_tools) {
+      if (t == "*" || t == entry->original) return "optional";
+    }
+  }
+  return {};
+}
+
+std::string McpModern::become_task(const std::shared_ptr<Conversation>& conv, std::string_view id) {
+  std::string error;
+  const std::string owner = conv->session ? conv->session->owner : std::string();
+  auto run = std::make_shared<ConversationRun>(gateway_.methods(), conv);
+  tasks::Task* task = tasks_.create(owner, run, error);
+  if (!task) {
+    run->cancel(error);
+    conv->detached = true;
+    return error_response(id, json::kOverloaded, error);
+  }
+  conv->task_id = task->id;
+  std::string body = json::make_result(
+      id, R"({"resultType":"task",)" + task_members(*task, tasks_.limits().ttl) + "}");
+  asio::co_spawn(gateway_.io(), run_task(conv), base::log_failure("task follower"));
+  return body;
+}
+
+asio::awaitable<void> McpModern::run_task(std::shared_ptr<Conversation> conv) {
+  const std::string id = conv->task_id;
+  for (;;) {
+    const tasks::Task* t = tasks_.by_id(id);
+    if (!t || tasks::is_terminal(t->status)) break;
+    if (!conv->responses.empty()) {
+      const std::string response = std::move(conv->responses.front());
+      conv->responses.clear();
+      const json::Envelope env = json::parse_envelope(response);
+      if (!env.error.empty()) {
+        tasks_.fail(id, std::string(env.error.in(response)));
+      } else {
+        tasks_.complete(id, std::string(env.result.in(response)));
+      }
+      break;
+    }
+    if (conv->finished()) {
+      tasks_.fail(id, R"({"code":-32603,"message":"the call ended without an answer"})");
+      break;
+    }
+    if (conv->has_asks()) {
+      // Requests sent together are asked together.
+      base::Timer gather(gateway_.io(), gateway_.clock(), kGather);
+      boost::system::error_code ec;
+      co_await gather.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      if (conv->has_asks()) tasks_.input_required(id, conv->pending_requests());
+      continue;
+    }
+    std::string dropped;  // notifications have no stream to go to; the task's status is polled
+    drain_events(conv->channel, dropped);
+    conv->channel.wake(gateway_.clock()).expires_after(kIdleWake);
+    boost::system::error_code ec;
+    co_await conv->channel.wake(gateway_.clock())
+        .async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+}
+
+asio::awaitable<tasks::Task*> McpModern::task_of(Exchange& ex, Request& r) {
+  if (!negotiates_tasks(r.envelope)) {
+    const std::string why = r.method + " needs the " + std::string(kTasksExtension) +
+                            " extension declared in clientCapabilities";
+    const std::string data =
+        R"({"requiredCapabilities":{"extensions":{")" + std::string(kTasksExtension) + R"(":{}}}})";
+    co_await reply(ex, error_response(r.id, mcp::kMissingClientCapability, why, data));
+    co_return nullptr;
+  }
+  const bj::value* given = r.params.if_contains("taskId");
+  if (!given || !given->is_string()) {
+    co_await reply(ex, error_response(r.id, json::kInvalidParams, "taskId must be a string"));
+    co_return nullptr;
+  }
+  std::string error;
+  const std::string owner = owner_of(ex, error);
+  tasks::Task* task = owner.empty() ? nullptr : tasks_.find(given->as_string(), owner);
+  if (!task) {
+    const std::string why = "unknown task '" + std::string(given->as_string()) +
+                            "' (never made, expired after gateway.task_ttl, or another tenant's)";
+    co_await reply(ex, error_response(r.id, json::kInvalidParams, why));
+    co_return nullptr;
+  }
+  co_return task;
+}
+
+asio::awaitable<void> McpModern::task_get(Exchange& ex, Request& r) {
+  tasks::Task* t = co_await task_of(ex, r);
+  if (!t) co_return;
+  std::string members = task_members(*t, tasks_.limits().ttl);
+  if (t->status == tasks::Status::kCompleted) members += R"(,"result":)" + t->result;
+  if (t->status == tasks::Status::kFailed) members += R"(,"error":)" + t->error;
+  if (t->status == tasks::Status::kInputRequired)
+    members += R"(,"inputRequests":)" + t->input_requests;
+  co_await reply(ex, json::make_result(r.id, R"({"resultType":"complete",)" + members + "}"));
+}
+
+asio::awaitable<void> McpModern::task_update(Exchange& ex, Request& r) {
+  tasks::Task* t = co_await task_of(ex, r);
+  if (!t) co_return;
+  const bj::value* given = r.params.if_contains("inputResponses");
+  if (!given || !given->is_object()) {
+    co_await reply(ex, error_response(r.id, json::kInvalidParams,
+                                      "inputResponses must be an object keyed as the task's "
+                                      "inputRequests are"));
+    co_return;
+  }
+  tasks_.provide(*t, given->as_object());
+  co_await reply(ex, json::make_result(r.id, R"({"resultType":"complete"})"));
+}
+
+asio::awaitable<void> McpModern::task_cancel(Exchange& ex, Request& r) {
+  tasks::Task* t = co_await task_of(ex, r);
+  if (!t) co_return;
+  tasks_.cancel(*t, "the agent cancelled the task (tasks/cancel)");
+  co_await reply(ex, json::make_result(r.id, R"({"resultType":"complete"})"));
+}
+
+}  // namespace toolbridge::frontend

@@ -1,0 +1,163 @@
+#include "tasks/store.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+namespace toolbridge::tasks {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct FakeRun : Run {
+  int cancels = 0;
+  std::string why;
+  boost::json::object provided;
+  void cancel(const std::string& w) override {
+    ++cancels;
+    why = w;
+  }
+  std::string still_pending = "{}";
+  std::string provide(const boost::json::object& r) override {
+    provided = r;
+    return still_pending;
+  }
+};
+
+Limits limits(std::size_t per_owner = 3, std::size_t bytes = 100,
+              std::chrono::milliseconds ttl = std::chrono::seconds(60)) {
+  return Limits{ttl, per_owner, bytes};
+}
+
+TEST(TaskStore, IdsAreUnguessableAndTasksBelongToTheirOwner) {
+  base::ManualClock clock;
+  Store store(limits(), clock);
+  std::string error;
+  Task* a = store.create("alice", nullptr, error);
+  Task* b = store.create("alice", nullptr, error);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->id.size(), 32u);
+  EXPECT_NE(a->id, b->id);
+  EXPECT_EQ(store.find(a->id, "alice"), a);
+  EXPECT_EQ(store.find(a->id, "bob"), nullptr);  // another tenant: as if it did not exist
+  EXPECT_EQ(store.find("nope", "alice"), nullptr);
+  EXPECT_EQ(a->status, Status::kWorking);
+}
+
+TEST(TaskStore, LifecycleAndTerminalStatesAreSticky) {
+  base::ManualClock clock;
+  Store store(limits(), clock);
+  std::string error;
+  auto run = std::make_shared<FakeRun>();
+  Task* t = store.create("o", run, error);
+  const std::string id = t->id;
+  store.input_required(id, R"({"k":{"method":"elicitation/create"}})");
+  EXPECT_EQ(t->status, Status::kInputRequired);
+  EXPECT_GT(store.bytes(), 0u);
+  store.working(id);
+  EXPECT_EQ(t->status, Status::kWorking);
+  EXPECT_EQ(store.bytes(), 0u);
+  store.complete(id, R"({"content":[]})");
+  EXPECT_EQ(t->status, Status::kCompleted);
+  EXPECT_EQ(t->result, R"({"content":[]})");
+  EXPECT_EQ(t->run, nullptr);
+  store.fail(id, R"({"code":1,"message":"late"})");  // a late outcome changes nothing
+  store.cancel(*t, "late");
+  EXPECT_EQ(t->status, Status::kCompleted);
+  EXPECT_EQ(run->cancels, 0);
+}
+
+TEST(TaskStore, UpdateKeepsInputRequiredUntilEveryRequestIsAnswered) {
+  base::ManualClock clock;
+  Store store(limits(), clock);
+  std::string error;
+  auto run = std::make_shared<FakeRun>();
+  Task* t = store.create("o", run, error);
+  store.input_required(t->id, R"({"a":{},"b":{}})");
+  run->still_pending = R"({"b":{}})";
+  store.provide(*t, boost::json::object{{"a", boost::json::object{}}});
+  EXPECT_TRUE(run->provided.contains("a"));
+  EXPECT_EQ(t->status, Status::kInputRequired);
+  EXPECT_EQ(t->input_requests, R"({"b":{}})");
+  run->still_pending = "{}";
+  store.provide(*t, boost::json::object{{"b", boost::json::object{}}});
+  EXPECT_EQ(t->status, Status::kWorking);
+  EXPECT_TRUE(t->input_requests.empty());
+}
+
+TEST(TaskStore, CancelStopsTheRunOnce) {
+  base::ManualClock clock;
+  Store store(limits(), clock);
+  std::string error;
+  auto run = std::make_shared<FakeRun>();
+  Task* t = store.create("o", run, error);
+  store.cancel(*t, "asked");
+  store.cancel(*t, "again");
+  EXPECT_EQ(t->status, Status::kCancelled);
+  EXPECT_EQ(run->cancels, 1);
+  EXPECT_EQ(run->why, "asked");
+  store.complete(t->id, "{}");  // the call's result after the cancel is dropped
+  EXPECT_EQ(t->status, Status::kCancelled);
+}
+
+TEST(TaskStore, PerOwnerLimitRefusesOnlyWhenAllAreRunning) {
+  base::ManualClock clock;
+  Store store(limits(2), clock);
+  std::string error;
+  Task* first = store.create("o", std::make_shared<FakeRun>(), error);
+  const std::string first_id = first->id;
+  ASSERT_TRUE(store.create("o", std::make_shared<FakeRun>(), error));
+  EXPECT_EQ(store.create("o", nullptr, error), nullptr);
+  EXPECT_NE(error.find("gateway.task_max_per_tenant"), std::string::npos) << error;
+  EXPECT_TRUE(store.create("other", nullptr, error));  // another tenant has its own count
+  store.complete(first_id, "{}");
+  EXPECT_TRUE(store.create("o", nullptr, error));  // the finished one gives way
+  EXPECT_EQ(store.find(first_id, "o"), nullptr);
+}
+
+TEST(TaskStore, ResultsBeyondTheByteBudgetEvictOldFinishedOnesOrFail) {
+  base::ManualClock clock;
+  Store store(limits(10, 100), clock);
+  std::string error;
+  Task* a = store.create("o", nullptr, error);
+  const std::string a_id = a->id;
+  store.complete(a_id, std::string(60, 'a'));
+  clock.advance(1ms);
+  Task* b = store.create("o", nullptr, error);
+  const std::string b_id = b->id;
+  store.complete(b_id, std::string(60, 'b'));  // a is dropped to make room
+  EXPECT_EQ(store.find(a_id, "o"), nullptr);
+  ASSERT_NE(store.find(b_id, "o"), nullptr);
+  EXPECT_EQ(store.bytes(), 60u);
+  Task* c = store.create("o", nullptr, error);
+  store.complete(c->id, std::string(101, 'c'));  // can never fit
+  EXPECT_EQ(c->status, Status::kFailed);
+  EXPECT_NE(c->error.find("gateway.task_max_bytes"), std::string::npos) << c->error;
+  EXPECT_TRUE(c->result.empty());
+}
+
+TEST(TaskStore, TasksExpireAfterTheirTtlAndRunningOnesAreCancelled) {
+  base::ManualClock clock;
+  Store store(limits(10, 100, 10s), clock);
+  std::string error;
+  auto run = std::make_shared<FakeRun>();
+  Task* t = store.create("o", run, error);
+  const std::string id = t->id;
+  clock.advance(9s);
+  EXPECT_NE(store.find(id, "o"), nullptr);  // never before its ttl
+  clock.advance(1s);
+  EXPECT_EQ(store.find(id, "o"), nullptr);
+  EXPECT_EQ(run->cancels, 1);
+  EXPECT_NE(run->why.find("gateway.task_ttl"), std::string::npos);
+  EXPECT_EQ(store.size(), 0u);
+}
+
+TEST(TaskStore, Iso8601) {
+  const auto t =
+      std::chrono::system_clock::time_point(std::chrono::milliseconds(1'700'000'000'123));
+  EXPECT_EQ(iso8601(t), "2023-11-14T22:13:20.123Z");
+}
+
+}  // namespace
+}  // namespace toolbridge::tasks
