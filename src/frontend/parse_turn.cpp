@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include "call/trajectory_name.h"
+#include "idempotency/key_meta.h"
 #include "json/envelope.h"
 #include "json/parse.h"
 
@@ -27,6 +28,9 @@ BatchRefusal read_flag(const bj::value& v, std::string_view key, bool& out) {
   out = v.as_bool();
   return {};
 }
+
+// A turn's id leaves room for "/N" in its calls' idempotency keys.
+constexpr std::size_t kMaxTurnIdBytes = idempotency::kMaxKeyBytes - 16;
 
 BatchRefusal read_option(std::string_view key, const bj::value& v, ParseOptions& out) {
   if (key == "text") {
@@ -64,6 +68,13 @@ BatchRefusal read_option(std::string_view key, const bj::value& v, ParseOptions&
     const bool known = v.is_string() && (v.as_string() == "all" || v.as_string() == "fail_fast");
     if (!known) return bad("mode must be \"all\" (the default) or \"fail_fast\"");
     out.fail_fast = v.as_string() == "fail_fast";
+  } else if (key == "id") {
+    if (std::string why = idempotency::key_error(v, "id"); !why.empty()) return bad(why);
+    if (v.as_string().size() > kMaxTurnIdBytes) {
+      return bad(fmt::format("id must be at most {} characters (its calls' keys add /N)",
+                             kMaxTurnIdBytes));
+    }
+    out.id = std::string(v.as_string());
   } else if (key == "timeout_ms") {
     const double ms = v.is_number() ? v.to_number<double>() : 0;
     if (!(ms > 0) || ms > kMaxTimeoutMs) {
@@ -73,7 +84,7 @@ BatchRefusal read_option(std::string_view key, const bj::value& v, ParseOptions&
   } else {
     return bad(fmt::format(
         "unknown key '{}' (a parse request has text or turns, format, trajectory, tenant, "
-        "execute, render, mode, sequential, timeout_ms)",
+        "execute, render, mode, sequential, timeout_ms, id)",
         key));
   }
   return {};
@@ -176,8 +187,14 @@ void Turn::settle(const parse::ToolIndex& index, std::uint64_t& next_id, bool st
     if (!c.resolved) preset = Result::failure(Fault::kInvalidParams, c.problem);
     auto pipeline_call =
         make_tool_call(calls_.size() - 1, c.name, c.arguments, scope_, options_.timeout);
+    keyed(*pipeline_call, calls_.size() - 1);
     run_->add(std::move(pipeline_call), std::move(preset));
   }
+}
+
+void Turn::keyed(gateway::Call& call, std::size_t index) const {
+  if (!options_.id.empty())
+    call.slots.get<idempotency::Key>().value = fmt::format("{}/{}", options_.id, index);
 }
 
 void Turn::start_all() {
@@ -191,6 +208,7 @@ void Turn::start_all() {
     }
     run_->calls[i] =
         make_tool_call(i, calls_[i].name, calls_[i].arguments, scope_, options_.timeout);
+    keyed(*run_->calls[i], i);
   }
   run_->start();
 }

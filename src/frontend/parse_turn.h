@@ -27,6 +27,9 @@ struct ParseOptions {
   bool fail_fast = false;
   bool sequential = false;
   std::chrono::milliseconds timeout{0};
+  // The turn's idempotency id ("id"): its N-th call runs with the key "ID/N", so the same turn
+  // sent again (a lost connection) gets its calls' first results. Empty: no keys.
+  std::string id;
 };
 
 // Reads a /v1/parse (or stream-opening) body; the refusal says what is wrong with it.
@@ -65,6 +68,8 @@ class Turn {
   std::string final_json(double total_ms);
 
  private:
+  // Gives the turn's `index`-th call its idempotency key, when the turn has an id.
+  void keyed(gateway::Call& call, std::size_t index) const;
   void append_call(std::string& out, std::size_t i, bool with_result) const;
   void append_unparsed(std::string& out, std::size_t from) const;
 

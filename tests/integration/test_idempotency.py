@@ -124,3 +124,44 @@ def test_a_retried_batch_call_with_an_id_runs_once(gw):
         assert 'toolbridge_idempotent_calls_total{result="joined"}' in metrics
     finally:
         s.close()
+
+
+def hermes(name: str, arguments: dict) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+
+
+def test_a_retried_parse_request_with_an_id_runs_its_calls_once(gw):
+    """/v1/parse with "id": each extracted call's key is ID/N (its place in the turn), so a turn
+    sent again after a lost connection gets its first results and runs nothing again."""
+    s = RawSession(gw.mcp_url).initialize()
+    try:
+        before = runs(s)
+        turn = "turn-" + uuid.uuid4().hex[:8]
+        text = (hermes("fixture__sandbox_exec", {"code": "a", "delay_ms": 800}) +
+                hermes("fixture__sandbox_exec", {"code": "b"}))
+        body = {"text": text, "format": "hermes", "execute": True, "id": turn,
+                "trajectory": "idem-parse-" + uuid.uuid4().hex[:8]}
+        with httpx.Client(timeout=httpx.Timeout(10, read=0.3)) as c:
+            with pytest.raises(httpx.ReadTimeout):
+                c.post(gw.base_url + "/v1/parse", json=body)
+        resp = httpx.post(gw.base_url + "/v1/parse", json=body, timeout=30)
+        assert resp.status_code == 200, resp.text
+        calls = resp.json()["calls"]
+        assert [c["outcome"] for c in calls] == ["ok", "ok"], calls
+        executions = sorted(json.loads(c["result"]["content"][0]["text"])["execution"] for c in calls)
+        assert executions == [before + 1, before + 2]
+        assert runs(s) == before + 2, "the retried turn ran its calls again"
+
+        # The same id with another call in a place: that call is refused, naming the key.
+        changed = dict(body, text=hermes("fixture__sandbox_exec", {"code": "other"}))
+        again = httpx.post(gw.base_url + "/v1/parse", json=changed, timeout=30).json()["calls"][0]
+        assert again["outcome"] == "invalid_params", again
+        assert f"'{turn}/0'" in again["error"]["message"], again
+        assert runs(s) == before + 2
+
+        # A malformed id is refused before anything runs.
+        bad = httpx.post(gw.base_url + "/v1/parse", json=dict(body, id="has space"), timeout=30)
+        assert bad.status_code == 400 and "id" in bad.json()["error"]["message"], bad.text
+        assert runs(s) == before + 2
+    finally:
+        s.close()
