@@ -219,6 +219,8 @@ asio::awaitable<bool> ProxyStage::relay(gateway::Call& call, std::size_t i,
   auto account = [&] {
     if (auto p = usage.prompt_tokens()) *w.prompt_tokens += *p;
     if (auto c = usage.cached_tokens()) *w.cached_tokens += *c;
+    call.slots.get<llm::Served>() = {w.config.name, usage.prompt_tokens(), usage.cached_tokens(),
+                                     usage.completion_tokens()};
   };
   if (!stream) {
     std::string body;

@@ -1,5 +1,6 @@
 #include "gateway/call_spans.h"
 
+#include "llm/usage.h"
 #include "otel/ids.h"
 
 namespace toolbridge::gateway {
@@ -32,11 +33,25 @@ void add_common(otel::Span& s, const Call& call, const telemetry::CallRecord& r)
   s.add("toolbridge.server", call.route.server);
 }
 
+// The worker that answered a model request and the tokens it reported (GenAI conventions).
+void add_served(otel::Span& s, const Call& call) {
+  const llm::Served* served = call.slots.find<llm::Served>();
+  if (!served) return;
+  s.add("toolbridge.worker", served->worker);
+  if (served->input_tokens)
+    s.add("gen_ai.usage.input_tokens", static_cast<std::int64_t>(*served->input_tokens));
+  if (served->output_tokens)
+    s.add("gen_ai.usage.output_tokens", static_cast<std::int64_t>(*served->output_tokens));
+  if (served->cached_tokens)
+    s.add("toolbridge.usage.cached_tokens", static_cast<std::int64_t>(*served->cached_tokens));
+}
+
 void add_call_attributes(otel::Span& s, const Call& call, const Result& result,
                          const telemetry::CallRecord& r) {
   if (is_model_request(call)) {
     s.add("gen_ai.operation.name", call.method == "completions" ? "text_completion" : "chat");
     s.add("gen_ai.request.model", call.route.server);
+    add_served(s, call);
   } else {
     s.add("mcp.method.name", call.method);
     if (call.is_tool_call()) {
@@ -56,6 +71,7 @@ void add_call_attributes(otel::Span& s, const Call& call, const Result& result,
     s.status = otel::StatusCode::kOk;
   } else {
     s.add("error.type", r.outcome);
+    s.add("toolbridge.fault", r.fault);
     s.status = otel::StatusCode::kError;
     s.status_message =
         bounded(result.fault == Fault::kToolError ? "the tool answered isError" : result.why);

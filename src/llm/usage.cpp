@@ -38,6 +38,7 @@ void find_last(std::string_view text, std::string_view key, std::optional<std::u
 void UsageScanner::scan(std::string_view text) {
   find_last(text, "\"prompt_tokens\"", prompt_);
   find_last(text, "\"cached_tokens\"", cached_);
+  find_last(text, "\"completion_tokens\"", completion_);
 }
 
 void UsageScanner::feed(std::string_view piece) {

@@ -106,6 +106,7 @@ def test_spans_reach_jaeger_with_links_attributes_and_one_trace_per_trajectory(
     fail = next(sp for sp in calls if sp["operationName"] == "tools/call fixture__fail")
     ft = tags(fail)
     assert ft["toolbridge.outcome"] == "tool_error" and ft["error.type"] == "tool_error"
+    assert ft["toolbridge.fault"] == "tool"
     assert ft["otel.status_code"] == "ERROR" and ft["error"] is True
     # traj-a's call is not in traj-b's trace, nor in a trace of its own (the caller's won).
     assert all(tags(sp)["toolbridge.trajectory"] == "traj-b" for sp in calls)
@@ -200,6 +201,11 @@ def test_a_model_request_is_a_span_and_its_traceparent_reaches_the_worker(tmp_pa
         t = tags(span)
         assert t["gen_ai.operation.name"] == "chat" and t["gen_ai.request.model"] == "sim"
         assert t["toolbridge.trajectory"] == "traj-m" and t["toolbridge.outcome"] == "ok"
+        # The worker that answered and the tokens it reported (GenAI usage conventions).
+        usage = r.json()["usage"]
+        assert t["toolbridge.worker"] == r.headers["X-Toolbridge-Worker"]
+        assert t["gen_ai.usage.input_tokens"] == usage["prompt_tokens"] > 0
+        assert t["gen_ai.usage.output_tokens"] == usage["completion_tokens"] > 0
     finally:
         gw.close()
         worker.kill()

@@ -17,6 +17,7 @@ TEST(LlmUsage, ReadsWholeBody) {
   s.feed(kLast);
   EXPECT_EQ(s.prompt_tokens(), 4012u);
   EXPECT_EQ(s.cached_tokens(), 3968u);
+  EXPECT_EQ(s.completion_tokens(), 8u);
 }
 
 TEST(LlmUsage, ReadsAcrossEverySplit) {
@@ -26,6 +27,7 @@ TEST(LlmUsage, ReadsAcrossEverySplit) {
     s.feed(std::string_view(kLast).substr(cut));
     EXPECT_EQ(s.prompt_tokens(), 4012u) << cut;
     EXPECT_EQ(s.cached_tokens(), 3968u) << cut;
+    EXPECT_EQ(s.completion_tokens(), 8u) << cut;
   }
 }
 
@@ -40,6 +42,7 @@ TEST(LlmUsage, AbsentOrGarbage) {
   s.feed(R"({"cached_tokens": "x", "prompt_tokens": -1})");
   EXPECT_FALSE(s.cached_tokens());
   EXPECT_FALSE(s.prompt_tokens());
+  EXPECT_FALSE(s.completion_tokens());
 }
 
 }  // namespace
