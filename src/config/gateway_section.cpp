@@ -10,7 +10,7 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 48> kGatewayKeys{
+constexpr std::array<std::string_view, 50> kGatewayKeys{
     "listen",
     "allowed_origins",
     "max_body_bytes",
@@ -41,6 +41,8 @@ constexpr std::array<std::string_view, 48> kGatewayKeys{
     "admission_queue_size",
     "tenants",
     "trace",
+    "record",
+    "replay",
     "dashboard",
     "batch_max_calls",
     "batch_max_result_bytes",
@@ -285,6 +287,10 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
       read_tenants(r, v, p, g);
     } else if (e.key == "trace") {
       read_trace(r, v, p, g.trace);
+    } else if (e.key == "record") {
+      read_record(r, v, p, g.record);
+    } else if (e.key == "replay") {
+      read_replay(r, v, p, g.replay);
     } else if (e.key == "dashboard") {
       g.dashboard = read_observe_access(r, v, p);
     } else if (e.key == "batch_max_calls") {

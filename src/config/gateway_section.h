@@ -13,6 +13,9 @@ namespace toolbridge::config {
 // The observability keys (observe_keys.cpp): `trace` and `dashboard`.
 void read_trace(const NodeReader& r, const Node& node, const std::string& path, Trace& t);
 ObserveAccess read_observe_access(const NodeReader& r, const Node& node, const std::string& path);
+// `gateway.record` and `gateway.replay` (replay_keys.cpp).
+void read_record(const NodeReader& r, const Node& node, const std::string& path, Record& rec);
+void read_replay(const NodeReader& r, const Node& node, const std::string& path, Replay& rep);
 // `gateway.cache` (cache_keys.cpp).
 void read_cache_store(const NodeReader& r, const Node& node, const std::string& path,
                       CacheStore& c);

@@ -21,6 +21,11 @@
 #include "telemetry/metrics.h"
 #include "upstream/upstream.h"
 
+namespace toolbridge::replay {
+class Cassette;
+class Recorder;
+}  // namespace toolbridge::replay
+
 namespace toolbridge::gateway {
 
 class Methods;
@@ -91,6 +96,10 @@ class Gateway {
   void forget_trajectory(const std::string& name);
   std::size_t trajectories_of(const std::string& owner) const;
   void register_metrics();
+  // Loads gateway.replay's cassette and opens gateway.record's run (an error goes to start()).
+  void setup_replay();
+  // Strict replay: the catalog is the cassette's recorded lists; no server is started.
+  bool replay_only() const;
 
   boost::asio::io_context& io_;
   const base::Clock& clock_;
@@ -98,6 +107,9 @@ class Gateway {
   telemetry::Metrics metrics_;
   telemetry::CallLog call_log_;
   std::unique_ptr<telemetry::CallTrace> trace_;
+  std::unique_ptr<replay::Cassette> cassette_;
+  std::unique_ptr<replay::Recorder> recorder_;
+  std::string replay_error_;  // why the cassette or the recording could not be opened
   upstream::StartGate gate_;
   std::vector<std::shared_ptr<upstream::Upstream>> upstreams_;
   catalog::Catalog catalog_;

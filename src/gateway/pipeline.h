@@ -18,6 +18,10 @@ namespace toolbridge::policy {
 class AdmissionStage;
 class BreakerStage;
 }  // namespace toolbridge::policy
+namespace toolbridge::replay {
+class Cassette;
+class Recorder;
+}  // namespace toolbridge::replay
 
 namespace toolbridge::gateway {
 
@@ -31,6 +35,10 @@ struct PipelineParts {
   telemetry::CallLog& call_log;
   telemetry::CallTrace* trace = nullptr;  // null: no call trace
   const base::Clock& clock = base::steady_clock();
+  // Record and replay (src/replay/): the cassette calls are answered from and the recorder they
+  // are written to; null: off.
+  const replay::Cassette* cassette = nullptr;
+  replay::Recorder* recorder = nullptr;
 };
 
 class Pipeline {
