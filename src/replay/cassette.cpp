@@ -50,7 +50,50 @@ std::size_t common_prefix(std::string_view a, std::string_view b) {
   return static_cast<std::size_t>(ia - a.begin());
 }
 
+// Is `result` (a tools/call result object) an isError: true result?
+bool is_error_result(std::string_view result) {
+  const auto members = json::object_members(result);
+  if (!members) return false;
+  for (const auto& m : *members)
+    if (m.name == "isError") return m.value.in(result) == "true";
+  return false;
+}
+
+std::uint64_t key_hash(std::string_view trajectory, std::string_view server, std::string_view tool,
+                       std::string_view arguments, std::uint64_t occurrence) {
+  // FNV-1a over the parts, each closed by a byte no UTF-8 text holds: no key is built.
+  std::uint64_t h = 14695981039346656037ull;
+  auto mix = [&h](std::string_view part) {
+    for (const char c : part) {
+      h ^= static_cast<unsigned char>(c);
+      h *= 1099511628211ull;
+    }
+    h ^= 0xffu;
+    h *= 1099511628211ull;
+  };
+  mix(trajectory);
+  mix(server);
+  mix(tool);
+  mix(arguments);
+  h ^= occurrence;
+  return h * 1099511628211ull;
+}
+
 }  // namespace
+
+std::string with_replay_meta(std::string_view result, std::string_view info) {
+  const auto members = json::object_members(result);
+  if (!members) return std::string(result);
+  std::string meta = "{}";
+  for (const auto& m : *members) {
+    if (m.name == "_meta" && json::object_members(m.value.in(result)))
+      meta = std::string(m.value.in(result));
+  }
+  const auto meta_members = json::object_members(meta);
+  std::string new_meta =
+      json::rewrite_object(meta, *meta_members, {{"toolbridge/replay", std::string(info)}}, {});
+  return json::rewrite_object(result, *members, {{"_meta", std::move(new_meta)}}, {});
+}
 
 std::string replay_key(std::string_view trajectory, std::string_view server, std::string_view tool,
                        std::string_view arguments, std::uint64_t occurrence) {
@@ -154,9 +197,25 @@ bool Cassette::add(std::string_view record, std::string& error) {
       error = "a call record needs server, tool, occurrence and a result or an error";
       return false;
     }
-    if (trajectory_index_.emplace(c.trajectory, trajectories_.size()).second)
+    const auto [t, added] = trajectory_index_.emplace(c.trajectory, trajectories_.size());
+    if (added) {
       trajectories_.push_back(c.trajectory);
-    index_.emplace(replay_key(c.trajectory, c.server, c.tool, c.arguments, c.occurrence),
+      by_trajectory_.emplace_back();
+    }
+    by_trajectory_[t->second].push_back(calls_.size());
+    c.answer_tail = c.error ? R"(,"error":)" : R"(,"result":)";
+    c.value_offset = c.answer_tail.size();
+    if (c.error) {
+      c.answer_tail += c.payload;
+    } else {
+      c.tool_error = is_error_result(c.payload);
+      c.answer_tail += with_replay_meta(
+          c.payload, fmt::format(R"({{"run":{},"seq":{},"trajectory":{},"occurrence":{}}})",
+                                 json::quote(run_), c.seq, json::quote(c.trajectory),
+                                 c.occurrence));
+    }
+    c.answer_tail += '}';
+    index_.emplace(key_hash(c.trajectory, c.server, c.tool, c.arguments, c.occurrence),
                    calls_.size());
     calls_.push_back(std::move(c));
   }
@@ -167,15 +226,31 @@ bool Cassette::add(std::string_view record, std::string& error) {
 const CallRecord* Cassette::find(std::string_view trajectory, std::string_view server,
                                  std::string_view tool, std::string_view arguments,
                                  std::uint64_t occurrence) const {
-  auto it = index_.find(replay_key(trajectory, server, tool, arguments, occurrence));
-  return it == index_.end() ? nullptr : &calls_[it->second];
+  const auto [first, last] = index_.equal_range(
+      key_hash(trajectory, server, tool, arguments, occurrence));
+  for (auto it = first; it != last; ++it) {
+    const CallRecord& c = calls_[it->second];
+    if (c.occurrence == occurrence && c.trajectory == trajectory && c.server == server &&
+        c.tool == tool && c.arguments == arguments) {
+      return &c;
+    }
+  }
+  return nullptr;
 }
 
 const CallRecord* Cassette::nearest(std::string_view trajectory, std::string_view server,
                                     std::string_view tool, std::string_view arguments) const {
+  // The trajectory's own calls when it has some, else the first kNearestScan of the run: a
+  // miss costs a bounded scan.
+  constexpr std::size_t kNearestScan = 65'536;
+  const std::vector<std::size_t>* own = nullptr;
+  if (auto it = trajectory_index_.find(std::string(trajectory)); it != trajectory_index_.end())
+    own = &by_trajectory_[it->second];
+  const std::size_t n = own ? own->size() : std::min(calls_.size(), kNearestScan);
   const CallRecord* best = nullptr;
   std::size_t best_score = 0;
-  for (const auto& c : calls_) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const CallRecord& c = calls_[own ? (*own)[i] : i];
     // Same trajectory, then same tool, then arguments alike: in that order of weight.
     std::size_t score = 1;
     if (c.trajectory == trajectory) score += 1ull << 40;

@@ -33,6 +33,11 @@ struct CallRecord {
   std::string payload;    // the result (or error) object, as the server sent it
   double duration_ms = 0;
   std::string fingerprint;  // tools_hash of its server when it was called
+  bool tool_error = false;  // a result with isError: true
+  // What follows the id in the JSON-RPC response that replays it, worked out once at load:
+  // `,"result":RESULT}` with _meta["toolbridge/replay"] in RESULT, or `,"error":ERROR}`.
+  std::string answer_tail;
+  std::size_t value_offset = 0;  // where RESULT (or ERROR) starts in answer_tail
 };
 
 class Cassette {
@@ -57,8 +62,9 @@ class Cassette {
   const CallRecord* find(std::string_view trajectory, std::string_view server,
                          std::string_view tool, std::string_view arguments,
                          std::uint64_t occurrence) const;
-  // The recorded call most like the one asked (same trajectory and tool first, then the
-  // arguments sharing the longest prefix); null if the cassette holds no call.
+  // The recorded call most like the one asked: among the trajectory's calls (or, if it has
+  // none, the run's first 65,536), the same tool first, then the arguments sharing the longest
+  // prefix, the latest among equals; null if there is none.
   const CallRecord* nearest(std::string_view trajectory, std::string_view server,
                             std::string_view tool, std::string_view arguments) const;
 
@@ -71,10 +77,15 @@ class Cassette {
   std::map<std::string, ServerRecord, std::less<>> servers_;
   std::vector<std::string> trajectories_;
   std::unordered_map<std::string, std::size_t> trajectory_index_;
-  std::unordered_map<std::string, std::size_t> index_;  // replay key -> calls_ index
+  std::vector<std::vector<std::size_t>> by_trajectory_;  // calls_ indices, per trajectory
+  std::unordered_multimap<std::uint64_t, std::size_t> index_;  // key hash -> calls_ index
   bool torn_tail_ = false;
   std::size_t damaged_ = 0;
 };
+
+// `result` (a tools/call result object) with `info` (raw JSON) as _meta["toolbridge/replay"];
+// a result that is not an object comes back as it is.
+std::string with_replay_meta(std::string_view result, std::string_view info);
 
 // The replay key of a call, as one string.
 std::string replay_key(std::string_view trajectory, std::string_view server, std::string_view tool,

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "json/envelope.h"
 #include "replay/record_format.h"
@@ -19,6 +20,11 @@ namespace {
 
 constexpr std::string_view kRecordedMetric = "toolbridge_recorded_calls_total";
 constexpr std::string_view kDroppedMetric = "toolbridge_record_dropped_total";
+// The writer wakes this often, or at once when this many lines wait: waking it per line would
+// cost every call a futex call and a context switch (the call trace's rule). What a SIGKILL can
+// lose is at most the last interval's lines.
+constexpr std::chrono::milliseconds kWriteInterval{20};
+constexpr std::size_t kWakeAt = 512;
 
 std::string run_name(const base::Clock& clock, int attempt) {
   // Names sort in the order runs started (to the millisecond): a directory's latest run is last.
@@ -40,8 +46,10 @@ Recorder::Recorder(const config::Record& config, telemetry::Metrics& metrics,
   metrics_.describe(std::string(kDroppedMetric), "counter",
                     "Tool calls not recorded, by reason (full: the cassette reached "
                     "gateway.record.max_bytes; write_error: the disk refused a write).");
-  if (::mkdir(config.path.c_str(), 0755) != 0 && errno != EEXIST) {
-    error_ = fmt::format("record: cannot make {}: {}", config.path, std::strerror(errno));
+  std::error_code ec;
+  std::filesystem::create_directories(config.path, ec);
+  if (ec) {
+    error_ = fmt::format("record: cannot make {}: {}", config.path, ec.message());
     return;
   }
   for (int attempt = 0; attempt < 100 && run_dir_.empty(); ++attempt) {
@@ -127,6 +135,7 @@ bool Recorder::enqueue(std::string line, bool is_call) {
     return false;
   }
   bytes_ += line.size();
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
     if (write_failed_) {
@@ -136,23 +145,30 @@ bool Recorder::enqueue(std::string line, bool is_call) {
     }
     pending_ += line;
     ++queued_lines_;
+    wake = ++pending_lines_ >= kWakeAt;
   }
-  wake_.notify_one();
+  if (wake) wake_.notify_one();
   return true;
 }
 
 void Recorder::write_loop() {
+  std::string batch;
   std::unique_lock lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [this] { return stop_ || !pending_.empty(); });
-    if (pending_.empty() && stop_) return;
-    std::string batch;
-    batch.swap(pending_);
-    const std::uint64_t lines = queued_lines_;
+    wake_.wait_for(lock, kWriteInterval,
+                   [this] { return stop_ || flushing_ || pending_lines_ >= kWakeAt; });
+    if (pending_lines_ == 0) {
+      if (stop_) return;  // everything written
+      continue;
+    }
+    batch.clear();
+    batch.swap(pending_);  // the call path gets the emptied buffer (and its capacity) back
+    const std::uint64_t lines = pending_lines_;
+    pending_lines_ = 0;
     lock.unlock();
     write_all(batch);
     lock.lock();
-    written_lines_ = lines;
+    written_lines_ += lines;
     written_.notify_all();
   }
 }
@@ -177,7 +193,10 @@ void Recorder::flush() {
   std::unique_lock lock(mutex_);
   if (!writer_.joinable()) return;
   const std::uint64_t target = queued_lines_;
+  ++flushing_;
+  wake_.notify_one();
   written_.wait(lock, [&] { return written_lines_ >= target || write_failed_; });
+  --flushing_;
 }
 
 }  // namespace toolbridge::replay

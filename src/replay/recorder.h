@@ -1,10 +1,10 @@
 #pragma once
 // Writes a run's cassette (gateway.record, docs/replay.md): DIR/RUN/calls.jsonl, one sealed
 // JSON line per record (record_format.h). Lines are built on the caller's thread and written by
-// a writer thread, so a call never waits for the disk; each is handed to the kernel in one
-// write(2) as soon as the writer wakes, so what a crash loses is at most the lines not yet
-// written and a torn last line, which readers drop. Past `max_bytes` nothing more is recorded:
-// logged once, counted in toolbridge_record_dropped_total{reason="full"}.
+// a writer thread, so a call never waits for the disk; the writer wakes every 20 ms (or at 512
+// lines waiting) and hands what waits to the kernel, so what a crash loses is at most the lines
+// of the last 20 ms and a torn last line, which readers drop. Past `max_bytes` nothing more is
+// recorded: logged once, counted in toolbridge_record_dropped_total{reason="full"}.
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -84,6 +84,8 @@ class Recorder {
   std::condition_variable written_;
   std::string pending_;
   std::uint64_t queued_lines_ = 0, written_lines_ = 0;
+  std::uint64_t pending_lines_ = 0;  // in pending_
+  int flushing_ = 0;                 // flush() calls waiting
   bool stop_ = false;
   bool write_failed_ = false;
   std::thread writer_;

@@ -18,7 +18,6 @@ using gateway::Result;
 namespace {
 
 constexpr std::string_view kReplayedMetric = "toolbridge_replayed_calls_total";
-constexpr std::string_view kReplayMetaKey = "toolbridge/replay";
 constexpr std::size_t kArgumentsShown = 200;
 
 std::string shown(std::string_view arguments) {
@@ -40,34 +39,11 @@ std::string_view arguments_of(Call& call) {
   return "{}";
 }
 
-// Is `result` (a tools/call result object) an isError: true result?
-bool is_error_result(std::string_view result) {
-  const auto members = json::object_members(result);
-  if (!members) return false;
-  for (const auto& m : *members)
-    if (m.name == "isError") return m.value.in(result) == "true";
-  return false;
-}
-
 double ms_between(base::Clock::time_point from, base::Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
 }
 
 }  // namespace
-
-std::string with_replay_meta(std::string_view result, std::string_view info) {
-  const auto members = json::object_members(result);
-  if (!members) return std::string(result);
-  std::string meta = "{}";
-  for (const auto& m : *members) {
-    if (m.name == "_meta" && json::object_members(m.value.in(result)))
-      meta = std::string(m.value.in(result));
-  }
-  const auto meta_members = json::object_members(meta);
-  std::string new_meta = json::rewrite_object(
-      meta, *meta_members, {{kReplayMetaKey, std::string(info)}}, {});
-  return json::rewrite_object(result, *members, {{"_meta", std::move(new_meta)}}, {});
-}
 
 ReplayStage::ReplayStage(const config::Config& config, const Cassette* cassette,
                          Recorder* recorder, telemetry::Metrics& metrics,
@@ -109,8 +85,9 @@ const std::string& ReplayStage::tape_trajectory(const std::string& name) {
 }
 
 boost::asio::awaitable<Result> ReplayStage::handle(Call& call, gateway::Next next) {
+  // Not a coroutine: a replayed call costs no frame of its own (as a cache hit).
   const std::string_view raw = arguments_of(call);
-  const std::string arguments = cache::canonical_json(raw).value_or(std::string(raw));
+  std::string arguments = cache::canonical_json(raw).value_or(std::string(raw));
   const std::uint64_t occurrence = next_occurrence(call, arguments);
   if (cassette_) {
     const std::string& tape = tape_trajectory(call.trajectory);
@@ -118,28 +95,32 @@ boost::asio::awaitable<Result> ReplayStage::handle(Call& call, gateway::Next nex
             cassette_->find(tape, call.route.server, call.route.tool, arguments, occurrence)) {
       count("hit");
       if (recorder_) record_replayed(call, *rec);
-      co_return replayed(call, *rec);
+      return gateway::ready(replayed(call, *rec));
     }
     if (strict_) {
       count("miss");
-      co_return miss(call, tape, arguments, occurrence);
+      return gateway::ready(miss(call, tape, arguments, occurrence));
     }
     count("live");
   }
+  return live(call, next, std::move(arguments), occurrence);
+}
+
+boost::asio::awaitable<Result> ReplayStage::live(Call& call, gateway::Next next,
+                                                 std::string arguments, std::uint64_t occurrence) {
   Result result = co_await next(call);
   if (recorder_ && result.answered_by_server()) record(call, arguments, occurrence, result);
   co_return result;
 }
 
 Result ReplayStage::replayed(const Call& call, const CallRecord& rec) {
-  const std::string info =
-      fmt::format(R"({{"run":{},"seq":{},"trajectory":{},"occurrence":{}}})",
-                  json::quote(cassette_->run()), rec.seq, json::quote(rec.trajectory),
-                  rec.occurrence);
+  // The answer after the id was made when the cassette was read: one allocation, no scan.
+  constexpr std::string_view kHead = R"({"jsonrpc":"2.0","id":)";
   Result r;
+  r.response.reserve(kHead.size() + call.id.size() + rec.answer_tail.size());
+  r.response.append(kHead).append(call.id).append(rec.answer_tail);
   if (rec.error) {
     r.fault = Fault::kServerError;
-    r.response = fmt::format(R"({{"jsonrpc":"2.0","id":{},"error":{}}})", call.id, rec.payload);
     if (const auto members = json::object_members(rec.payload)) {
       for (const auto& m : *members) {
         if (m.name != "message") continue;
@@ -149,8 +130,9 @@ Result ReplayStage::replayed(const Call& call, const CallRecord& rec) {
     }
     return r;
   }
-  r.fault = is_error_result(rec.payload) ? Fault::kToolError : Fault::kNone;
-  r.response = json::make_result(call.id, with_replay_meta(rec.payload, info));
+  r.fault = rec.tool_error ? Fault::kToolError : Fault::kNone;
+  const std::size_t at = kHead.size() + call.id.size() + rec.value_offset;
+  r.result_at = {at, rec.answer_tail.size() - rec.value_offset - 1};
   return r;
 }
 

@@ -35,6 +35,9 @@ class ReplayStage final : public gateway::Stage {
 
  private:
   std::uint64_t next_occurrence(const gateway::Call& call, std::string_view arguments);
+  // The call run by the rest of the chain (recorded if it is recording).
+  boost::asio::awaitable<gateway::Result> live(gateway::Call& call, gateway::Next next,
+                                               std::string arguments, std::uint64_t occurrence);
   gateway::Result replayed(const gateway::Call& call, const CallRecord& rec);
   gateway::Result miss(const gateway::Call& call, const std::string& trajectory,
                        std::string_view arguments, std::uint64_t occurrence);
@@ -59,9 +62,5 @@ class ReplayStage final : public gateway::Stage {
   // Per server: the lists its fingerprint was last worked out from, and the fingerprint.
   std::unordered_map<std::string, std::pair<const void*, std::string>> fingerprints_;
 };
-
-// `result` (a tools/call result object) with `info` (raw JSON) as _meta["toolbridge/replay"];
-// a result that is not an object comes back as it is.
-std::string with_replay_meta(std::string_view result, std::string_view info);
 
 }  // namespace toolbridge::replay
