@@ -36,6 +36,9 @@ struct Options {
   bool eval_ablations = false;
   // overhead: also run the gateway with the call trace on (rows "gateway+trace"), same run.
   bool trace = false;
+  // overhead: also measure recording (gateway.record) against none, and a replayed call against
+  // a cache hit (table notes).
+  bool record = false;
   Floor floor;
 };
 
