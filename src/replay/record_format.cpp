@@ -26,6 +26,11 @@ std::string sealed_line(std::string_view body) {
   return line;
 }
 
+void seal(std::string& body) {
+  const std::uint64_t sum = fnv1a(body);
+  fmt::format_to(std::back_inserter(body), "{}{:016x}\"}}\n", kSumMember, sum);
+}
+
 std::string_view unsealed(std::string_view line) {
   // ...,"sum":"0123456789abcdef"}
   const std::size_t tail = kSumMember.size() + kSumDigits + 2;

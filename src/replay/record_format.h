@@ -19,6 +19,8 @@ std::uint64_t fnv1a(std::string_view bytes);
 // `body` (a JSON object without its closing brace: `{"kind":"call",...`) sealed into one line:
 // body + `,"sum":"HEX"}` + '\n'.
 std::string sealed_line(std::string_view body);
+// The same in place: `body` becomes its sealed line.
+void seal(std::string& body);
 
 // The JSON object of one line (without its '\n'), or empty if its sum is missing or wrong.
 std::string_view unsealed(std::string_view line);

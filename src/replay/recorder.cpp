@@ -40,7 +40,9 @@ std::string run_name(const base::Clock& clock, int attempt) {
 
 Recorder::Recorder(const config::Record& config, telemetry::Metrics& metrics,
                    const base::Clock& clock)
-    : metrics_(metrics), max_bytes_(config.max_bytes) {
+    : metrics_(metrics),
+      recorded_(metrics.counter_cell(std::string(kRecordedMetric), "")),
+      max_bytes_(config.max_bytes) {
   metrics_.describe(std::string(kRecordedMetric), "counter",
                     "Tool calls written to the cassette (gateway.record).");
   metrics_.describe(std::string(kDroppedMetric), "counter",
@@ -104,8 +106,9 @@ std::string Recorder::fingerprint(const ServerEntry& s) {
 }
 
 void Recorder::record(const CallEntry& c) {
+  // The body is written into the line's own buffer, sealed in place: one allocation.
   std::string body;
-  body.reserve(c.answer.size() + c.arguments.size() + c.trajectory.size() + 256);
+  body.reserve(c.answer.size() + c.arguments.size() + c.trajectory.size() + 320);
   fmt::format_to(std::back_inserter(body),
                  R"({{"kind":"call","seq":{},"trajectory":{},"server":{},"tool":{},)"
                  R"("arguments":{},"occurrence":{},"at_ms":{},"queued_ms":{:.3f},)"
@@ -114,9 +117,10 @@ void Recorder::record(const CallEntry& c) {
                  c.arguments, c.occurrence, c.at_ms, c.queued_ms, c.duration_ms, c.fingerprint);
   body += c.error ? R"("error":)" : R"("result":)";
   body += c.answer;
-  if (enqueue(sealed_line(body), /*is_call=*/true)) {
+  seal(body);
+  if (enqueue(std::move(body), /*is_call=*/true)) {
     ++seq_;
-    metrics_.add(std::string(kRecordedMetric), "");
+    ++recorded_;
   }
 }
 

@@ -70,6 +70,7 @@ class Recorder {
   void write_all(const std::string& bytes);
 
   telemetry::Metrics& metrics_;
+  std::uint64_t& recorded_;  // toolbridge_recorded_calls_total's cell
   std::uint64_t max_bytes_;
   std::string error_;
   std::string run_dir_;

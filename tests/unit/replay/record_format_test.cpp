@@ -28,6 +28,13 @@ TEST(RecordFormat, SealedLineVerifiesAndKeepsTheObject) {
   EXPECT_TRUE(object.starts_with(R"({"kind":"run","run":"r1","sum":")"));
 }
 
+TEST(RecordFormat, SealInPlaceIsTheSealedLine) {
+  std::string body = R"({"kind":"call","x":1)";
+  const std::string expected = sealed_line(body);
+  seal(body);
+  EXPECT_EQ(body, expected);
+}
+
 TEST(RecordFormat, AChangedByteFailsTheSum) {
   std::string line = sealed_line(R"({"kind":"run","run":"r1")");
   line.pop_back();
