@@ -92,6 +92,9 @@ int main(int argc, char** argv) {
   app.add_flag("--otel", options.otel,
                "overhead: also measure OpenTelemetry span export's CPU cost (100 % sampling to a local OTLP "
                "sink; two gateways, alternating windows; table notes)");
+  app.add_flag("--record", options.record,
+               "overhead: also measure recording's CPU cost and a replayed call against a cache hit "
+               "(pairs of gateways, alternating windows; table notes)");
   app.add_option("--window", options.window_seconds, "seconds measured per row (default: 1 short, 5 full)");
   app.add_option("--concurrency", options.concurrency, "overhead, peers: concurrency levels (default 1 8 64 256 1024 4096)")
       ->delimiter(',');

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <fmt/format.h>
 #include <iostream>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "gateway_process.h"
 #include "scenario_support.h"
 #include "json/envelope.h"
+#include "replay/record_format.h"
 #include "load.h"
 #include "otlp_sink.h"
 #include "spawn_call.h"
@@ -31,31 +33,35 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// A feature's cost, paired: two gateways, the second with the feature on (the call trace, span
-// export), run at once and measured in alternating short windows, so a change in the machine's
-// load hits both alike. The figure is the median over the pairs of (CPU per call with the
-// feature) / (without).
-struct PairedFeature {
-  std::string name;         // "trace", "otel"
-  std::string config_yaml;  // the second gateway's config
-  std::string note;         // what the second gateway does, for the table's notes
+// A gateway option's cost, paired: two gateways, the second with the option on, run at once
+// and measured in alternating short windows, so a change in the machine's load hits both alike.
+// The figure is the median over the pairs of (CPU per call with the option) / (without).
+struct CostPair {
+  std::string what;      // "trace", "record", "replay vs cache hit"
+  std::string config_a;  // the gateway without the option (or the baseline)
+  std::string config_b;  // the gateway with it
+  std::string ratio;     // how the ratio reads, for the note
+  std::string note;      // the table note that says what was run
+  std::size_t rounds = 12;
+  std::chrono::milliseconds window{1000};
+  std::size_t calls_per_session = 0;  // replay: the cassette's depth per trajectory (0: none)
 };
 
-void run_pairs(const Options& o, ScenarioResult& r, const std::vector<std::size_t>& levels,
-               std::size_t warmup, const PairedFeature& feature) {
-  GatewayProcess plain, featured;
-  std::cerr << "overhead: starting two gateways, the second with " << feature.name << " on\n";
-  for (auto [gw, config] : {std::pair{&plain, gateway_config(o, false, false, "")},
-                            std::pair{&featured, feature.config_yaml}}) {
-    const std::string err = gw->start(o.toolbridge_bin, config, 30s);
+void run_cost_pairs(const Options& o, ScenarioResult& r, const std::vector<std::size_t>& levels,
+                    std::size_t warmup, const CostPair& pair) {
+  GatewayProcess plain, with;
+  std::cerr << "overhead: starting two gateways (" << pair.what << ")\n";
+  for (auto [gw, config] : {std::pair{&plain, &pair.config_a}, std::pair{&with, &pair.config_b}}) {
+    const std::string err = gw->start(o.toolbridge_bin, *config, 60s);
     if (!err.empty()) {
       r.ok = false;
-      r.problems.push_back(fmt::format("gateway for the {} pairs could not start: {}", feature.name, err));
+      r.problems.push_back(fmt::format("gateway for the {} pairs could not start: {}", pair.what, err));
       return;
     }
   }
-  const std::size_t rounds = o.short_mode ? 2 : 12;
-  const std::chrono::milliseconds win(o.short_mode ? 500 : 1000);
+  const std::size_t rounds = o.short_mode ? 2 : pair.rounds;
+  const std::chrono::milliseconds win(o.short_mode ? std::min(pair.window, std::chrono::milliseconds(500))
+                                                   : pair.window);
   // Gateway CPU per call over one window of `c` workers, or nullopt if it could not be read.
   auto cpu_per_call = [&](GatewayProcess& gw, std::size_t c) -> std::optional<double> {
     const pid_t fixture = server_pid(gw, "fixture");
@@ -65,7 +71,12 @@ void run_pairs(const Options& o, ScenarioResult& r, const std::vector<std::size_
     LoadResult res = run_until_done(
         io, run_closed_loop(target, {c, warmup, win, 0, 0}, [&] { before = sample_path(&gw, fixture); },
                             [&] { after = sample_path(&gw, fixture); }));
-    report_errors(r, fmt::format("{} pairs c={}", feature.name, c), res);
+    report_errors(r, fmt::format("{} pairs c={}", pair.what, c), res);
+    if (pair.calls_per_session > 0 && res.calls + warmup * c > pair.calls_per_session * c) {
+      r.problems.push_back(fmt::format("{} pairs c={}: {} calls in a window, more than the cassette's {} per "
+                                       "session: some were misses",
+                                       pair.what, c, res.calls, pair.calls_per_session));
+    }
     if (!before.gateway || !after.gateway || !before.gateway->ok || !after.gateway->ok || res.calls == 0)
       return std::nullopt;
     return (after.gateway->cpu_us - before.gateway->cpu_us) / static_cast<double>(res.calls);
@@ -74,13 +85,13 @@ void run_pairs(const Options& o, ScenarioResult& r, const std::vector<std::size_
     std::vector<double> ratios, with_us, without_us;
     for (std::size_t k = 0; k < rounds; ++k) {
       // Which gateway goes first alternates (ABBA), so neither always runs on the state the
-      // other left (caches, the featured one's writer or exporter finishing its last batch).
+      // other left (caches, a writer thread finishing its last batch).
       std::optional<double> a, b;
       if (k % 2 == 0) {
         a = cpu_per_call(plain, c);
-        b = cpu_per_call(featured, c);
+        b = cpu_per_call(with, c);
       } else {
-        b = cpu_per_call(featured, c);
+        b = cpu_per_call(with, c);
         a = cpu_per_call(plain, c);
       }
       if (a && b && *a > 0) {
@@ -98,25 +109,26 @@ void run_pairs(const Options& o, ScenarioResult& r, const std::vector<std::size_
     const double mid = median(ratios);
     std::sort(ratios.begin(), ratios.end());
     const std::string line = fmt::format(
-        "{} cost at c={}: gateway CPU per call with {} / without, median of {} alternating {:.1f}-s "
-        "window pairs: {:.3f} ({:+.1f} %; pairs from {:.3f} to {:.3f}); median µs/call {:.1f} without, {:.1f} with",
-        feature.name, c, feature.name, ratios.size(), static_cast<double>(win.count()) / 1000, mid,
-        (mid - 1) * 100, ratios.front(), ratios.back(), median(without_us), median(with_us));
+        "{} cost at c={}: gateway CPU per call {}, median of {} alternating {:.1f}-s "
+        "window pairs: {:.3f} ({:+.1f} %; pairs from {:.3f} to {:.3f})",
+        pair.what, c, pair.ratio, ratios.size(), static_cast<double>(win.count()) / 1000, median,
+        (median - 1) * 100, ratios.front(), ratios.back());
     std::cerr << "  " << line << "\n";
     r.table.add_note(line);
   }
   report_gateway_end(r, plain);
-  report_gateway_end(r, featured);
-  r.table.add_note(feature.note);
+  report_gateway_end(r, with);
+  r.table.add_note(pair.note);
 }
 
 void run_trace_pairs(const Options& o, ScenarioResult& r, const std::vector<std::size_t>& levels,
                      std::size_t warmup) {
   const std::string trace_file = fmt::format("/tmp/toolbridge-bench-trace-{}.jsonl", ::getpid());
-  run_pairs(o, r, levels, warmup,
-            {"trace", gateway_config(o, false, false, trace_file),
-             "trace pairs: two gateways at once, the second with gateway.trace on (one JSON line per call "
-             "to a file on local disk, rotated at 64 MiB), measured in turn."});
+  run_cost_pairs(o, r, levels, warmup,
+                 {"trace", gateway_config(o, false, false), gateway_config(o, false, false, trace_file),
+                  "with the trace / without",
+                  "trace pairs: two gateways at once, the second with gateway.trace on (one JSON line per call "
+                  "to a file on local disk, rotated at 64 MiB), measured in turn."});
   std::error_code ec;
   for (const char* suffix : {"", ".1", ".2", ".3", ".4"}) std::filesystem::remove(trace_file + suffix, ec);
 }
@@ -130,13 +142,80 @@ void run_otel_pairs(const Options& o, ScenarioResult& r, const std::vector<std::
   const std::string otel =
       "  otel: {endpoint: \"" + sink.endpoint() + "\", sample_ratio: 1, protocol: http/protobuf}\n";
   config.insert(config.find("gateway:\n") + 9, otel);
-  run_pairs(o, r, levels, warmup,
-            {"otel", config,
-             "otel pairs: two gateways at once, the second exporting every call's spans (3 a call: the call, "
-             "its queue and execution; sample_ratio 1, http/protobuf, batch_size 512) to a local OTLP sink "
-             "that reads each request whole and answers 200, measured in turn."});
+  run_cost_pairs(o, r, levels, warmup,
+                 {"otel", gateway_config(o, false, false), config, "with span export / without",
+                  "otel pairs: two gateways at once, the second exporting every call's spans (3 a call: the call, "
+                  "its queue and execution; sample_ratio 1, http/protobuf, batch_size 512) to a local OTLP "
+                  "sink that reads each request whole and answers 200, measured in turn."});
   r.table.add_note(fmt::format("otel sink: {} export requests, {:.1f} MiB of OTLP protobuf received.",
                                sink.requests(), static_cast<double>(sink.bytes()) / (1 << 20)));
+}
+
+// gateway_config(o) with `lines` added to its gateway section.
+std::string with_gateway_lines(const Options& o, const std::string& lines) {
+  std::string y = gateway_config(o, false, false);
+  const std::string head = "gateway:\n";
+  y.insert(y.find(head) + head.size(), lines);
+  return y;
+}
+
+// A cassette for the replay pairs: `trajectories` trajectories of `calls` fixture__echo calls
+// each ({"text":"hello"}, occurrences 1..calls), the fixture's server record first.
+void write_bench_cassette(const std::string& dir, std::size_t trajectories, std::size_t calls) {
+  std::filesystem::create_directories(dir);
+  std::ofstream out(dir + "/calls.jsonl", std::ios::binary);
+  out << replay::sealed_line(R"({"kind":"run","format":1,"run":"bench")");
+  out << replay::sealed_line(
+      R"({"kind":"server","server":"fixture","name":"toolbridge-fixture","version":"bench",)"
+      R"("tools_hash":"0","tools":[{"name":"echo","inputSchema":{"type":"object","properties":)"
+      R"({"text":{"type":"string"}},"required":["text"]}}])");
+  std::uint64_t seq = 0;
+  for (std::size_t t = 0; t < trajectories; ++t) {
+    for (std::size_t k = 1; k <= calls; ++k) {
+      out << replay::sealed_line(fmt::format(
+          R"({{"kind":"call","seq":{},"trajectory":"t{}","server":"fixture","tool":"echo",)"
+          R"("arguments":{{"text":"hello"}},"occurrence":{},"duration_ms":0.1,"fingerprint":"0",)"
+          R"("result":{{"content":[{{"type":"text","text":"hello"}}]}})",
+          seq++, t, k));
+    }
+  }
+}
+
+// Recording's cost against none, and a replayed call's against a cache hit, at each level.
+void run_record_pairs(const Options& o, ScenarioResult& r, const std::vector<std::size_t>& levels,
+                      std::size_t warmup) {
+  const std::string root = fmt::format("/tmp/toolbridge-bench-record-{}", ::getpid());
+  std::error_code ec;
+  std::filesystem::remove_all(root, ec);
+  run_cost_pairs(o, r, levels, warmup,
+                 {"record", gateway_config(o, false, false),
+                  with_gateway_lines(o, "  record: {path: " + yaml_string(root + "/runs") + ", max_bytes: 64GiB}\n"),
+                  "recording / not",
+                  "record pairs: two gateways at once, the second with gateway.record on (one JSON line per "
+                  "call to a cassette on local disk, written by its writer thread), measured in turn."});
+  // Replay against the cache: every worker's session is a new trajectory, paired with the
+  // cassette's next one (the order of first use); a cassette deep enough for every window.
+  const std::size_t rounds = o.short_mode ? 2 : 6;
+  std::size_t sessions = 0;
+  for (std::size_t c : levels) sessions += c * rounds + c;  // + the warm-up target's
+  const std::size_t depth = 2000;  // calls one session may make in a window (0.5 s)
+  write_bench_cassette(root + "/replay/bench", sessions, depth);
+  run_cost_pairs(o, r, levels, warmup,
+                 {"replay vs cache hit",
+                  [&] {
+                    std::string y = gateway_config(o, false, false);
+                    y += "    cache: {tools: [echo], ttl: 1h}\n";
+                    return y;
+                  }(),
+                  with_gateway_lines(o, "  replay: {path: " + yaml_string(root + "/replay/bench") +
+                                            ", mode: strict}\n"),
+                  "replayed / cache hit",
+                  fmt::format("replay pairs: a gateway answering fixture__echo from its result cache (memory tier) "
+                              "against one answering it from a cassette in strict mode (no server; {} trajectories "
+                              "of {} calls), measured in turn.",
+                              sessions, depth),
+                  rounds, std::chrono::milliseconds(500), depth});
+  std::filesystem::remove_all(root, ec);
 }
 
 }  // namespace
@@ -232,6 +311,7 @@ ScenarioResult run_overhead(const Options& o) {
   through_gateway("gateway", "");
   if (o.trace) run_trace_pairs(o, r, levels, warmup);
   if (o.otel) run_otel_pairs(o, r, levels, warmup);
+  if (o.record) run_record_pairs(o, r, levels, warmup);
 
   // Direct: one stdio session to the same fixture binary, `c` requests in flight on its pipe.
   {

@@ -38,6 +38,9 @@ struct Options {
   bool trace = false;
   // overhead: also measure span export (gateway.otel, 100 % sampling, to a local OTLP sink).
   bool otel = false;
+  // overhead: also measure recording (gateway.record) against none, and a replayed call against
+  // a cache hit (table notes).
+  bool record = false;
   Floor floor;
 };
 

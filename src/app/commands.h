@@ -14,5 +14,9 @@ int run_call(const std::string& url, const std::string& name, const std::vector<
 // `toolbridge stdio`: serves MCP on stdin/stdout by forwarding to the gateway at `url`; with
 // `server` set, only that server's tools and prompts, under their own names.
 int run_stdio_shim(const std::string& url, const std::string& server);
+// `toolbridge cassette dump DIR` (exit 0, 2 if unreadable) and `cassette diff A B` (exit 0 if
+// no trajectory diverges, 1 if some do, 2 if a run is unreadable).
+int run_cassette_dump(const std::string& dir);
+int run_cassette_diff(const std::string& a, const std::string& b);
 
 }  // namespace toolbridge::app

@@ -56,7 +56,7 @@ bool apply_listen(const std::string& listen, config::Gateway& g) {
 }
 
 int serve(const std::string& config_path, const std::string& listen, const std::string& log_level,
-          bool wait_ready) {
+          bool wait_ready, const std::string& record_dir) {
   config::Config cfg;
   try {
     cfg = load(config_path);
@@ -67,6 +67,13 @@ int serve(const std::string& config_path, const std::string& listen, const std::
   if (!listen.empty() && !apply_listen(listen, cfg.gateway)) {
     std::cerr << "toolbridge: --listen expects HOST:PORT, got '" << listen << "'\n";
     return 2;
+  }
+  if (!record_dir.empty()) {
+    // --record DIR: gateway.record.path, made absolute.
+    std::error_code ec;
+    cfg.gateway.record.path = std::filesystem::absolute(record_dir, ec).lexically_normal().string();
+    if (cfg.gateway.record.path.size() > 1 && cfg.gateway.record.path.back() == '/')
+      cfg.gateway.record.path.pop_back();
   }
   spdlog::set_level(spdlog::level::from_str(log_level.empty() ? cfg.gateway.log_level : log_level));
   ::signal(SIGPIPE, SIG_IGN);
@@ -212,6 +219,10 @@ int main(int argc, char** argv) {
                       "print the listening line once every server is ready or failed "
                       "(gateway.ready_timeout at most)");
 
+  std::string record_dir;
+  serve_cmd->add_option("--record", record_dir,
+                        "record every tool call into a new run under DIR (gateway.record.path)");
+
   std::string check_path;
   auto* check_cmd = app.add_subcommand("check-config", "Validate a configuration file and exit");
   check_cmd->add_option("file", check_path, "YAML or mcpServers JSON file")->required();
@@ -240,8 +251,21 @@ int main(int argc, char** argv) {
   stdio_cmd->add_option("-s,--server", only_server,
                         "expose only this server's tools and prompts, unprefixed");
 
+  auto* cassette_cmd = app.add_subcommand("cassette", "Read recorded runs (gateway.record)");
+  cassette_cmd->require_subcommand(1);
+  std::string cassette_a, cassette_b;
+  auto* dump_cmd = cassette_cmd->add_subcommand("dump", "Print a run's servers and calls");
+  dump_cmd->add_option("dir", cassette_a, "a run directory, or a directory of runs (the latest)")
+      ->required();
+  auto* diff_cmd = cassette_cmd->add_subcommand(
+      "diff", "Per trajectory, the first call where two runs diverge; per tool, changed results");
+  diff_cmd->add_option("a", cassette_a, "the first run")->required();
+  diff_cmd->add_option("b", cassette_b, "the second run")->required();
+
   CLI11_PARSE(app, argc, argv);
-  if (*serve_cmd) return serve(config_path, listen, log_level, wait_ready);
+  if (*serve_cmd) return serve(config_path, listen, log_level, wait_ready, record_dir);
+  if (*dump_cmd) return app::run_cassette_dump(cassette_a);
+  if (*diff_cmd) return app::run_cassette_diff(cassette_a, cassette_b);
   if (*check_cmd) return check_config(check_path);
   if (*tools_cmd) return app::run_tools(url, json_output);
   if (*call_cmd) return app::run_call(url, name, kv, json_args, raw);

@@ -173,6 +173,14 @@ struct Server {
   RepairSettings repair;                           // repair, validate, param_aliases
   std::map<std::string, ToolRepairOverride, std::less<>> tool_repair;  // by the server's tool name
   ServerCache cache;  // `cache:`: which tools' results are cached, how long, for whom
+  // `record:` (src/replay/): false keeps the server's calls out of a recorded cassette; a map
+  // {TOOL: false} (the server's own tool names) keeps those tools out.
+  bool record = true;
+  std::map<std::string, bool, std::less<>> tool_record;
+  bool records(std::string_view tool) const {
+    if (auto it = tool_record.find(tool); it != tool_record.end()) return it->second;
+    return record;
+  }
 
   // The repair settings of one tool (the server's own name): the server's, with the tool's
   // override applied.
@@ -237,6 +245,16 @@ struct Otel {
   std::size_t queue_size = 8192;            // spans waiting for export; more are dropped, counted
   Duration timeout{10'000};                 // one export request, connect to answer
   std::string service_name = "toolbridge";  // resource service.name (OTEL_SERVICE_NAME)
+// Recording tool results into a cassette (`gateway.record`, src/replay/, docs/replay.md).
+struct Record {
+  std::string path;                      // the directory runs are written under; empty: off
+  std::uint64_t max_bytes = 1ull << 30;  // one run's file; past it calls are no longer recorded
+};
+// Answering calls from a cassette (`gateway.replay`).
+enum class ReplayMode { kStrict, kFallthrough };
+struct Replay {
+  std::string path;  // a run's directory (or a directory holding one run); empty: off
+  ReplayMode mode = ReplayMode::kStrict;
 };
 
 // Who may see /dashboard and /v1/trajectories (they show every trajectory's calls).
@@ -352,6 +370,8 @@ struct Gateway {
   CacheStore cache;  // `cache:`
   Trace trace;
   Otel otel;
+  Record record;  // `record:`
+  Replay replay;  // `replay:`
   ObserveAccess dashboard = ObserveAccess::kLoopback;
   // Stateless (2026-07-28) clients: how long a call waits parked for the retry that answers its
   // input_required result, how many may wait at once, and the ttlMs of list results.

@@ -10,7 +10,7 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 56> kGatewayKeys{
+constexpr std::array<std::string_view, 58> kGatewayKeys{
     "listen",
     "allowed_origins",
     "max_body_bytes",
@@ -46,6 +46,8 @@ constexpr std::array<std::string_view, 56> kGatewayKeys{
     "tenants",
     "trace",
     "otel",
+    "record",
+    "replay",
     "dashboard",
     "batch_max_calls",
     "batch_max_result_bytes",
@@ -303,6 +305,10 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
       read_trace(r, v, p, g.trace);
     } else if (e.key == "otel") {
       read_otel(r, v, p, g.otel);
+    } else if (e.key == "record") {
+      read_record(r, v, p, g.record);
+    } else if (e.key == "replay") {
+      read_replay(r, v, p, g.replay);
     } else if (e.key == "dashboard") {
       g.dashboard = read_observe_access(r, v, p);
     } else if (e.key == "batch_max_calls") {

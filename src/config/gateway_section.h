@@ -18,6 +18,9 @@ ObserveAccess read_observe_access(const NodeReader& r, const Node& node, const s
 // are read first (`getenv`), keys in the file override them; a bad value throws ConfigError.
 void read_otel(const NodeReader& r, const Node& node, const std::string& path, Otel& o);
 void read_otel_environment(const std::function<const char*(const char*)>& getenv, Otel& o);
+// `gateway.record` and `gateway.replay` (replay_keys.cpp).
+void read_record(const NodeReader& r, const Node& node, const std::string& path, Record& rec);
+void read_replay(const NodeReader& r, const Node& node, const std::string& path, Replay& rep);
 // `gateway.cache` (cache_keys.cpp).
 void read_cache_store(const NodeReader& r, const Node& node, const std::string& path,
                       CacheStore& c);

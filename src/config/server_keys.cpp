@@ -304,6 +304,16 @@ using E = const Entry&;
 using P = const std::string&;
 using D = ServerDraft&;
 
+// `record: false`, or `record: {TOOL: false, ...}` (the server's own tool names).
+void read_record(const NodeReader& r, const Entry& e, const std::string& p, ServerDraft& d) {
+  if (e.value.kind != Node::Kind::kMap) {
+    d.server.record = r.boolean(e.value, p);
+    return;
+  }
+  for (const Entry& t : r.entries(e.value, p))
+    d.server.tool_record[t.key] = r.boolean(t.value, join_path(p, t.key));
+}
+
 struct KeyReader {
   std::string_view key;
   ServerKeyReader read;
@@ -347,6 +357,7 @@ constexpr KeyReader kLifecycleKeyReaders[] = {
        d.call_timeout_set = true;
      }},
     {"tool_timeouts", read_tool_timeouts},
+    {"record", read_record},
     {"timeout", [](R r, E e, P p, D d) { d.foreign_timeout = timeout(r, e.value, p); }},
     {"restart_backoff", read_backoff},
     {"idempotent_tools", read_idempotent_tools},

@@ -71,6 +71,7 @@ inline constexpr std::array<std::string_view, 55> kServerKeys{
     "param_aliases",
     "tool_repair",
     "cache",
+    "record",
 };
 // Keys other MCP clients write into the same entries, which we interpret rather than ignore.
 inline constexpr std::array<std::string_view, 4> kForeignServerKeys{"disabled", "timeout",

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -15,6 +16,8 @@
 #include "otel/exporter.h"
 #include "policy/admission_stage.h"
 #include "policy/breaker_stage.h"
+#include "replay/cassette.h"
+#include "replay/recorder.h"
 
 namespace toolbridge::gateway {
 
@@ -52,7 +55,10 @@ Gateway::Gateway(asio::io_context& io, config::Config config, const base::Clock&
     const char* tmp = std::getenv("TMPDIR");
     session_dir_root_ = fmt::format("{}/toolbridge-{}", tmp && *tmp ? tmp : "/tmp", ::getpid());
   }
-  for (const auto& s : config_.servers) {
+  setup_replay();
+  for (const auto& configured : config_.servers) {
+    config::Server s = configured;
+    if (replay_only()) s.enabled = false;  // strict replay: answered from the cassette
     auto up =
         std::make_shared<upstream::Upstream>(io_, s, gate_, metrics_, session_dir_root_, clock_);
     up->on_catalog_changed = [this]() { rebuild_catalog(); };
@@ -68,9 +74,18 @@ Gateway::Gateway(asio::io_context& io, config::Config config, const base::Clock&
                                : config_.gateway.gateway_id;
     otel_ = std::make_unique<otel::Exporter>(config_.gateway.otel, std::move(resource), clock_);
   }
-  pipeline_ = std::make_unique<Pipeline>(PipelineParts{io_, config_, catalog_, upstreams_, metrics_,
-                                                       stopping_, call_log_, trace_.get(), clock_,
-                                                       otel_.get()});
+  if (replay_only()) {
+    // The catalog is the cassette's: the tool lists its servers had when it was recorded.
+    std::vector<catalog::Catalog::Source> sources;
+    for (const auto& s : config_.servers) {
+      auto it = cassette_->servers().find(s.name);
+      if (it != cassette_->servers().end()) sources.push_back({s.name, &it->second.lists});
+    }
+    catalog_.rebuild(sources, config_.gateway.tool_naming, config_.gateway.separator);
+  }
+  pipeline_ = std::make_unique<Pipeline>(
+      PipelineParts{io_, config_, catalog_, upstreams_, metrics_, stopping_, call_log_,
+                    trace_.get(), clock_, otel_.get(), cassette_.get(), recorder_.get()});
   methods_ = std::make_unique<Methods>(*this);
   register_metrics();
 }
@@ -184,7 +199,45 @@ void Gateway::register_otel_metrics() {
   metrics_.describe("toolbridge_otel_export_requests_total", "counter", requests);
 }
 
+void Gateway::setup_replay() {
+  const config::Gateway& g = config_.gateway;
+  if (!g.replay.path.empty()) {
+    cassette_ = replay::Cassette::load(g.replay.path, replay_error_);
+    if (!cassette_) {
+      replay_error_ = "replay: " + replay_error_;
+      return;
+    }
+    if (cassette_->torn_tail())
+      spdlog::warn("replay: {}: the last record was cut short (a crash?) and is left out",
+                   cassette_->dir());
+    if (cassette_->damaged() > 0)
+      spdlog::warn("replay: {}: {} damaged records left out", cassette_->dir(),
+                   cassette_->damaged());
+    spdlog::info("replay ({}): {} calls of {} trajectories from {}",
+                 g.replay.mode == config::ReplayMode::kStrict ? "strict" : "fallthrough",
+                 cassette_->calls().size(), cassette_->trajectories().size(), cassette_->dir());
+  }
+  config::Record record = g.record;
+  // Fallthrough records what it runs live: beside the replayed run unless `record` says where.
+  if (record.path.empty() && cassette_ && g.replay.mode == config::ReplayMode::kFallthrough)
+    record.path = std::filesystem::path(cassette_->dir()).parent_path().string();
+  if (record.path.empty()) return;
+  recorder_ = std::make_unique<replay::Recorder>(record, metrics_, clock_);
+  if (!recorder_->error().empty()) {
+    replay_error_ = recorder_->error();
+    recorder_.reset();
+    return;
+  }
+  spdlog::info("record: writing {}", recorder_->run_dir());
+}
+
+bool Gateway::replay_only() const {
+  return cassette_ && config_.gateway.replay.mode == config::ReplayMode::kStrict;
+}
+
 std::string Gateway::start() {
+  if (!replay_error_.empty()) return replay_error_;
+  if (recorder_) recorder_->start_writer();
   if (otel_) otel_->start();
   if (trace_) {
     if (std::string err = trace_->error(); !err.empty()) return "trace: " + err;

@@ -24,6 +24,10 @@
 namespace toolbridge::otel {
 class Exporter;
 }
+namespace toolbridge::replay {
+class Cassette;
+class Recorder;
+}  // namespace toolbridge::replay
 
 namespace toolbridge::gateway {
 
@@ -98,6 +102,10 @@ class Gateway {
   std::size_t trajectories_of(const std::string& owner) const;
   void register_metrics();
   void register_otel_metrics();
+  // Loads gateway.replay's cassette and opens gateway.record's run (an error goes to start()).
+  void setup_replay();
+  // Strict replay: the catalog is the cassette's recorded lists; no server is started.
+  bool replay_only() const;
 
   boost::asio::io_context& io_;
   const base::Clock& clock_;
@@ -106,6 +114,9 @@ class Gateway {
   telemetry::CallLog call_log_;
   std::unique_ptr<telemetry::CallTrace> trace_;
   std::unique_ptr<otel::Exporter> otel_;
+  std::unique_ptr<replay::Cassette> cassette_;
+  std::unique_ptr<replay::Recorder> recorder_;
+  std::string replay_error_;  // why the cassette or the recording could not be opened
   upstream::StartGate gate_;
   std::vector<std::shared_ptr<upstream::Upstream>> upstreams_;
   catalog::Catalog catalog_;

@@ -16,12 +16,13 @@
 #include "policy/trajectory_owner.h"
 #include "repair/answer.h"
 #include "repair/repair_stage.h"
+#include "replay/replay_stage.h"
 
 namespace toolbridge::gateway {
 
 Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
-  // resolve → authorize → measure → owner → repair → idempotency → cache → shared_rate →
-  // admission → retry → breaker → deadline → dispatch
+  // resolve → authorize → measure → owner → repair → replay → idempotency → cache →
+  // shared_rate → admission → retry → breaker → deadline → dispatch
   chain_.push_back(std::make_unique<catalog::ResolveStage>(p.catalog, p.upstreams, p.stopping,
                                                            p.config.gateway.separator));
   chain_.push_back(std::make_unique<policy::AuthorizeStage>());
@@ -31,6 +32,11 @@ Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
   chain_.push_back(std::make_unique<policy::TrajectoryOwnerStage>(p.io, p.config.gateway, p.clock));
   chain_.push_back(
       std::make_unique<repair::RepairStage>(catalog::schemas_of(p.catalog), p.config, p.metrics));
+  // Record and replay: a replayed call takes no slot, reaches no cache and no server.
+  if (p.cassette || p.recorder) {
+    chain_.push_back(std::make_unique<replay::ReplayStage>(p.config, p.cassette, p.recorder,
+                                                           p.metrics, p.clock));
+  }
   // A retry with the key of a call already run takes no slot either, nor runs again.
   chain_.push_back(std::make_unique<idempotency::IdempotencyStage>(p.io, p.config.gateway,
                                                                    p.metrics, p.clock));

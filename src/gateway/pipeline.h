@@ -23,6 +23,10 @@ namespace toolbridge::policy {
 class AdmissionStage;
 class BreakerStage;
 }  // namespace toolbridge::policy
+namespace toolbridge::replay {
+class Cassette;
+class Recorder;
+}  // namespace toolbridge::replay
 
 namespace toolbridge::gateway {
 
@@ -37,6 +41,10 @@ struct PipelineParts {
   telemetry::CallTrace* trace = nullptr;  // null: no call trace
   const base::Clock& clock = base::steady_clock();
   otel::Exporter* otel = nullptr;  // null: no span export
+  // Record and replay (src/replay/): the cassette calls are answered from and the recorder they
+  // are written to; null: off.
+  const replay::Cassette* cassette = nullptr;
+  replay::Recorder* recorder = nullptr;
 };
 
 class Pipeline {

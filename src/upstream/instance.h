@@ -120,6 +120,10 @@ class Instance : public std::enable_shared_from_this<Instance> {
   const mcp::ServerCapabilities& capabilities() const { return caps_; }
   const Catalog& catalog() const { return catalog_; }
   const std::string& server_name() const { return server_.name; }
+  // serverInfo of the server's initialize result (or server/discover), as it sent them; empty
+  // if it sent none.
+  const std::string& info_name() const { return info_name_; }
+  const std::string& info_version() const { return info_version_; }
   // Why the last re-read of the lists failed (empty once one succeeds) and the failures in a row:
   // the last good lists are served meanwhile, and /healthz reports it.
   const std::string& list_error() const { return list_error_; }
@@ -215,6 +219,10 @@ class Instance : public std::enable_shared_from_this<Instance> {
   std::uint64_t last_call_id_ = 0;  // most recent forwarded call, for routing server requests
   std::string exit_reason_;
   mcp::Version version_ = mcp::kLatestVersion;
+  std::string info_name_;
+  std::string info_version_;
+  // Keeps serverInfo.name and .version of an initialize (or discover) result (bounded).
+  void keep_server_info(const boost::json::object& result);
   bool stateless_ = false;  // the server speaks 2026-07-28 (instance_discover.cpp)
   mcp::ServerCapabilities caps_;
   Catalog catalog_;

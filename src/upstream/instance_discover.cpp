@@ -33,6 +33,7 @@ asio::awaitable<bool> Instance::discover() {
   std::string version(mcp::kModernVersion);
   transport_->set_stateless(std::move(version));
   stateless_ = true;
+  if (found.is_object()) keep_server_info(found.as_object());
   if (const auto* c = found.as_object().if_contains("capabilities"); c && c->is_object()) {
     const auto& caps = c->as_object();
     caps_.tools = caps.contains("tools");

@@ -20,6 +20,20 @@ constexpr std::string_view kClientCapabilities =
     R"({"roots":{"listChanged":true},"sampling":{},"elicitation":{}})";
 }  // namespace
 
+void Instance::keep_server_info(const bj::object& result) {
+  constexpr std::size_t kMaxInfo = 256;  // a server's name or version longer than this is cut
+  const auto* info = result.if_contains("serverInfo");
+  if (!info || !info->is_object()) return;
+  auto text = [&](const char* key) {
+    const auto* v = info->as_object().if_contains(key);
+    if (!v || !v->is_string()) return std::string();
+    const auto& s = v->as_string();
+    return std::string(s.data(), std::min<std::size_t>(s.size(), kMaxInfo));
+  };
+  info_name_ = text("name");
+  info_version_ = text("version");
+}
+
 asio::awaitable<std::string> Instance::initialize() {
   auto self = shared_from_this();
   std::string error;
@@ -65,6 +79,7 @@ asio::awaitable<std::string> Instance::initialize() {
                 ", which toolbridge does not support";
     } else {
       version_ = *v;
+      keep_server_info(r);
       transport_->set_protocol_version(std::string(mcp::to_string(version_)));
       if (const auto* c = r.if_contains("capabilities"); c && c->is_object()) {
         const auto& caps = c->as_object();

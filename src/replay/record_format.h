@@ -1,0 +1,37 @@
+#pragma once
+// The cassette's file format (docs/replay.md): calls.jsonl, JSON Lines, append-only. Every line
+// is one JSON object whose last member is "sum": the FNV-1a 64-bit hash, 16 lowercase hex digits,
+// of the line's bytes before `,"sum":`. A line that does not end in '\n' or whose sum does not
+// match is not a record: the last line of a run cut short (a crash, SIGKILL, a full disk) is
+// dropped, the records before it stay readable.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace toolbridge::replay {
+
+// The name of a run's record file inside its directory.
+inline constexpr std::string_view kCallsFile = "calls.jsonl";
+
+std::uint64_t fnv1a(std::string_view bytes);
+
+// `body` (a JSON object without its closing brace: `{"kind":"call",...`) sealed into one line:
+// body + `,"sum":"HEX"}` + '\n'.
+std::string sealed_line(std::string_view body);
+// The same in place: `body` becomes its sealed line.
+void seal(std::string& body);
+
+// The JSON object of one line (without its '\n'), or empty if its sum is missing or wrong.
+std::string_view unsealed(std::string_view line);
+
+// What reading a record file found.
+struct LogRead {
+  std::vector<std::string> records;  // the JSON objects of the whole, valid lines, in order
+  bool torn_tail = false;            // the last line was cut short or damaged: dropped
+  std::size_t damaged = 0;           // earlier lines that did not verify: skipped
+};
+// Reads `text`, the content of a record file.
+LogRead read_log(std::string_view text);
+
+}  // namespace toolbridge::replay

@@ -1,0 +1,206 @@
+#include "replay/recorder.h"
+
+#include <fcntl.h>
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "json/envelope.h"
+#include "replay/record_format.h"
+
+namespace toolbridge::replay {
+
+namespace {
+
+constexpr std::string_view kRecordedMetric = "toolbridge_recorded_calls_total";
+constexpr std::string_view kDroppedMetric = "toolbridge_record_dropped_total";
+// The writer wakes this often, or at once when this many lines wait: waking it per line would
+// cost every call a futex call and a context switch (the call trace's rule). What a SIGKILL can
+// lose is at most the last interval's lines.
+constexpr std::chrono::milliseconds kWriteInterval{20};
+constexpr std::size_t kWakeAt = 512;
+
+std::string run_name(const base::Clock& clock, int attempt) {
+  // Names sort in the order runs started (to the millisecond): a directory's latest run is last.
+  const auto now = std::chrono::floor<std::chrono::milliseconds>(clock.wall_now());
+  const auto secs = std::chrono::floor<std::chrono::seconds>(now);
+  std::string name = fmt::format("{:%Y%m%dT%H%M%S}.{:03d}Z-{}", secs,
+                                 static_cast<int>((now - secs).count()), ::getpid());
+  if (attempt > 0) name += fmt::format("-{}", attempt);
+  return name;
+}
+
+}  // namespace
+
+Recorder::Recorder(const config::Record& config, telemetry::Metrics& metrics,
+                   const base::Clock& clock)
+    : metrics_(metrics),
+      recorded_(metrics.counter_cell(std::string(kRecordedMetric), "")),
+      max_bytes_(config.max_bytes) {
+  metrics_.describe(std::string(kRecordedMetric), "counter",
+                    "Tool calls written to the cassette (gateway.record).");
+  metrics_.describe(std::string(kDroppedMetric), "counter",
+                    "Tool calls not recorded, by reason (full: the cassette reached "
+                    "gateway.record.max_bytes; write_error: the disk refused a write).");
+  std::error_code ec;
+  std::filesystem::create_directories(config.path, ec);
+  if (ec) {
+    error_ = fmt::format("record: cannot make {}: {}", config.path, ec.message());
+    return;
+  }
+  for (int attempt = 0; attempt < 100 && run_dir_.empty(); ++attempt) {
+    const std::string dir = config.path + "/" + run_name(clock, attempt);
+    if (::mkdir(dir.c_str(), 0755) == 0) {
+      run_dir_ = dir;
+    } else if (errno != EEXIST) {
+      error_ = fmt::format("record: cannot make {}: {}", dir, std::strerror(errno));
+      return;
+    }
+  }
+  const std::string file = run_dir_ + "/" + std::string(kCallsFile);
+  fd_ = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    error_ = fmt::format("record: cannot create {}: {}", file, std::strerror(errno));
+    return;
+  }
+  const auto started = std::chrono::floor<std::chrono::milliseconds>(clock.wall_now());
+  const std::string name = run_dir_.substr(run_dir_.rfind('/') + 1);
+  enqueue(sealed_line(fmt::format(R"({{"kind":"run","format":1,"run":{},"started":"{:%FT%TZ}")",
+                                  json::quote(name), started)));
+}
+
+Recorder::~Recorder() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_one();
+  if (writer_.joinable()) {
+    writer_.join();
+  } else if (fd_ >= 0) {
+    write_all(pending_);  // never started: write what was queued here
+  }
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void Recorder::start_writer() {
+  if (fd_ >= 0 && !writer_.joinable()) writer_ = std::thread([this] { write_loop(); });
+}
+
+std::string Recorder::fingerprint(const ServerEntry& s) {
+  const std::string hash = fmt::format("{:016x}", fnv1a(s.tools));
+  auto it = fingerprints_.find(s.server);
+  if (it != fingerprints_.end() && it->second == hash) return hash;
+  fingerprints_[std::string(s.server)] = hash;
+  enqueue(sealed_line(fmt::format(
+      R"({{"kind":"server","server":{},"name":{},"version":{},"tools_hash":"{}","tools":{})",
+      json::quote(s.server), json::quote(s.name), json::quote(s.version), hash,
+      s.tools.empty() ? std::string_view("[]") : s.tools)));
+  return hash;
+}
+
+void Recorder::record(const CallEntry& c) {
+  // The body is written into the line's own buffer, sealed in place: one allocation.
+  std::string body;
+  body.reserve(c.answer.size() + c.arguments.size() + c.trajectory.size() + 320);
+  fmt::format_to(std::back_inserter(body),
+                 R"({{"kind":"call","seq":{},"trajectory":{},"server":{},"tool":{},)"
+                 R"("arguments":{},"occurrence":{},"at_ms":{},"queued_ms":{:.3f},)"
+                 R"("duration_ms":{:.3f},"fingerprint":"{}",)",
+                 seq_, json::quote(c.trajectory), json::quote(c.server), json::quote(c.tool),
+                 c.arguments, c.occurrence, c.at_ms, c.queued_ms, c.duration_ms, c.fingerprint);
+  body += c.error ? R"("error":)" : R"("result":)";
+  body += c.answer;
+  seal(body);
+  if (enqueue(std::move(body), /*is_call=*/true)) {
+    ++seq_;
+    ++recorded_;
+  }
+}
+
+bool Recorder::enqueue(std::string line, bool is_call) {
+  if (fd_ < 0) return false;
+  // Once a line does not fit, none after it is written: the cassette stays a prefix of the run.
+  if (full_logged_ || bytes_ + line.size() > max_bytes_) {
+    if (is_call) metrics_.add(std::string(kDroppedMetric), telemetry::labels({{"reason", "full"}}));
+    if (!full_logged_) {
+      full_logged_ = true;
+      spdlog::error(
+          "record: the cassette {} is full ({} bytes, gateway.record.max_bytes {}): later calls "
+          "are not recorded (toolbridge_record_dropped_total{{reason=\"full\"}})",
+          run_dir_, bytes_, max_bytes_);
+    }
+    return false;
+  }
+  bytes_ += line.size();
+  bool wake = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (write_failed_) {
+      if (is_call)
+        metrics_.add(std::string(kDroppedMetric), telemetry::labels({{"reason", "write_error"}}));
+      return false;
+    }
+    pending_ += line;
+    ++queued_lines_;
+    wake = ++pending_lines_ >= kWakeAt;
+  }
+  if (wake) wake_.notify_one();
+  return true;
+}
+
+void Recorder::write_loop() {
+  std::string batch;
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    wake_.wait_for(lock, kWriteInterval,
+                   [this] { return stop_ || flushing_ || pending_lines_ >= kWakeAt; });
+    if (pending_lines_ == 0) {
+      if (stop_) return;  // everything written
+      continue;
+    }
+    batch.clear();
+    batch.swap(pending_);  // the call path gets the emptied buffer (and its capacity) back
+    const std::uint64_t lines = pending_lines_;
+    pending_lines_ = 0;
+    lock.unlock();
+    write_all(batch);
+    lock.lock();
+    written_lines_ += lines;
+    written_.notify_all();
+  }
+}
+
+void Recorder::write_all(const std::string& bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      spdlog::error("record: writing {}/{} failed: {}; later calls are not recorded", run_dir_,
+                    kCallsFile, std::strerror(errno));
+      std::lock_guard lock(mutex_);
+      write_failed_ = true;
+      return;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void Recorder::flush() {
+  std::unique_lock lock(mutex_);
+  if (!writer_.joinable()) return;
+  const std::uint64_t target = queued_lines_;
+  ++flushing_;
+  wake_.notify_one();
+  written_.wait(lock, [&] { return written_lines_ >= target || write_failed_; });
+  --flushing_;
+}
+
+}  // namespace toolbridge::replay

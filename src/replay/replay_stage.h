@@ -1,0 +1,66 @@
+#pragma once
+// The replay stage (after repair, before idempotency, the cache and admission; docs/replay.md):
+// records every tools/call a server answers into gateway.record's cassette, and answers calls
+// from gateway.replay's cassette by the key (trajectory, server, tool, canonical arguments,
+// occurrence). A replayed call takes no admission slot and reaches no server; its result carries
+// _meta["toolbridge/replay"]. A call the cassette does not hold is, in strict mode, an error
+// naming it and the nearest recorded call; in fallthrough mode it runs live (and is recorded).
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "base/clock.h"
+#include "call/stage.h"
+#include "config/config.h"
+#include "replay/cassette.h"
+#include "replay/recorder.h"
+#include "telemetry/metrics.h"
+
+namespace toolbridge::replay {
+
+class ReplayStage final : public gateway::Stage {
+ public:
+  // Either of `cassette` and `recorder` may be null (not both, or the stage is not built).
+  ReplayStage(const config::Config& config, const Cassette* cassette, Recorder* recorder,
+              telemetry::Metrics& metrics, const base::Clock& clock);
+
+  std::string_view name() const override { return "replay"; }
+  bool applies(const gateway::Call& call) const override { return call.is_tool_call(); }
+  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
+
+  // The cassette's trajectory a call of trajectory `name` is answered from: the same name if the
+  // cassette has it, else the first one (in the order of first use) no other name has claimed.
+  const std::string& tape_trajectory(const std::string& name);
+
+ private:
+  std::uint64_t next_occurrence(const gateway::Call& call, std::string_view arguments);
+  // The call run by the rest of the chain (recorded if it is recording).
+  boost::asio::awaitable<gateway::Result> live(gateway::Call& call, gateway::Next next,
+                                               std::string arguments, std::uint64_t occurrence);
+  gateway::Result replayed(const gateway::Call& call, const CallRecord& rec);
+  gateway::Result miss(const gateway::Call& call, const std::string& trajectory,
+                       std::string_view arguments, std::uint64_t occurrence);
+  void record(gateway::Call& call, std::string_view arguments, std::uint64_t occurrence,
+              const gateway::Result& result);
+  void record_replayed(const gateway::Call& call, const CallRecord& rec);
+  std::string server_fingerprint(const gateway::Call& call);
+  void count(std::string_view result);
+
+  const config::Config& config_;
+  const Cassette* cassette_;
+  Recorder* recorder_;
+  bool strict_;
+  telemetry::Metrics& metrics_;
+  const base::Clock& clock_;
+  // Calls so far per trajectory, by a hash of (server, tool, canonical arguments).
+  std::unordered_map<std::string, std::unordered_map<std::uint64_t, std::uint64_t>> seen_;
+  // The fallback of trajectory names (tape_trajectory).
+  std::unordered_map<std::string, std::string> mapped_;
+  std::unordered_set<std::string> claimed_;
+  std::size_t next_unclaimed_ = 0;
+  // Per server: the lists its fingerprint was last worked out from, and the fingerprint.
+  std::unordered_map<std::string, std::pair<const void*, std::string>> fingerprints_;
+};
+
+}  // namespace toolbridge::replay

@@ -1,0 +1,125 @@
+// The cassette's file format: sealed lines, and a torn or damaged line left out.
+#include "replay/record_format.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "replay/cassette.h"
+#include "replay/cassette_report.h"
+
+namespace {
+
+using namespace toolbridge::replay;
+
+std::string call_line(std::string_view trajectory, std::string_view tool, std::string_view args,
+                      int occurrence, std::string_view result) {
+  return sealed_line(std::string(R"({"kind":"call","trajectory":")") + std::string(trajectory) +
+                     R"(","server":"fx","tool":")" + std::string(tool) + R"(","arguments":)" +
+                     std::string(args) + R"(,"occurrence":)" + std::to_string(occurrence) +
+                     R"(,"duration_ms":1.5,"fingerprint":"00","result":)" + std::string(result));
+}
+
+TEST(RecordFormat, SealedLineVerifiesAndKeepsTheObject) {
+  const std::string line = sealed_line(R"({"kind":"run","run":"r1")");
+  ASSERT_EQ(line.back(), '\n');
+  const std::string_view object = unsealed(std::string_view(line).substr(0, line.size() - 1));
+  EXPECT_EQ(object, line.substr(0, line.size() - 1));
+  EXPECT_TRUE(object.starts_with(R"({"kind":"run","run":"r1","sum":")"));
+}
+
+TEST(RecordFormat, SealInPlaceIsTheSealedLine) {
+  std::string body = R"({"kind":"call","x":1)";
+  const std::string expected = sealed_line(body);
+  seal(body);
+  EXPECT_EQ(body, expected);
+}
+
+TEST(RecordFormat, AChangedByteFailsTheSum) {
+  std::string line = sealed_line(R"({"kind":"run","run":"r1")");
+  line.pop_back();
+  line[10] = 'X';
+  EXPECT_TRUE(unsealed(line).empty());
+  EXPECT_TRUE(unsealed("{}").empty());
+  EXPECT_TRUE(unsealed("").empty());
+}
+
+TEST(RecordFormat, TornLastLineIsDroppedAndEarlierOnesKept) {
+  const std::string a = call_line("t", "counter", "{}", 1, R"({"n":1})");
+  const std::string b = call_line("t", "counter", "{}", 2, R"({"n":2})");
+  // Cut anywhere inside the last line: the first stays, the second goes.
+  for (std::size_t cut = 1; cut < b.size(); ++cut) {
+    const LogRead r = read_log(a + b.substr(0, cut));
+    ASSERT_EQ(r.records.size(), 1u) << cut;
+    EXPECT_TRUE(r.torn_tail) << cut;
+  }
+  const LogRead whole = read_log(a + b);
+  EXPECT_EQ(whole.records.size(), 2u);
+  EXPECT_FALSE(whole.torn_tail);
+}
+
+TEST(RecordFormat, DamagedMiddleLineIsSkippedAndCounted) {
+  std::string a = call_line("t", "counter", "{}", 1, R"({"n":1})");
+  a[20] = 'Z';
+  const LogRead r = read_log(call_line("t", "x", "{}", 1, "{}") + a +
+                             call_line("t", "counter", "{}", 2, "{}"));
+  EXPECT_EQ(r.records.size(), 2u);
+  EXPECT_EQ(r.damaged, 1u);
+  EXPECT_FALSE(r.torn_tail);
+}
+
+TEST(Cassette, IndexesByKeyAndCanonicalArguments) {
+  const std::string text = sealed_line(R"({"kind":"run","run":"r1")") +
+                           call_line("t1", "add", R"({"b":2, "a":1})", 1, R"({"sum":3})") +
+                           call_line("t1", "add", R"({"a":1,"b":2})", 2, R"({"sum":30})") +
+                           call_line("t2", "add", R"({"a":1,"b":2})", 1, R"({"sum":300})");
+  std::string error;
+  auto c = Cassette::parse(text, "/runs/r1", error);
+  ASSERT_TRUE(c) << error;
+  EXPECT_EQ(c->run(), "r1");
+  ASSERT_EQ(c->calls().size(), 3u);
+  EXPECT_EQ((c->trajectories()), (std::vector<std::string>{"t1", "t2"}));
+  const CallRecord* second = c->find("t1", "fx", "add", R"({"a":1,"b":2})", 2);
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->payload, R"({"sum":30})");
+  EXPECT_FALSE(c->find("t1", "fx", "add", R"({"a":1,"b":2})", 3));
+  const CallRecord* near = c->nearest("t2", "fx", "add", R"({"a":1,"b":3})");
+  ASSERT_TRUE(near);
+  EXPECT_EQ(near->trajectory, "t2");
+}
+
+TEST(Cassette, ACallRecordWithoutAResultIsAnError) {
+  std::string error;
+  auto c = Cassette::parse(sealed_line(R"({"kind":"call","server":"fx","tool":"a")"), "/d", error);
+  EXPECT_FALSE(c);
+  EXPECT_NE(error.find("needs server, tool, occurrence"), std::string::npos) << error;
+}
+
+TEST(CassetteDiff, FindsTheFirstDivergencePerTrajectoryAndCountsChangedResults) {
+  const std::string head = sealed_line(R"({"kind":"run","run":"r")");
+  const std::string a = head + call_line("t1", "counter", "{}", 1, R"({"n":1})") +
+                        call_line("t1", "echo", R"({"m":"x"})", 1, R"({"m":"x"})") +
+                        call_line("t2", "echo", R"({"m":"y"})", 1, R"({"m":"y"})");
+  const std::string b = head + call_line("t1", "counter", "{}", 1, R"({"n":7})") +
+                        call_line("t1", "echo", R"({"m":"x"})", 1, R"({"m":"x"})") +
+                        call_line("t2", "echo", R"({"m":"z"})", 1, R"({"m":"z"})");
+  std::string error;
+  auto ca = Cassette::parse(a, "/a", error);
+  auto cb = Cassette::parse(b, "/b", error);
+  ASSERT_TRUE(ca && cb) << error;
+  std::ostringstream out;
+  EXPECT_EQ(diff(*ca, *cb, out), 2u);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("trajectory t1: diverges at call 1: fx/counter {}: different result"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("trajectory t2: diverges at call 1: fx/echo: different arguments"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("fx/counter: 1 / 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("fx/echo: 0 / 1"), std::string::npos) << text;
+  std::ostringstream same;
+  EXPECT_EQ(diff(*ca, *ca, same), 0u);
+}
+
+}  // namespace
