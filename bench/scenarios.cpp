@@ -110,9 +110,10 @@ void run_cost_pairs(const Options& o, ScenarioResult& r, const std::vector<std::
     std::sort(ratios.begin(), ratios.end());
     const std::string line = fmt::format(
         "{} cost at c={}: gateway CPU per call {}, median of {} alternating {:.1f}-s "
-        "window pairs: {:.3f} ({:+.1f} %; pairs from {:.3f} to {:.3f})",
-        pair.what, c, pair.ratio, ratios.size(), static_cast<double>(win.count()) / 1000, median,
-        (median - 1) * 100, ratios.front(), ratios.back());
+        "window pairs: {:.3f} ({:+.1f} %; pairs from {:.3f} to {:.3f}); median µs/call {:.1f} without, "
+        "{:.1f} with",
+        pair.what, c, pair.ratio, ratios.size(), static_cast<double>(win.count()) / 1000, mid,
+        (mid - 1) * 100, ratios.front(), ratios.back(), median(without_us), median(with_us));
     std::cerr << "  " << line << "\n";
     r.table.add_note(line);
   }

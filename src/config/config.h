@@ -245,6 +245,8 @@ struct Otel {
   std::size_t queue_size = 8192;            // spans waiting for export; more are dropped, counted
   Duration timeout{10'000};                 // one export request, connect to answer
   std::string service_name = "toolbridge";  // resource service.name (OTEL_SERVICE_NAME)
+};
+
 // Recording tool results into a cassette (`gateway.record`, src/replay/, docs/replay.md).
 struct Record {
   std::string path;                      // the directory runs are written under; empty: off

@@ -15,7 +15,7 @@
 
 namespace toolbridge::config {
 
-inline constexpr std::array<std::string_view, 55> kServerKeys{
+inline constexpr std::array<std::string_view, 56> kServerKeys{
     "command",
     "args",
     "env",
