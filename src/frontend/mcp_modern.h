@@ -8,6 +8,7 @@
 // (src/gateway/input_required.h).
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -98,6 +99,9 @@ class McpModern {
 // Whether a stateless request's clientCapabilities declare the tasks extension.
 bool negotiates_tasks(const mcp::ModernEnvelope& envelope);
 inline constexpr std::string_view kTasksExtension = "io.modelcontextprotocol/tasks";
+// Server requests of one call sent within this window of the first go to its client together (one
+// input_required result, or one input_required task status).
+inline constexpr std::chrono::milliseconds kGatherWindow{5};
 
 // A JSON-RPC response with `resultType: "complete"` added to its result (errors unchanged).
 std::string with_result_type(std::string response);

@@ -24,8 +24,6 @@ using transport::Exchange;
 namespace {
 
 constexpr auto kKeepalive = std::chrono::seconds(15);
-// Server requests sent within this window of the first one go out in one input_required result.
-constexpr auto kGatherWindow = std::chrono::milliseconds(5);
 // A call that may become a task answers at once if it ends (or asks its client) within this
 // window of its round's start, and becomes a task otherwise (docs/tasks.md).
 constexpr auto kTaskWindow = std::chrono::milliseconds(100);

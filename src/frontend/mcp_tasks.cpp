@@ -26,7 +26,6 @@ using transport::Exchange;
 
 namespace {
 
-constexpr auto kGather = std::chrono::milliseconds(5);
 constexpr auto kIdleWake = std::chrono::seconds(15);
 constexpr int kPollIntervalMs = 500;
 
@@ -143,7 +142,7 @@ asio::awaitable<void> McpModern::run_task(std::shared_ptr<Conversation> conv) {
     }
     if (conv->has_asks()) {
       // Requests sent together are asked together.
-      base::Timer gather(gateway_.io(), gateway_.clock(), kGather);
+      base::Timer gather(gateway_.io(), gateway_.clock(), kGatherWindow);
       boost::system::error_code ec;
       co_await gather.async_wait(asio::redirect_error(asio::use_awaitable, ec));
       if (conv->has_asks()) tasks_.input_required(id, conv->pending_requests());
