@@ -54,11 +54,14 @@ std::size_t significant_digits(std::string_view number) {
   return first == 0 ? 0 : last - first + 1;
 }
 
-// An exponent the gateway's JSON parser refuses ("exponent overflow"): its value, leading zeros
-// aside, past 2147483647.
-bool exponent_past_int_max(std::string_view digits) {
+// An exponent of ten digits or more, leading zeros aside. The gateway's JSON parser refuses
+// exponents near INT_MAX, and where its limit falls depends on the digits before the exponent and
+// on how the text reached it ("0.00e-02147483647" is refused, "0.00e-2147483647" is not): such a
+// number has no form here (its call is not cached). No legitimate call writes an exponent past
+// 999999999, so no call loses its key to this.
+bool exponent_too_large(std::string_view digits) {
   while (digits.size() > 1 && digits.front() == '0') digits.remove_prefix(1);
-  return digits.size() > 10 || (digits.size() == 10 && digits > "2147483647");
+  return digits.size() > 9;
 }
 
 // The decoded bytes of a name the writer escaped (it holds '"', '\\' or a control character).
@@ -441,7 +444,7 @@ class Writer {
       while (p_ != end_ && is_digit(*p_)) ++p_;
       if (p_ == exp) return false;
       exponent_digits = std::string_view(exp, static_cast<std::size_t>(p_ - exp));
-      if (exponent_past_int_max(exponent_digits)) return false;
+      if (exponent_too_large(exponent_digits)) return false;
     }
     const std::string_view token(start, static_cast<std::size_t>(p_ - start));
     if (frac_digits.empty() && !has_exponent) {
