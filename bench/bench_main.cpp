@@ -92,6 +92,8 @@ int main(int argc, char** argv) {
   app.add_flag("--otel", options.otel,
                "overhead: also measure OpenTelemetry span export's CPU cost (100 % sampling to a local OTLP "
                "sink; two gateways, alternating windows; table notes)");
+  app.add_option("--pairs", options.cost_pairs,
+                 "overhead --trace/--otel/--record: alternating window pairs per cost figure (default 12)");
   app.add_flag("--record", options.record,
                "overhead: also measure recording's CPU cost and a replayed call against a cache hit "
                "(pairs of gateways, alternating windows; table notes)");

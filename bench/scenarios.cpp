@@ -59,7 +59,7 @@ void run_cost_pairs(const Options& o, ScenarioResult& r, const std::vector<std::
       return;
     }
   }
-  const std::size_t rounds = o.short_mode ? 2 : pair.rounds;
+  const std::size_t rounds = o.short_mode ? 2 : o.cost_pairs > 0 ? o.cost_pairs : pair.rounds;
   const std::chrono::milliseconds win(o.short_mode ? std::min(pair.window, std::chrono::milliseconds(500))
                                                    : pair.window);
   // Gateway CPU per call over one window of `c` workers, or nullopt if it could not be read.
@@ -145,8 +145,9 @@ void run_otel_pairs(const Options& o, ScenarioResult& r, const std::vector<std::
   config.insert(config.find("gateway:\n") + 9, otel);
   run_cost_pairs(o, r, levels, warmup,
                  {"otel", gateway_config(o, false, false), config, "with span export / without",
-                  "otel pairs: two gateways at once, the second exporting every call's spans (3 a call: the call, "
-                  "its queue and execution; sample_ratio 1, http/protobuf, batch_size 512) to a local OTLP "
+                  "otel pairs: two gateways at once, the second exporting every call's spans (2 or 3 a call: "
+                  "the call, its execution, its queue when it waited 1 ms or more; sample_ratio 1, "
+                  "http/protobuf, batch_size 512) to a local OTLP "
                   "sink that reads each request whole and answers 200, measured in turn."});
   r.table.add_note(fmt::format("otel sink: {} export requests, {:.1f} MiB of OTLP protobuf received.",
                                sink.requests(), static_cast<double>(sink.bytes()) / (1 << 20)));

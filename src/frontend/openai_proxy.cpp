@@ -122,7 +122,7 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
     const auto sent_at = clock_.now();
     sent_at_ = sent_at;
     state_->upstream = std::make_unique<transport::HttpExchange>();
-    *state_->upstream = co_await model_.client().send(req);
+    *state_->upstream = co_await model_.client().send(std::move(req));
     transport::HttpExchange& hx = *state_->upstream;
     bool ok = !hx.failed() && !state_->client_gone;
     if (ok) ok = co_await hx.read_header();

@@ -10,8 +10,8 @@ namespace {
 // Caller-supplied text in an attribute is bounded (ids, reasons).
 constexpr std::size_t kMaxText = 256;
 
-std::string bounded(std::string_view s) {
-  return std::string(s.substr(0, kMaxText));
+std::string_view bounded(std::string_view s) {
+  return s.substr(0, kMaxText);
 }
 
 bool is_model_request(const Call& call) {
@@ -19,77 +19,65 @@ bool is_model_request(const Call& call) {
 }
 
 // The span name the conventions ask for: "{mcp.method.name} {target}" for MCP,
-// "{gen_ai.operation.name} {gen_ai.request.model}" for a model request.
-std::string span_name(const Call& call) {
-  if (is_model_request(call))
-    return (call.method == "completions" ? "text_completion " : "chat ") + call.route.server;
+// "{gen_ai.operation.name} {gen_ai.request.model}" for a model request. Into `name`, a buffer of
+// the caller's that keeps its capacity.
+std::string_view span_name(const Call& call, std::string& name) {
+  if (is_model_request(call)) {
+    name = call.method == "completions" ? "text_completion " : "chat ";
+    name += call.route.server;
+    return name;
+  }
   if (call.route.label.empty() || call.route.label == call.method) return call.method;
-  return call.method + " " + call.route.label;
+  name = call.method;
+  name += ' ';
+  name += call.route.label;
+  return name;
 }
 
-void add_common(otel::Span& s, const Call& call, const telemetry::CallRecord& r) {
-  if (!r.trajectory.empty() && r.trajectory != "-") s.add("toolbridge.trajectory", r.trajectory);
-  if (!call.tenant.empty()) s.add("toolbridge.tenant", bounded(call.tenant));
-  s.add("toolbridge.server", call.route.server);
+void add_common(otel::SpanWriter& w, const Call& call, const telemetry::CallRecord& r) {
+  if (!r.trajectory.empty() && r.trajectory != "-") w.add("toolbridge.trajectory", r.trajectory);
+  if (!call.tenant.empty()) w.add("toolbridge.tenant", bounded(call.tenant));
+  w.add("toolbridge.server", call.route.server);
 }
 
 // The worker that answered a model request and the tokens it reported (GenAI conventions).
-void add_served(otel::Span& s, const Call& call) {
+void add_served(otel::SpanWriter& w, const Call& call) {
   const llm::Served* served = call.slots.find<llm::Served>();
   if (!served) return;
-  s.add("toolbridge.worker", served->worker);
+  w.add("toolbridge.worker", served->worker);
   if (served->input_tokens)
-    s.add("gen_ai.usage.input_tokens", static_cast<std::int64_t>(*served->input_tokens));
+    w.add("gen_ai.usage.input_tokens", static_cast<std::int64_t>(*served->input_tokens));
   if (served->output_tokens)
-    s.add("gen_ai.usage.output_tokens", static_cast<std::int64_t>(*served->output_tokens));
+    w.add("gen_ai.usage.output_tokens", static_cast<std::int64_t>(*served->output_tokens));
   if (served->cached_tokens)
-    s.add("toolbridge.usage.cached_tokens", static_cast<std::int64_t>(*served->cached_tokens));
+    w.add("toolbridge.usage.cached_tokens", static_cast<std::int64_t>(*served->cached_tokens));
 }
 
-void add_call_attributes(otel::Span& s, const Call& call, const Result& result,
+void add_call_attributes(otel::SpanWriter& w, const Call& call, const Result& result,
                          const telemetry::CallRecord& r) {
   if (is_model_request(call)) {
-    s.add("gen_ai.operation.name", call.method == "completions" ? "text_completion" : "chat");
-    s.add("gen_ai.request.model", call.route.server);
-    add_served(s, call);
+    w.add("gen_ai.operation.name", call.method == "completions" ? "text_completion" : "chat");
+    w.add("gen_ai.request.model", call.route.server);
+    add_served(w, call);
   } else {
-    s.add("mcp.method.name", call.method);
+    w.add("mcp.method.name", call.method);
     if (call.is_tool_call()) {
-      s.add("gen_ai.operation.name", "execute_tool");
-      s.add("gen_ai.tool.name", call.route.label);
+      w.add("gen_ai.operation.name", "execute_tool");
+      w.add("gen_ai.tool.name", call.route.label);
     }
-    if (!call.id.empty()) s.add("jsonrpc.request.id", bounded(call.id));
+    if (!call.id.empty()) w.add("jsonrpc.request.id", bounded(call.id));
   }
-  add_common(s, call, r);
-  s.add("toolbridge.outcome", r.outcome);
-  s.add("toolbridge.cached", r.cached);
-  s.add("toolbridge.repairs", static_cast<std::int64_t>(r.repairs));
-  s.add("toolbridge.argument_bytes", static_cast<std::int64_t>(r.argument_bytes));
-  s.add("toolbridge.result_bytes", static_cast<std::int64_t>(r.result_bytes));
-  if (call.sends > 1) s.add("toolbridge.sends", static_cast<std::int64_t>(call.sends));
-  if (result.fault == Fault::kNone) {
-    s.status = otel::StatusCode::kOk;
-  } else {
-    s.add("error.type", r.outcome);
-    s.add("toolbridge.fault", r.fault);
-    s.status = otel::StatusCode::kError;
-    s.status_message =
-        bounded(result.fault == Fault::kToolError ? "the tool answered isError" : result.why);
+  add_common(w, call, r);
+  w.add("toolbridge.outcome", r.outcome);
+  w.add("toolbridge.cached", r.cached);
+  w.add("toolbridge.repairs", static_cast<std::int64_t>(r.repairs));
+  w.add("toolbridge.argument_bytes", static_cast<std::int64_t>(r.argument_bytes));
+  w.add("toolbridge.result_bytes", static_cast<std::int64_t>(r.result_bytes));
+  if (call.sends > 1) w.add("toolbridge.sends", static_cast<std::int64_t>(call.sends));
+  if (result.fault != Fault::kNone) {
+    w.add("error.type", r.outcome);
+    w.add("toolbridge.fault", r.fault);
   }
-}
-
-otel::Span child(const otel::Span& parent, std::string name, otel::SpanKind kind,
-                 std::uint64_t start_ns, std::uint64_t end_ns) {
-  otel::Span s;
-  s.trace_id = parent.trace_id;
-  s.span_id = otel::random_span_id();
-  s.parent_id = parent.span_id;
-  s.name = std::move(name);
-  s.kind = kind;
-  s.start_ns = start_ns;
-  s.end_ns = std::max(start_ns, end_ns);
-  s.attributes.reserve(3);
-  return s;
 }
 
 }  // namespace
@@ -110,32 +98,49 @@ SpanContext span_context(const Call& call, double ratio) {
 
 void call_spans(const Call& call, const Result& result, const telemetry::CallRecord& r,
                 const SpanContext& context, std::uint64_t start_ns, std::uint64_t end_ns,
-                std::vector<otel::Span>& out) {
-  const std::size_t at = out.size();
-  otel::Span& s = out.emplace_back();
-  s.trace_id = context.trace_id;
-  s.span_id = otel::random_span_id();
-  s.parent_id = context.parent_id;
-  s.name = span_name(call);
-  s.kind = otel::SpanKind::kServer;
-  s.start_ns = start_ns;
-  s.end_ns = std::max(start_ns, end_ns);
-  s.attributes.reserve(16);  // one allocation for every attribute of the call
-  add_call_attributes(s, call, result, r);
-  const auto queue_end = start_ns + static_cast<std::uint64_t>(r.queue_s * 1e9);
-  if (r.queue_s > 0) {
-    otel::Span q = child(out[at], "toolbridge.queue", otel::SpanKind::kInternal, start_ns,
-                         std::min(queue_end, end_ns));
-    q.add("toolbridge.server", call.route.server);
-    out.push_back(std::move(q));
+                otel::SpanWriter& out) {
+  thread_local std::string name;
+  end_ns = std::max(start_ns, end_ns);
+  const otel::SpanId id = otel::random_span_id();
+  out.begin({.trace_id = context.trace_id,
+             .span_id = id,
+             .parent_id = context.parent_id,
+             .name = span_name(call, name),
+             .kind = otel::SpanKind::kServer,
+             .start_ns = start_ns,
+             .end_ns = end_ns});
+  add_call_attributes(out, call, result, r);
+  if (result.fault == Fault::kNone) {
+    out.end(otel::StatusCode::kOk);
+  } else {
+    out.end(otel::StatusCode::kError,
+            bounded(result.fault == Fault::kToolError ? "the tool answered isError" : result.why));
+  }
+  const auto queue_end =
+      std::min(start_ns + static_cast<std::uint64_t>(r.queue_s * 1e9), end_ns);
+  if (r.queue_s >= kMinQueueSpanSeconds) {
+    out.begin({.trace_id = context.trace_id,
+               .span_id = otel::random_span_id(),
+               .parent_id = id,
+               .name = "toolbridge.queue",
+               .kind = otel::SpanKind::kInternal,
+               .start_ns = start_ns,
+               .end_ns = queue_end});
+    out.add("toolbridge.server", call.route.server);
+    out.end();
   }
   if (r.execution_s > 0) {
-    otel::Span e =
-        child(out[at], "toolbridge.execution", otel::SpanKind::kClient, queue_end, end_ns);
-    e.add("toolbridge.server", call.route.server);
-    if (r.pid > 0) e.add("toolbridge.instance.pid", static_cast<std::int64_t>(r.pid));
-    if (call.sends > 1) e.add("toolbridge.sends", static_cast<std::int64_t>(call.sends));
-    out.push_back(std::move(e));
+    out.begin({.trace_id = context.trace_id,
+               .span_id = otel::random_span_id(),
+               .parent_id = id,
+               .name = "toolbridge.execution",
+               .kind = otel::SpanKind::kClient,
+               .start_ns = queue_end,
+               .end_ns = end_ns});
+    out.add("toolbridge.server", call.route.server);
+    if (r.pid > 0) out.add("toolbridge.instance.pid", static_cast<std::int64_t>(r.pid));
+    if (call.sends > 1) out.add("toolbridge.sends", static_cast<std::int64_t>(call.sends));
+    out.end();
   }
 }
 

@@ -101,10 +101,11 @@ void MeasureStage::export_spans(const Call& call, const Result& result,
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
   };
-  spans_.clear();
+  span_bytes_.clear();
+  otel::SpanWriter writer(span_bytes_, otel_->encoding());
   call_spans(call, result, r, context, ns(wall_time(call.started, now)), ns(wall_time(now, now)),
-             spans_);
-  otel_->submit(spans_);
+             writer);
+  otel_->submit(span_bytes_, writer.ends());
 }
 
 boost::asio::awaitable<Result> MeasureStage::handle(Call& call, Next next) {

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "call/stage.h"
-#include "otel/span.h"
 #include "telemetry/call_log.h"
 #include "telemetry/call_trace.h"
 #include "telemetry/metrics.h"
@@ -58,7 +57,7 @@ class MeasureStage final : public Stage {
   const base::Clock& clock_;
   std::unordered_map<std::string, Series> series_;  // by display name (unique per pair)
   base::Clock::wall_time_point::duration wall_offset_{};
-  std::vector<otel::Span> spans_;  // reused: submit() leaves it empty with its capacity
+  std::string span_bytes_;  // a call's spans as written for the exporter, reused call after call
   Call::Clock::time_point offset_read_{};
 };
 

@@ -2,11 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
-
 #include "json/envelope.h"
 #include "json/utf8.h"
 #include "otel/protobuf.h"
+#include "otel/span_writer.h"
 
 namespace toolbridge::otel {
 
@@ -14,139 +13,59 @@ namespace {
 
 namespace pb = protobuf;
 
-// Field numbers of opentelemetry/proto (trace/v1, common/v1, resource/v1, collector/trace/v1).
+// Field numbers of opentelemetry/proto (collector/trace/v1, trace/v1, resource/v1, common/v1)
+// around the spans (span_writer.cpp writes the spans).
 enum : std::uint32_t {
   kRequestResourceSpans = 1,
   kResourceSpansResource = 1,
   kResourceSpansScopeSpans = 2,
   kResourceAttributes = 1,
   kScopeSpansScope = 1,
-  kScopeSpansSpans = 2,
   kScopeName = 1,
   kScopeVersion = 2,
-  kSpanTraceId = 1,
-  kSpanSpanId = 2,
-  kSpanParentSpanId = 4,
-  kSpanName = 5,
-  kSpanKind = 6,
-  kSpanStart = 7,
-  kSpanEnd = 8,
-  kSpanAttributes = 9,
-  kSpanStatus = 15,
-  kStatusMessage = 2,
-  kStatusCode = 3,
   kKeyValueKey = 1,
   kKeyValueValue = 2,
   kAnyString = 1,
-  kAnyBool = 2,
-  kAnyInt = 3,
-  kAnyDouble = 4,
 };
 
-// Protobuf strings must be UTF-8 (a collector may refuse the whole batch otherwise), and so must
-// JSON text: invalid bytes (a server's message, say) become U+FFFD.
-void put_text(std::string& out, std::uint32_t field, std::string_view text) {
-  if (json::is_valid_utf8(text)) return pb::put_bytes_field(out, field, text);
-  pb::put_bytes_field(out, field, json::replace_invalid_utf8(text));
-}
-std::string quoted(std::string_view text) {
-  return json::quote(json::is_valid_utf8(text) ? std::string(text)
-                                               : json::replace_invalid_utf8(text));
-}
+// The resource's attributes, all text (the gateway's own names, UTF-8 checked at start).
+using TextAttributes = std::vector<std::pair<std::string_view, std::string_view>>;
 
-std::string_view bytes_of(const auto& id) {
-  return {reinterpret_cast<const char*>(id.data()), id.size()};
-}
-
-void put_attribute(std::string& out, std::uint32_t field, std::string_view key,
-                   const Attribute::Value& value) {
-  pb::Nested kv(out, field);
-  pb::put_bytes_field(out, kKeyValueKey, key);
-  pb::Nested any(out, kKeyValueValue);
-  if (const auto* s = std::get_if<std::string>(&value)) {
-    put_text(out, kAnyString, *s);
-  } else if (const auto* i = std::get_if<std::int64_t>(&value)) {
-    pb::put_varint_field(out, kAnyInt, static_cast<std::uint64_t>(*i));
-  } else if (const auto* d = std::get_if<double>(&value)) {
-    pb::put_double_field(out, kAnyDouble, *d);
-  } else {
-    pb::put_varint_field(out, kAnyBool, std::get<bool>(value) ? 1 : 0);
-  }
-}
-
-void put_span(std::string& out, const Span& s) {
-  pb::Nested span(out, kScopeSpansSpans);
-  pb::put_bytes_field(out, kSpanTraceId, bytes_of(s.trace_id));
-  pb::put_bytes_field(out, kSpanSpanId, bytes_of(s.span_id));
-  if (!is_zero(s.parent_id)) pb::put_bytes_field(out, kSpanParentSpanId, bytes_of(s.parent_id));
-  put_text(out, kSpanName, s.name);
-  pb::put_varint_field(out, kSpanKind, static_cast<std::uint8_t>(s.kind));
-  pb::put_fixed64_field(out, kSpanStart, s.start_ns);
-  pb::put_fixed64_field(out, kSpanEnd, s.end_ns);
-  for (const Attribute& a : s.attributes) put_attribute(out, kSpanAttributes, a.key, a.value);
-  if (s.status != StatusCode::kUnset) {
-    pb::Nested status(out, kSpanStatus);
-    if (!s.status_message.empty()) put_text(out, kStatusMessage, s.status_message);
-    pb::put_varint_field(out, kStatusCode, static_cast<std::uint8_t>(s.status));
-  }
-}
-
-std::vector<Attribute> resource_attributes(const Resource& r) {
-  std::vector<Attribute> out{{"service.name", r.service_name}};
-  if (!r.service_version.empty()) out.push_back({"service.version", r.service_version});
-  if (!r.instance_id.empty()) out.push_back({"service.instance.id", r.instance_id});
+TextAttributes resource_attributes(const Resource& r) {
+  TextAttributes out{{"service.name", r.service_name}};
+  if (!r.service_version.empty()) out.emplace_back("service.version", r.service_version);
+  if (!r.instance_id.empty()) out.emplace_back("service.instance.id", r.instance_id);
   return out;
 }
 
-void json_value(std::string& out, const Attribute::Value& value) {
-  if (const auto* s = std::get_if<std::string>(&value)) {
-    out += R"({"stringValue":)" + quoted(*s) + "}";
-  } else if (const auto* i = std::get_if<std::int64_t>(&value)) {
-    out += fmt::format(R"({{"intValue":"{}"}})", *i);
-  } else if (const auto* d = std::get_if<double>(&value)) {
-    // JSON has no NaN or infinity; OTLP/JSON would want them as strings, a span never has them.
-    out += fmt::format(R"({{"doubleValue":{}}})", std::isfinite(*d) ? *d : 0.0);
-  } else {
-    out += std::get<bool>(value) ? R"({"boolValue":true})" : R"({"boolValue":false})";
-  }
+// Protobuf strings and JSON text must be UTF-8: invalid bytes become U+FFFD.
+std::string utf8(std::string_view text) {
+  return json::is_valid_utf8(text) ? std::string(text) : json::replace_invalid_utf8(text);
 }
 
-void json_attributes(std::string& out, const std::vector<Attribute>& attributes) {
+void json_attributes(std::string& out, const TextAttributes& attributes) {
   out += R"("attributes":[)";
   bool first = true;
-  for (const Attribute& a : attributes) {
+  for (const auto& [key, value] : attributes) {
     if (!first) out += ',';
     first = false;
-    out += R"({"key":)" + json::quote(a.key) + R"(,"value":)";
-    json_value(out, a.value);
-    out += '}';
+    out += R"({"key":)" + json::quote(key) + R"(,"value":{"stringValue":)" +
+           json::quote(utf8(value)) + "}}";
   }
   out += ']';
-}
-
-void json_span(std::string& out, const Span& s) {
-  out += fmt::format(R"({{"traceId":"{}","spanId":"{}",)", hex(s.trace_id), hex(s.span_id));
-  if (!is_zero(s.parent_id)) out += fmt::format(R"("parentSpanId":"{}",)", hex(s.parent_id));
-  out += R"("name":)" + quoted(s.name);
-  out += fmt::format(R"(,"kind":{},"startTimeUnixNano":"{}","endTimeUnixNano":"{}",)",
-                     static_cast<int>(s.kind), s.start_ns, s.end_ns);
-  json_attributes(out, s.attributes);
-  if (s.status != StatusCode::kUnset) {
-    out += fmt::format(R"(,"status":{{"code":{})", static_cast<int>(s.status));
-    if (!s.status_message.empty()) out += R"(,"message":)" + quoted(s.status_message);
-    out += '}';
-  }
-  out += '}';
 }
 
 }  // namespace
 
 void append_span_protobuf(std::string& out, const Span& span) {
-  put_span(out, span);
+  SpanWriter w(out, Encoding::kProtobuf);
+  write_span(w, span);
 }
 
 void append_span_json(std::string& out, const Span& span) {
-  json_span(out, span);
+  SpanWriter w(out, Encoding::kJson);
+  write_span(w, span);
+  out.pop_back();  // the ',' after the span
 }
 
 void wrap_protobuf(const Resource& resource, std::string_view spans, std::string& out) {
@@ -160,8 +79,12 @@ void wrap_protobuf(const Resource& resource, std::string_view spans, std::string
   std::string resource_spans;  // ResourceSpans: the resource, then the ScopeSpans
   {
     pb::Nested r(resource_spans, kResourceSpansResource);
-    for (const Attribute& a : resource_attributes(resource))
-      put_attribute(resource_spans, kResourceAttributes, a.key, a.value);
+    for (const auto& [key, value] : resource_attributes(resource)) {
+      pb::Nested kv(resource_spans, kResourceAttributes);
+      pb::put_bytes_field(resource_spans, kKeyValueKey, key);
+      pb::Nested any(resource_spans, kKeyValueValue);
+      pb::put_bytes_field(resource_spans, kAnyString, utf8(value));
+    }
   }
   // The lengths go in front of the spans, which are written once, never moved.
   pb::put_tag(resource_spans, kResourceSpansScopeSpans, pb::Wire::kLength);

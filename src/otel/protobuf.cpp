@@ -61,17 +61,17 @@ void put_bytes_field(std::string& out, std::uint32_t field, std::string_view byt
   out.append(bytes);
 }
 
-Nested::Nested(std::string& out, std::uint32_t field) : out_(out) {
-  put_tag(out_, field, Wire::kLength);
-  out_ += '\0';  // the length's first byte; most bodies are under 128 bytes and need no more
-  body_at_ = out_.size();
+std::size_t open_nested(std::string& out, std::uint32_t field) {
+  put_tag(out, field, Wire::kLength);
+  out += '\0';  // the length's first byte; most bodies are under 128 bytes and need no more
+  return out.size();
 }
 
-Nested::~Nested() {
+void close_nested(std::string& out, std::size_t body_at) {
   char length[10];
-  const std::size_t k = varint_bytes(length, out_.size() - body_at_);
-  if (k > 1) out_.insert(body_at_, k - 1, '\0');  // room for the bytes past the first
-  std::memcpy(out_.data() + body_at_ - 1, length, k);
+  const std::size_t k = varint_bytes(length, out.size() - body_at);
+  if (k > 1) out.insert(body_at, k - 1, '\0');  // room for the bytes past the first
+  std::memcpy(out.data() + body_at - 1, length, k);
 }
 
 }  // namespace toolbridge::otel::protobuf

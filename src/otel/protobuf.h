@@ -19,12 +19,17 @@ void put_fixed32_field(std::string& out, std::uint32_t field, std::uint32_t v);
 void put_double_field(std::string& out, std::uint32_t field, double v);
 void put_bytes_field(std::string& out, std::uint32_t field, std::string_view bytes);
 
-// A nested message written in place: the tag, then the body the caller appends, then its length
-// put in front of the body when the scope ends (the body moves by the length's few bytes).
+// A nested message written in place: open_nested() writes the tag and one byte for the length
+// and returns where the body starts; the caller appends the body; close_nested() puts its length
+// in front of it (the body moves by the length's bytes past the first).
+std::size_t open_nested(std::string& out, std::uint32_t field);
+void close_nested(std::string& out, std::size_t body_at);
+
+// The same for a scope.
 class Nested {
  public:
-  Nested(std::string& out, std::uint32_t field);
-  ~Nested();
+  Nested(std::string& out, std::uint32_t field) : out_(out), body_at_(open_nested(out, field)) {}
+  ~Nested() { close_nested(out_, body_at_); }
   Nested(const Nested&) = delete;
   Nested& operator=(const Nested&) = delete;
 

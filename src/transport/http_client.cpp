@@ -397,10 +397,10 @@ std::string HttpClient::prepare_tls() {
   return pool_->prepare_tls();
 }
 
-asio::awaitable<HttpExchange> HttpClient::send(const HttpRequest& request) {
+asio::awaitable<HttpExchange> HttpClient::send(HttpRequest request) {
   auto st = std::make_unique<HttpExchange::State>();
   st->pool = pool_;
-  st->request = request;
+  st->request = std::move(request);
   const HttpRequest& r = st->request;
   OutgoingRequest& m = st->message;
   m.method(r.verb);
@@ -409,16 +409,15 @@ asio::awaitable<HttpExchange> HttpClient::send(const HttpRequest& request) {
   m.set(http::field::host, host_header(r.url));
   m.set(http::field::user_agent, pool_->options().user_agent);
   for (const auto& [k, v] : r.headers) m.set(k, v);
-  m.body() = r.body;
+  m.body() = std::move(st->request.body);  // the message holds the body (a resend writes it)
   m.prepare_payload();
   co_await st->write(false);
   co_return HttpExchange(std::move(st));
 }
 
-asio::awaitable<HttpResponse> HttpClient::fetch(const HttpRequest& request,
-                                                std::size_t body_limit) {
+asio::awaitable<HttpResponse> HttpClient::fetch(HttpRequest request, std::size_t body_limit) {
   HttpResponse out;
-  HttpExchange ex = co_await send(request);
+  HttpExchange ex = co_await send(std::move(request));
   if (co_await ex.read_header()) {
     out.status = ex.status();
     out.reason = ex.reason();

@@ -114,12 +114,11 @@ class HttpClient {
   // Loads the trusted certificates for https origins (done on the first https request
   // otherwise). Returns an error message, empty on success.
   std::string prepare_tls();
-  // Takes a connection as `request.lease` says and writes the request.
-  // (Requests are taken by reference and copied before the first suspension: pass a named
-  // local, never a temporary, into a co_await.)
-  boost::asio::awaitable<HttpExchange> send(const HttpRequest& request);
+  // Takes a connection as `request.lease` says and writes the request. The request is taken by
+  // value: std::move it in and its body is sent without a copy.
+  boost::asio::awaitable<HttpExchange> send(HttpRequest request);
   // send, read_header and read_body in one; a body over `body_limit` bytes is an error.
-  boost::asio::awaitable<HttpResponse> fetch(const HttpRequest& request, std::size_t body_limit);
+  boost::asio::awaitable<HttpResponse> fetch(HttpRequest request, std::size_t body_limit);
   // Closes every connection, idle or busy; exchanges in flight fail, later sends fail at once.
   void close();
 

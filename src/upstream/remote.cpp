@@ -260,12 +260,12 @@ asio::awaitable<void> Remote::send_loop() {
     queue_.pop_front();
     const transport::Url& to = mode_ == Mode::kLegacy ? legacy_post_ : base_;
     transport::HttpRequest req = request(http::verb::post, to);
-    req.body = m.body;
+    req.body = std::move(m.body);
     if (m.stateless) add_stateless_headers(req.headers, m.method, m.name, protocol_version_);
     if (m.stateless && m.method == "tools/call")
-      add_param_headers(req.headers, m.body, m.name, header_marks_);
+      add_param_headers(req.headers, req.body, m.name, header_marks_);
     // Waits while max_connections answers are streaming; resends once on a stale connection.
-    HttpExchange ex = co_await client_.send(req);
+    HttpExchange ex = co_await client_.send(std::move(req));
     if (closed_) break;
     if (ex.failed()) {
       fail(describe(ex.error()));

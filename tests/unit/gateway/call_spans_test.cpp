@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/json.hpp>
+
+#include "../otel/proto_reader.h"
 #include "otel/ids.h"
 
 namespace toolbridge::gateway {
@@ -18,6 +21,17 @@ std::string text(const otel::Span& s, std::string_view key) {
   const auto* a = find(s, key);
   return a && std::holds_alternative<std::string>(a->value) ? std::get<std::string>(a->value)
                                                             : "<none>";
+}
+
+// The call's spans as the exporter gets them (protobuf), read back.
+std::vector<otel::Span> spans_of(const Call& call, const Result& result,
+                                 const telemetry::CallRecord& r, const SpanContext& ctx,
+                                 std::uint64_t start_ns, std::uint64_t end_ns) {
+  std::string bytes;
+  otel::SpanWriter w(bytes, otel::Encoding::kProtobuf);
+  call_spans(call, result, r, ctx, start_ns, end_ns, w);
+  EXPECT_EQ(w.ends().size() ? w.ends().back() : 0, bytes.size());
+  return otel::testing::read_spans(bytes);
 }
 
 Call tool_call() {
@@ -47,8 +61,7 @@ telemetry::CallRecord record(std::string_view outcome) {
 TEST(CallSpans, AToolCallIsASpanWithQueueAndExecutionChildren) {
   const Call call = tool_call();
   const SpanContext ctx = span_context(call, 1.0);
-  std::vector<otel::Span> out;
-  call_spans(call, Result{}, record("ok"), ctx, 1'000'000'000, 1'005'000'000, out);
+  const std::vector<otel::Span> out = spans_of(call, Result{}, record("ok"), ctx, 1'000'000'000, 1'005'000'000);
   ASSERT_EQ(out.size(), 3u);
   const otel::Span& s = out[0];
   EXPECT_EQ(s.name, "tools/call fixture__echo");
@@ -91,8 +104,7 @@ TEST(CallSpans, TheCallersTraceparentIsTheParent) {
   call.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
   const SpanContext ctx = span_context(call, 0.0);  // the caller's sampled flag decides
   EXPECT_TRUE(ctx.sampled);
-  std::vector<otel::Span> out;
-  call_spans(call, Result{}, record("ok"), ctx, 1, 2, out);
+  const std::vector<otel::Span> out = spans_of(call, Result{}, record("ok"), ctx, 1, 2);
   EXPECT_EQ(otel::hex(out[0].trace_id), "4bf92f3577b34da6a3ce929d0e0e4736");
   EXPECT_EQ(otel::hex(out[0].parent_id), "00f067aa0ba902b7");
   call.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
@@ -107,16 +119,46 @@ TEST(CallSpans, ARequestScopedKeyIsNoTrajectory) {
 
 TEST(CallSpans, FailuresCarryErrorTypeAndStatus) {
   const Call call = tool_call();
-  std::vector<otel::Span> out;
   telemetry::CallRecord r = record("timeout");
   r.execution_s = 0;
   r.queue_s = 0.005;
-  call_spans(call, Result::failure(Fault::kTimeout, "the deadline passed"), r,
-             span_context(call, 1.0), 1, 5'000'001, out);
+  const std::vector<otel::Span> out =
+      spans_of(call, Result::failure(Fault::kTimeout, "the deadline passed"), r,
+               span_context(call, 1.0), 1, 5'000'001);
   ASSERT_EQ(out.size(), 2u);  // never reached a server: no execution span
   EXPECT_EQ(text(out[0], "error.type"), "timeout");
   EXPECT_EQ(out[0].status, otel::StatusCode::kError);
   EXPECT_EQ(out[0].status_message, "the deadline passed");
+}
+
+TEST(CallSpans, ACallThatDidNotWaitHasNoQueueSpan) {
+  const Call call = tool_call();
+  telemetry::CallRecord r = record("ok");
+  r.queue_s = kMinQueueSpanSeconds / 2;
+  const auto out = spans_of(call, Result{}, r, span_context(call, 1.0), 1'000'000'000,
+                            1'005'000'000);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].name, "toolbridge.execution");
+  EXPECT_EQ(out[1].start_ns, 1'000'500'000u);  // the gateway's half millisecond before it
+}
+
+TEST(CallSpans, JsonSpansAreTheSameSpans) {
+  const Call call = tool_call();
+  std::string bytes;
+  otel::SpanWriter w(bytes, otel::Encoding::kJson);
+  call_spans(call, Result{}, record("ok"), span_context(call, 1.0), 1, 2, w);
+  ASSERT_EQ(w.ends().size(), 3u);
+  ASSERT_EQ(bytes.back(), ',');  // each span is followed by ',' (the exporter's queue joins them)
+  bytes.pop_back();
+  const auto v = boost::json::parse("[" + bytes + "]").as_array();
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0].at("name"), "tools/call fixture__echo");
+  EXPECT_EQ(v[1].at("parentSpanId"), v[0].at("spanId"));
+  bool found = false;
+  for (const auto& a : v[0].at("attributes").as_array()) {
+    if (a.at("key") == "toolbridge.repairs") found = a.at("value").at("intValue") == "0";
+  }
+  EXPECT_TRUE(found);
 }
 
 TEST(CallSpans, AModelRequestFollowsTheGenAiConventions) {
@@ -125,8 +167,7 @@ TEST(CallSpans, AModelRequestFollowsTheGenAiConventions) {
   call.route.server = "qwen";
   call.route.label = call.method;
   call.trajectory = "rollout-1";
-  std::vector<otel::Span> out;
-  call_spans(call, Result{}, record("ok"), span_context(call, 1.0), 1, 2, out);
+  const std::vector<otel::Span> out = spans_of(call, Result{}, record("ok"), span_context(call, 1.0), 1, 2);
   EXPECT_EQ(out[0].name, "chat qwen");
   EXPECT_EQ(text(out[0], "gen_ai.operation.name"), "chat");
   EXPECT_EQ(text(out[0], "gen_ai.request.model"), "qwen");

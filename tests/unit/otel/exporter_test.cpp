@@ -114,6 +114,28 @@ TEST(OtelExporter, BatchesReachTheCollectorEncodedWithTheirHeaders) {
   EXPECT_EQ(stats.dropped_queue + stats.dropped_export, 0u);
 }
 
+TEST(OtelExporter, FullBatchesWakeTheExportAndEachRequestCarriesAFullBatch) {
+  Collector collector;
+  // batch_size 2, queue_size 100: kBatchesPerWake (4) full batches, 8 spans, wake the thread.
+  Exporter exporter(options(collector.url()), Resource{});
+  exporter.start();
+  auto nine = spans(9);
+  EXPECT_TRUE(exporter.submit(nine));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(800);
+  while (collector.requests().size() < 4 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  // Before the schedule delay (1 s): four full requests; the ninth span waits for more.
+  const auto early = collector.requests();
+  ASSERT_EQ(early.size(), 4u);
+  for (const std::string& r : early) EXPECT_EQ(spans_in(r), 2u);
+  exporter.flush();  // a flush sends what waits, however few
+  const auto all = collector.requests();
+  ASSERT_EQ(all.size(), 5u);
+  EXPECT_EQ(spans_in(all.back()), 1u);
+  EXPECT_EQ(exporter.stats().exported, 9u);
+}
+
 TEST(OtelExporter, JsonIsSentAsJson) {
   Collector collector;
   auto o = options(collector.url());

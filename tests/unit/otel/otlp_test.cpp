@@ -7,6 +7,7 @@
 #include <boost/json.hpp>
 #include <cstring>
 
+#include "otel/span_writer.h"
 #include "proto_reader.h"
 
 namespace toolbridge::otel {
@@ -131,6 +132,34 @@ TEST(Otlp, HostileTextStaysInsideItsField) {
       one(fields(one(fields(one(fields(encode_protobuf({}, spans)), 1).bytes), 2).bytes), 2).bytes);
   EXPECT_EQ(one(pb, 5).bytes, s.name);
   EXPECT_EQ(one(fields(one(fields(one(pb, 9).bytes), 2).bytes), 1).bytes, "\xef\xbf\xbd\"}");
+}
+
+TEST(Otlp, ASpanWrittenAttributeByAttributeReadsBackWhole) {
+  // Lengths past one varint byte: a long name and a long value.
+  Span s = sample_span();
+  s.name = std::string(300, 'n');
+  s.add("toolbridge.trajectory", std::string(200, 't'));
+  s.add("negative", std::int64_t{-1});
+  std::string bytes;
+  SpanWriter w(bytes, Encoding::kProtobuf);
+  write_span(w, s);
+  write_span(w, sample_span());
+  ASSERT_EQ(w.ends().size(), 2u);
+  EXPECT_EQ(w.ends().back(), bytes.size());
+  const auto back = testing::read_spans(bytes);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].name, s.name);
+  EXPECT_EQ(back[0].trace_id, s.trace_id);
+  EXPECT_EQ(back[0].parent_id, s.parent_id);
+  EXPECT_EQ(back[0].start_ns, s.start_ns);
+  EXPECT_EQ(back[0].status, StatusCode::kError);
+  EXPECT_EQ(back[0].status_message, "timeout");
+  ASSERT_EQ(back[0].attributes.size(), s.attributes.size());
+  for (std::size_t i = 0; i < s.attributes.size(); ++i) {
+    EXPECT_EQ(back[0].attributes[i].key, s.attributes[i].key);
+    EXPECT_EQ(back[0].attributes[i].value, s.attributes[i].value) << s.attributes[i].key;
+  }
+  EXPECT_EQ(back[1].name, sample_span().name);
 }
 
 }  // namespace

@@ -3,11 +3,15 @@
 // can walk an encoded OTLP request as a collector would and check every field it relies on.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "otel/span.h"
 
 namespace toolbridge::otel::testing {
 
@@ -76,6 +80,76 @@ inline Field one(const std::vector<Field>& fs, std::uint32_t number) {
     return {};
   }
   return found.front();
+}
+
+// Attribute keys are literals in span objects: read ones live as long as the test program.
+inline std::string_view intern(const std::string& key) {
+  static std::set<std::string> keys;
+  return *keys.insert(key).first;
+}
+
+// The spans of concatenated ScopeSpans `spans` fields (what a SpanWriter writes in protobuf),
+// read back into span objects: ids, name, kind, times, attributes and status.
+inline std::vector<Span> read_spans(std::string_view encoded) {
+  std::vector<Span> out;
+  for (const Field& field : fields(encoded)) {
+    EXPECT_EQ(field.number, 2u);  // ScopeSpans.spans
+    Span& s = out.emplace_back();
+    for (const Field& f : fields(field.bytes)) {
+      switch (f.number) {
+        case 1:
+          std::memcpy(s.trace_id.data(), f.bytes.data(), std::min(f.bytes.size(), s.trace_id.size()));
+          break;
+        case 2:
+          std::memcpy(s.span_id.data(), f.bytes.data(), std::min(f.bytes.size(), s.span_id.size()));
+          break;
+        case 4:
+          std::memcpy(s.parent_id.data(), f.bytes.data(),
+                      std::min(f.bytes.size(), s.parent_id.size()));
+          break;
+        case 5:
+          s.name = f.bytes;
+          break;
+        case 6:
+          s.kind = static_cast<SpanKind>(f.value);
+          break;
+        case 7:
+          s.start_ns = f.value;
+          break;
+        case 8:
+          s.end_ns = f.value;
+          break;
+        case 9: {  // KeyValue {key = 1, value = 2: AnyValue {string 1, bool 2, int 3, double 4}}
+          const auto kv = fields(f.bytes);
+          const std::string key = one(kv, 1).bytes;
+          const auto value = fields(one(kv, 2).bytes);
+          EXPECT_EQ(value.size(), 1u) << key;
+          const Field any = value.empty() ? Field{} : value.front();
+          const std::string_view k = intern(key);
+          if (any.number == 1) s.add(k, any.bytes);
+          if (any.number == 2) s.add(k, any.value != 0);
+          if (any.number == 3) s.add(k, static_cast<std::int64_t>(any.value));
+          if (any.number == 4) {
+            double d;
+            std::memcpy(&d, &any.value, sizeof d);
+            s.add(k, d);
+          }
+          break;
+        }
+        case 15: {  // Status {message = 2, code = 3}
+          const auto st = fields(f.bytes);
+          for (const Field& x : st) {
+            if (x.number == 2) s.status_message = x.bytes;
+            if (x.number == 3) s.status = static_cast<StatusCode>(x.value);
+          }
+          break;
+        }
+        default:
+          ADD_FAILURE() << "unexpected span field " << f.number;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace toolbridge::otel::testing
