@@ -32,6 +32,17 @@ class McpModern {
   static bool claims(const transport::Request& req);
   tasks::Store& task_store() { return tasks_; }
 
+  // The tasks of both eras share one store and one follower (mcp_tasks.cpp): the call whose
+  // events `stream` gets becomes a task of `owner` and runs on without the exchange that started
+  // it; its result, error, input requests and progress go to the store. nullptr with `error`
+  // set (the call is then cancelled) when the owner holds too many tasks.
+  tasks::Task* adopt(const std::shared_ptr<gateway::PostStream>& stream,
+                     const std::shared_ptr<gateway::Session>& session, const std::string& owner,
+                     std::string& error);
+  // The task support of the tool a tools/call names: "optional", "required" (the server's
+  // execution.taskSupport, or the server's task_tools) or empty.
+  std::string task_support(std::string_view tool) const;
+
   boost::asio::awaitable<void> post(transport::Exchange& ex, std::string_view trajectory);
   // GET and DELETE have no meaning without sessions: 405 with Allow: POST.
   boost::asio::awaitable<void> not_allowed(transport::Exchange& ex);
@@ -61,16 +72,14 @@ class McpModern {
   boost::asio::awaitable<void> task_get(transport::Exchange& ex, Request& r);
   boost::asio::awaitable<void> task_update(transport::Exchange& ex, Request& r);
   boost::asio::awaitable<void> task_cancel(transport::Exchange& ex, Request& r);
-  // The task support of the tool a tools/call names: "optional", "required" (the server's
-  // execution.taskSupport, or the server's task_tools) or empty.
-  std::string task_support(std::string_view tool) const;
   // Makes the call a task of its session's owner and returns the CreateTaskResult response to
-  // `id`; the call then runs on in run_task. If the owner holds too many tasks, the call is
-  // cancelled and the response is the error.
+  // `id`. If the owner holds too many tasks, the call is cancelled and the response is the error.
   std::string become_task(const std::shared_ptr<gateway::Conversation>& conv,
                           std::string_view id);
-  // Follows a task's call to its end: its input requests, its result or error into the store.
-  boost::asio::awaitable<void> run_task(std::shared_ptr<gateway::Conversation> conv);
+  // Follows a task's call to its end: its input requests (a Conversation's), its progress, its
+  // result or error into the store.
+  boost::asio::awaitable<void> run_task(std::shared_ptr<gateway::PostStream> stream,
+                                        std::string id);
   // The task `r` names for this client, or nullptr after answering the error (not negotiated:
   // -32021; unknown, expired or another tenant's: -32602).
   boost::asio::awaitable<tasks::Task*> task_of(transport::Exchange& ex, Request& r);
@@ -99,6 +108,8 @@ class McpModern {
 // Whether a stateless request's clientCapabilities declare the tasks extension.
 bool negotiates_tasks(const mcp::ModernEnvelope& envelope);
 inline constexpr std::string_view kTasksExtension = "io.modelcontextprotocol/tasks";
+// The pollInterval(Ms) every task answer suggests, in both eras.
+inline constexpr int kTaskPollIntervalMs = 500;
 // Server requests of one call sent within this window of the first go to its client together (one
 // input_required result, or one input_required task status).
 inline constexpr std::chrono::milliseconds kGatherWindow{5};
