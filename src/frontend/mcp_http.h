@@ -64,7 +64,7 @@ class McpHttp {
                                       const transport::Headers& headers);
 
   gateway::Gateway& gateway_;
-  McpModern modern_;  // stateless (2026-07-28) requests on the same endpoint
+  McpModern modern_;            // stateless (2026-07-28) requests on the same endpoint
   SessionTasks session_tasks_;  // tasks of 2025-11-25 sessions
 };
 

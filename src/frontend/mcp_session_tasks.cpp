@@ -60,8 +60,8 @@ bool is_tool_error(const std::string& result) {
 std::string task_json(const tasks::Task& t, std::chrono::milliseconds ttl) {
   std::string_view status = tasks::to_string(t.status);
   if (t.status == tasks::Status::kCompleted && is_tool_error(t.result)) status = "failed";
-  std::string out = R"({"taskId":)" + json::quote(t.id) + R"(,"status":")" + std::string(status) +
-                    '"';
+  std::string out =
+      R"({"taskId":)" + json::quote(t.id) + R"(,"status":")" + std::string(status) + '"';
   if (!t.status_message.empty()) out += R"(,"statusMessage":)" + json::quote(t.status_message);
   return out + R"(,"createdAt":")" + tasks::iso8601(t.created) + R"(","lastUpdatedAt":")" +
          tasks::iso8601(t.updated) + R"(","ttl":)" + std::to_string(ttl.count()) +
@@ -72,7 +72,7 @@ std::string task_json(const tasks::Task& t, std::chrono::milliseconds ttl) {
 
 SessionTasks::SessionTasks(gateway::Gateway& gateway, McpModern& modern)
     : gateway_(gateway), modern_(modern) {
-  modern_.task_store().on_change = [this](const tasks::Task& t) { changed(t); };
+  modern_.on_task_change = [this](const tasks::Task& t) { changed(t); };
 }
 
 bool SessionTasks::claims(const gateway::Session& session, const json::Envelope& env,
@@ -101,8 +101,7 @@ asio::awaitable<void> SessionTasks::handle(Exchange& ex, std::shared_ptr<gateway
     body = call(r);
   } else if (r.method == "tasks/list") {
     body = list(r);
-  } else if (r.method == "tasks/get" || r.method == "tasks/cancel" ||
-             r.method == "tasks/result") {
+  } else if (r.method == "tasks/get" || r.method == "tasks/cancel" || r.method == "tasks/result") {
     tasks::Task* t = task_of(r, body);
     if (t && r.method == "tasks/get") body = get(r, *t);
     if (t && r.method == "tasks/cancel") body = cancel(r, *t);
@@ -149,17 +148,19 @@ std::string SessionTasks::call(const Request& r) {
   if (!t) return json::make_error(r.id, json::kOverloaded, error);
   stream->task_id = t->id;
   if (creators_.size() >= 4096) {  // tasks forgotten at their TTL while running
-    std::erase_if(creators_, [this](const auto& kv) { return !modern_.task_store().by_id(kv.first); });
+    std::erase_if(creators_,
+                  [this](const auto& kv) { return !modern_.task_store().by_id(kv.first); });
   }
   creators_[t->id] = r.session;
-  return json::make_result(r.id, R"({"task":)" + task_json(*t, modern_.task_store().limits().ttl) +
-                                     "}");
+  return json::make_result(r.id,
+                           R"({"task":)" + task_json(*t, modern_.task_store().limits().ttl) + "}");
 }
 
 tasks::Task* SessionTasks::task_of(const Request& r, std::string& error) {
   boost::system::error_code ec;
   const bj::value msg = json::parse(r.text, ec);
-  const bj::value* params = !ec && msg.is_object() ? msg.as_object().if_contains("params") : nullptr;
+  const bj::value* params =
+      !ec && msg.is_object() ? msg.as_object().if_contains("params") : nullptr;
   const bj::value* id =
       params && params->is_object() ? params->as_object().if_contains("taskId") : nullptr;
   if (!id || !id->is_string()) {
@@ -168,10 +169,7 @@ tasks::Task* SessionTasks::task_of(const Request& r, std::string& error) {
   }
   tasks::Task* t = modern_.task_store().find(id->as_string(), r.session->owner);
   if (!t) {
-    error = json::make_error(r.id, json::kInvalidParams,
-                             "unknown task '" + std::string(id->as_string()) +
-                                 "' (never made, expired after gateway.task_ttl, or another "
-                                 "tenant's)");
+    error = json::make_error(r.id, json::kInvalidParams, unknown_task_message(id->as_string()));
   }
   return t;
 }

@@ -2,12 +2,13 @@
 // tools/call of a task-supporting tool from a client that declared the extension becomes a task
 // kept by the gateway when it does not end within a short window; tasks/get, tasks/update and
 // tasks/cancel then reach it by id, for its owner only. docs/tasks.md has the rules.
+#include <fmt/format.h>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
-#include <fmt/format.h>
 
 #include "base/spawn.h"
 #include "frontend/client_identity.h"
@@ -94,6 +95,18 @@ std::string task_members(const tasks::Task& t, std::chrono::milliseconds ttl) {
          std::to_string(kTaskPollIntervalMs);
 }
 
+// A DetailedTask's members: the envelope's, plus what its status carries (tasks/get and
+// notifications/tasks).
+std::string detailed_members(const tasks::Task& t, std::chrono::milliseconds ttl) {
+  std::string members = task_members(t, ttl);
+  if (!t.status_message.empty()) members += R"(,"statusMessage":)" + json::quote(t.status_message);
+  if (t.status == tasks::Status::kCompleted) members += R"(,"result":)" + t.result;
+  if (t.status == tasks::Status::kFailed) members += R"(,"error":)" + t.error;
+  if (t.status == tasks::Status::kInputRequired)
+    members += R"(,"inputRequests":)" + t.input_requests;
+  return members;
+}
+
 asio::awaitable<void> reply(Exchange& ex, std::string body) {
   const json::Envelope env = json::parse_envelope(body);
   int code = 0;
@@ -108,6 +121,11 @@ asio::awaitable<void> reply(Exchange& ex, std::string body) {
 }
 
 }  // namespace
+
+std::string unknown_task_message(std::string_view task_id) {
+  return "unknown task '" + std::string(task_id) +
+         "' (never made, expired after gateway.task_ttl, or another tenant's)";
+}
 
 bool negotiates_tasks(const mcp::ModernEnvelope& envelope) {
   const bj::value* ext = envelope.capabilities.if_contains("extensions");
@@ -195,6 +213,54 @@ asio::awaitable<void> McpModern::run_task(std::shared_ptr<gateway::PostStream> s
   stream->channel.close();  // nothing more of this call goes anywhere
 }
 
+void McpModern::task_changed(const tasks::Task& t) {
+  auto [it, end] = task_listeners_.equal_range(t.id);
+  if (it != end) {
+    const std::string members = detailed_members(t, tasks_.limits().ttl);
+    for (auto at = it; at != end; ++at) {
+      if (auto channel = at->second.channel.lock(); channel && !channel->closed) {
+        channel->push(json::make_notification(
+            "notifications/tasks", "{" + members + R"(,"_meta":)" + at->second.meta + "}"));
+      }
+    }
+    // A finished task changes no more.
+    if (tasks::is_terminal(t.status)) task_listeners_.erase(it, end);
+  }
+  if (on_task_change) on_task_change(t);
+}
+
+std::optional<std::vector<std::string>> McpModern::follow_tasks(
+    Exchange& ex, Request& r, const std::shared_ptr<gateway::Channel>& channel,
+    const std::string& meta) {
+  std::vector<std::string> agreed;
+  const bj::value* filter = r.params.if_contains("notifications");
+  const bj::value* ids =
+      filter && filter->is_object() ? filter->as_object().if_contains("taskIds") : nullptr;
+  if (!ids || !ids->is_array()) return agreed;
+  if (!negotiates_tasks(r.envelope)) return std::nullopt;
+  std::string error;
+  const std::string owner = owner_of(ex, error);
+  // Listeners of tasks that vanished without a status change (expired while running) go first.
+  std::erase_if(task_listeners_, [this](const auto& kv) {
+    return kv.second.channel.expired() || !tasks_.by_id(kv.first);
+  });
+  for (const bj::value& id : ids->as_array()) {
+    if (!id.is_string() || owner.empty() || agreed.size() >= tasks_.limits().max_per_owner)
+      continue;
+    const tasks::Task* t = tasks_.find(id.as_string(), owner);
+    if (!t) continue;  // not this client's, or gone: not agreed
+    agreed.emplace_back(id.as_string());
+    if (tasks::is_terminal(t->status)) {  // it will not change again: its end, at once
+      channel->push(json::make_notification(
+          "notifications/tasks",
+          "{" + detailed_members(*t, tasks_.limits().ttl) + R"(,"_meta":)" + meta + "}"));
+    } else {
+      task_listeners_.emplace(t->id, TaskListener{channel, meta});
+    }
+  }
+  return agreed;
+}
+
 asio::awaitable<tasks::Task*> McpModern::task_of(Exchange& ex, Request& r) {
   if (!negotiates_tasks(r.envelope)) {
     const std::string why = r.method + " needs the " + std::string(kTasksExtension) +
@@ -213,8 +279,7 @@ asio::awaitable<tasks::Task*> McpModern::task_of(Exchange& ex, Request& r) {
   const std::string owner = owner_of(ex, error);
   tasks::Task* task = owner.empty() ? nullptr : tasks_.find(given->as_string(), owner);
   if (!task) {
-    const std::string why = "unknown task '" + std::string(given->as_string()) +
-                            "' (never made, expired after gateway.task_ttl, or another tenant's)";
+    const std::string why = unknown_task_message(given->as_string());
     co_await reply(ex, error_response(r.id, json::kInvalidParams, why));
     co_return nullptr;
   }
@@ -224,13 +289,7 @@ asio::awaitable<tasks::Task*> McpModern::task_of(Exchange& ex, Request& r) {
 asio::awaitable<void> McpModern::task_get(Exchange& ex, Request& r) {
   tasks::Task* t = co_await task_of(ex, r);
   if (!t) co_return;
-  std::string members = task_members(*t, tasks_.limits().ttl);
-  if (!t->status_message.empty())
-    members += R"(,"statusMessage":)" + json::quote(t->status_message);
-  if (t->status == tasks::Status::kCompleted) members += R"(,"result":)" + t->result;
-  if (t->status == tasks::Status::kFailed) members += R"(,"error":)" + t->error;
-  if (t->status == tasks::Status::kInputRequired)
-    members += R"(,"inputRequests":)" + t->input_requests;
+  const std::string members = detailed_members(*t, tasks_.limits().ttl);
   co_await reply(ex, json::make_result(r.id, R"({"resultType":"complete",)" + members + "}"));
 }
 

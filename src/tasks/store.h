@@ -44,7 +44,7 @@ struct Task {
   // What the call last said of its progress (its latest notifications/progress), shown as the
   // task's statusMessage while it runs; at most kMaxStatusMessage bytes.
   std::string status_message;
-  std::shared_ptr<Run> run;    // until terminal
+  std::shared_ptr<Run> run;  // until terminal
   std::size_t bytes() const { return result.size() + error.size() + input_requests.size(); }
 };
 

@@ -265,3 +265,42 @@ def test_a_stop_with_a_running_task_cancels_it_and_ends_promptly(gateway_factory
     gw.close()  # SIGTERM; asserts exit code 0 and no process left behind
     elapsed = time.monotonic() - started
     assert elapsed < 10, f"the stop took {elapsed:.1f} s: it waited for the task (shutdown_grace 30s)"
+
+
+def listen_frames(url: str, tenant: str, task_ids: list, tasks: bool, count: int) -> tuple[int, list]:
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+               "MCP-Protocol-Version": V, "Mcp-Method": "subscriptions/listen", "X-Toolbridge-Tenant": tenant}
+    body = json.dumps({"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen",
+                       "params": {"_meta": meta(tasks), "notifications": {"taskIds": task_ids}}})
+    frames: list = []
+    with httpx.Client(timeout=30) as client, client.stream("POST", url, content=body, headers=headers) as resp:
+        if resp.status_code != 200:
+            resp.read()
+            return resp.status_code, [resp.json()]
+        for line in resp.iter_lines():
+            if line.startswith("data:"):
+                frames.append(json.loads(line[5:]))
+                if len(frames) == count:
+                    break
+    return resp.status_code, frames
+
+
+def test_status_notifications_on_subscriptions_listen(gw):
+    running = start_sleep(gw.mcp_url, "team-a", 2500)
+    finished = start_sleep(gw.mcp_url, "team-a", 300)
+    time.sleep(1.0)  # `finished` has ended: its end is sent at once, the other's when it comes
+    other_tenants = start_sleep(gw.mcp_url, "team-b", 300)
+    status, frames = listen_frames(gw.mcp_url, "team-a", [running, finished, other_tenants, "nope"], True, 3)
+    assert status == 200
+    ack, first, second = frames
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    # Only the client's own, known tasks are agreed.
+    assert ack["params"]["notifications"] == {"taskIds": [running, finished]}, ack
+    assert first["method"] == second["method"] == "notifications/tasks"
+    assert first["params"]["taskId"] == finished and first["params"]["status"] == "completed"
+    assert second["params"]["taskId"] == running and second["params"]["status"] == "completed"
+    assert second["params"]["result"]["content"][0]["text"] == "slept 2500 ms"  # a DetailedTask
+    assert second["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub-1"
+    # Asking for task notifications without declaring the extension: -32021.
+    status, [refused] = listen_frames(gw.mcp_url, "team-a", [running], False, 1)
+    assert refused["error"]["code"] == -32021, refused
