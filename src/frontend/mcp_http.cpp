@@ -205,6 +205,10 @@ McpHttp::Accepted McpHttp::accept_post(const Exchange& ex, std::string_view traj
       gateway::valid_traceparent(tp))
     out.stream->traceparent = std::string(tp);
   out.batch = messages.batch;
+  if (!messages.batch && SessionTasks::claims(*out.session, messages.envelopes.front(), body)) {
+    out.task = out.owed = true;
+    return out;
+  }
   for (std::size_t i = 0; i < messages.envelopes.size(); ++i) {
     const json::Envelope& env = messages.envelopes[i];
     if (env.kind == json::Kind::kRequest || env.kind == json::Kind::kInvalid) out.owed = true;
@@ -225,6 +229,10 @@ asio::awaitable<void> McpHttp::post(Exchange& ex, std::string_view trajectory) {
   Accepted a = accept_post(ex, trajectory);
   if (!a.error.empty()) {
     co_await ex.reply(a.status, "application/json", std::move(a.error), a.headers);
+    co_return;
+  }
+  if (a.task) {
+    co_await session_tasks_.handle(ex, a.session, a.headers);
     co_return;
   }
   if (!a.owed) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "frontend/mcp_modern.h"
+#include "frontend/mcp_session_tasks.h"
 #include "gateway/gateway.h"
 #include "json/envelope.h"
 #include "transport/http_server.h"
@@ -17,7 +18,8 @@ namespace toolbridge::frontend {
 
 class McpHttp {
  public:
-  explicit McpHttp(gateway::Gateway& gateway) : gateway_(gateway), modern_(gateway) {}
+  explicit McpHttp(gateway::Gateway& gateway)
+      : gateway_(gateway), modern_(gateway), session_tasks_(gateway, modern_) {}
   // The tasks of the MCP tasks extension (also those of /v1/batch mode "tasks").
   tasks::Store& task_store() { return modern_.task_store(); }
 
@@ -54,6 +56,7 @@ class McpHttp {
     std::shared_ptr<gateway::Call> call;  // the one call of a POST that is not a batch, to run
     bool batch = false;
     bool owed = false;  // some message is a request: answers are owed
+    bool task = false;  // the one message is for session_tasks_ (not handed to the methods)
   };
   Accepted accept_post(const transport::Exchange& ex, std::string_view trajectory);
   boost::asio::awaitable<void> answer(transport::Exchange& ex,
@@ -61,7 +64,8 @@ class McpHttp {
                                       const transport::Headers& headers);
 
   gateway::Gateway& gateway_;
-  McpModern modern_;  // stateless (2026-07-28) requests on the same endpoint
+  McpModern modern_;            // stateless (2026-07-28) requests on the same endpoint
+  SessionTasks session_tasks_;  // tasks of 2025-11-25 sessions
 };
 
 }  // namespace toolbridge::frontend

@@ -88,6 +88,7 @@ McpModern::McpModern(gateway::Gateway& gateway)
                            gateway.config().gateway.task_max_per_tenant,
                            gateway.config().gateway.task_max_bytes},
              gateway.clock()) {
+  tasks_.on_change = [this](const tasks::Task& t) { task_changed(t); };
   table_ = {
       {"server/discover", &McpModern::discover},
       {"tools/list", &McpModern::list},

@@ -9,11 +9,14 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
 #include <chrono>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "gateway/gateway.h"
 #include "gateway/input_required.h"
@@ -31,6 +34,20 @@ class McpModern {
   // (with a session, or initialize) never reach here, so their path costs one header look-up.
   static bool claims(const transport::Request& req);
   tasks::Store& task_store() { return tasks_; }
+
+  // The tasks of both eras share one store and one follower (mcp_tasks.cpp): the call whose
+  // events `stream` gets becomes a task of `owner` and runs on without the exchange that started
+  // it; its result, error, input requests and progress go to the store. nullptr with `error`
+  // set (the call is then cancelled) when the owner holds too many tasks.
+  tasks::Task* adopt(const std::shared_ptr<gateway::PostStream>& stream,
+                     const std::shared_ptr<gateway::Session>& session, const std::string& owner,
+                     std::string& error);
+  // The task support of the tool a tools/call names: "optional", "required" (the server's
+  // execution.taskSupport, or the server's task_tools) or empty.
+  std::string task_support(std::string_view tool) const;
+  // Called after each status change of a task, after the stateless listeners were told (the
+  // session front end's status notifications and tasks/result waiters).
+  std::function<void(const tasks::Task&)> on_task_change;
 
   boost::asio::awaitable<void> post(transport::Exchange& ex, std::string_view trajectory);
   // GET and DELETE have no meaning without sessions: 405 with Allow: POST.
@@ -61,16 +78,22 @@ class McpModern {
   boost::asio::awaitable<void> task_get(transport::Exchange& ex, Request& r);
   boost::asio::awaitable<void> task_update(transport::Exchange& ex, Request& r);
   boost::asio::awaitable<void> task_cancel(transport::Exchange& ex, Request& r);
-  // The task support of the tool a tools/call names: "optional", "required" (the server's
-  // execution.taskSupport, or the server's task_tools) or empty.
-  std::string task_support(std::string_view tool) const;
   // Makes the call a task of its session's owner and returns the CreateTaskResult response to
-  // `id`; the call then runs on in run_task. If the owner holds too many tasks, the call is
-  // cancelled and the response is the error.
-  std::string become_task(const std::shared_ptr<gateway::Conversation>& conv,
-                          std::string_view id);
-  // Follows a task's call to its end: its input requests, its result or error into the store.
-  boost::asio::awaitable<void> run_task(std::shared_ptr<gateway::Conversation> conv);
+  // `id`. If the owner holds too many tasks, the call is cancelled and the response is the error.
+  std::string become_task(const std::shared_ptr<gateway::Conversation>& conv, std::string_view id);
+  // Follows a task's call to its end: its input requests (a Conversation's), its progress, its
+  // result or error into the store.
+  boost::asio::awaitable<void> run_task(std::shared_ptr<gateway::PostStream> stream,
+                                        std::string id);
+  // A task's status changed: notifications/tasks to the subscriptions/listen streams that asked
+  // for it (SEP-2663), then on_task_change.
+  void task_changed(const tasks::Task& t);
+  // Of subscriptions/listen: the task ids of notifications.taskIds this client may follow (its
+  // own, known ones); each one's changes are pushed to `channel` with `meta`. Fails (empty
+  // optional) when the client did not declare the extension.
+  std::optional<std::vector<std::string>> follow_tasks(
+      transport::Exchange& ex, Request& r, const std::shared_ptr<gateway::Channel>& channel,
+      const std::string& meta);
   // The task `r` names for this client, or nullptr after answering the error (not negotiated:
   // -32021; unknown, expired or another tenant's: -32602).
   boost::asio::awaitable<tasks::Task*> task_of(transport::Exchange& ex, Request& r);
@@ -94,11 +117,21 @@ class McpModern {
   std::unordered_map<std::string, std::string> sessions_;  // owner -> stateless session id
   std::uint64_t next_subscription_ = 1;
   tasks::Store tasks_;
+  struct TaskListener {
+    std::weak_ptr<gateway::Channel> channel;
+    std::string meta;  // the notification's _meta (the listen request's subscription id)
+  };
+  std::multimap<std::string, TaskListener, std::less<>> task_listeners_;  // by task id
 };
 
+// The -32602 message of a task id that is unknown to its caller (never made, expired, or another
+// tenant's: not told apart), in both eras.
+std::string unknown_task_message(std::string_view task_id);
 // Whether a stateless request's clientCapabilities declare the tasks extension.
 bool negotiates_tasks(const mcp::ModernEnvelope& envelope);
 inline constexpr std::string_view kTasksExtension = "io.modelcontextprotocol/tasks";
+// The pollInterval(Ms) every task answer suggests, in both eras.
+inline constexpr int kTaskPollIntervalMs = 500;
 // Server requests of one call sent within this window of the first go to its client together (one
 // input_required result, or one input_required task status).
 inline constexpr std::chrono::milliseconds kGatherWindow{5};

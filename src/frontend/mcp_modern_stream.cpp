@@ -154,6 +154,20 @@ asio::awaitable<void> McpModern::listen(Exchange& ex, Request& r) {
   const bool tools = filter && filter->is_object() &&
                      filter->as_object().contains("toolsListChanged") &&
                      filter->as_object().at("toolsListChanged") == true;
+  auto channel = std::make_shared<gateway::Channel>(gateway_.io());
+  const std::string meta = R"({")" + std::string(mcp::kSubscriptionIdMeta) + R"(":)" + r.id + "}";
+  const auto task_ids = follow_tasks(ex, r, channel, meta);
+  if (!task_ids) {
+    const std::string why = "notifications.taskIds needs the " + std::string(kTasksExtension) +
+                            " extension declared in clientCapabilities";
+    const std::string data =
+        R"({"requiredCapabilities":{"extensions":{")" + std::string(kTasksExtension) + R"(":{}}}})";
+    std::string body = json::make_error(r.id, mcp::kMissingClientCapability, why, data);
+    const auto status =
+        static_cast<http::status>(mcp::http_status_for(mcp::kMissingClientCapability));
+    co_await ex.reply(status, "application/json", std::move(body), {});
+    co_return;
+  }
   std::string error;
   std::string owner = owner_of(ex, error);
   auto session = owner.empty() ? nullptr : gateway_.create_session(ex.client(), error);
@@ -166,13 +180,19 @@ asio::awaitable<void> McpModern::listen(Exchange& ex, Request& r) {
   }
   session->owner = std::move(owner);
   session->initialized = true;  // so the gateway's broadcasts reach its stream
-  auto channel = std::make_shared<gateway::Channel>(gateway_.io());
   session->get_stream = channel;
-  const std::string meta = R"({")" + std::string(mcp::kSubscriptionIdMeta) + R"(":)" + r.id + "}";
-  std::string ack = json::make_notification(
-      "notifications/subscriptions/acknowledged",
-      R"({"_meta":)" + meta + R"(,"notifications":)" +
-          (tools ? std::string(R"({"toolsListChanged":true})") : std::string("{}")) + "}");
+  std::string agreed;  // the ack's notifications: what this stream will carry
+  if (tools) agreed = R"("toolsListChanged":true)";
+  const bj::value* filter_ids =
+      filter && filter->is_object() ? filter->as_object().if_contains("taskIds") : nullptr;
+  if (filter_ids) {
+    bj::array ids;
+    for (const auto& id : *task_ids) ids.emplace_back(id);
+    agreed += std::string(agreed.empty() ? "" : ",") + R"("taskIds":)" + bj::serialize(ids);
+  }
+  std::string ack =
+      json::make_notification("notifications/subscriptions/acknowledged",
+                              R"({"_meta":)" + meta + R"(,"notifications":{)" + agreed + "}}");
   bool ok = co_await ex.begin_stream(http::status::ok, "text/event-stream", {});
   std::string first = sse_event(ack);
   if (ok) ok = co_await ex.write_chunk(std::move(first));
@@ -183,6 +203,8 @@ asio::awaitable<void> McpModern::listen(Exchange& ex, Request& r) {
       const json::Envelope env = json::parse_envelope(message);
       if (tools && env.method == "notifications/tools/list_changed") {
         chunk += sse_event(json::make_notification(env.method, R"({"_meta":)" + meta + "}"));
+      } else if (env.method == "notifications/tasks") {  // made for this stream (follow_tasks)
+        chunk += sse_event(message);
       }
     }
     if (!chunk.empty()) ok = co_await ex.write_chunk(std::move(chunk));

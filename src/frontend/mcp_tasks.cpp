@@ -2,6 +2,8 @@
 // tools/call of a task-supporting tool from a client that declared the extension becomes a task
 // kept by the gateway when it does not end within a short window; tasks/get, tasks/update and
 // tasks/cancel then reach it by id, for its owner only. docs/tasks.md has the rules.
+#include <fmt/format.h>
+
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -27,24 +29,26 @@ using transport::Exchange;
 namespace {
 
 constexpr auto kIdleWake = std::chrono::seconds(15);
-constexpr int kPollIntervalMs = 500;
 
-// The call behind a task, as the store drives it.
-class ConversationRun final : public tasks::Run {
+// The call behind a task, as the store drives it: a stateless Conversation (whose server
+// requests wait for tasks/update) or a session's PostStream (whose go to the client's stream).
+class CallRun final : public tasks::Run {
  public:
-  ConversationRun(gateway::Methods& methods, std::weak_ptr<Conversation> conv)
-      : methods_(methods), conv_(std::move(conv)) {}
+  CallRun(gateway::Methods& methods, std::weak_ptr<gateway::PostStream> stream,
+          std::weak_ptr<gateway::Session> session)
+      : methods_(methods), stream_(std::move(stream)), session_(std::move(session)) {}
 
   void cancel(const std::string& why) override {
-    auto c = conv_.lock();
-    if (!c) return;
-    c->refuse_all(why);
-    if (c->session) methods_.abandon(c->session, c, why);
-    c->channel.notify();
+    auto s = stream_.lock();
+    if (!s) return;
+    if (auto* c = dynamic_cast<Conversation*>(s.get())) c->refuse_all(why);
+    if (auto session = session_.lock()) methods_.abandon(session, s, why);
+    s->channel.notify();
   }
 
   std::string provide(const bj::object& responses) override {
-    auto c = conv_.lock();
+    auto s = stream_.lock();
+    auto* c = s ? dynamic_cast<Conversation*>(s.get()) : nullptr;
     if (!c) return {};
     c->provide(responses);
     c->channel.notify();
@@ -53,8 +57,29 @@ class ConversationRun final : public tasks::Run {
 
  private:
   gateway::Methods& methods_;
-  std::weak_ptr<Conversation> conv_;
+  std::weak_ptr<gateway::PostStream> stream_;
+  std::weak_ptr<gateway::Session> session_;
 };
+
+// The statusMessage a notifications/progress gives a running task: its message, else "P of T"
+// (or "P"); empty for any other message.
+std::string progress_text(std::string_view message) {
+  const json::Envelope env = json::parse_envelope(message);
+  if (env.method != "notifications/progress") return {};
+  boost::system::error_code ec;
+  const bj::value p = json::parse(env.params.in(message), ec);
+  if (ec || !p.is_object()) return {};
+  const bj::object& o = p.as_object();
+  if (const bj::value* m = o.if_contains("message"); m && m->is_string())
+    return std::string(m->as_string());
+  const auto number = [](const bj::value* v) {
+    return v && v->is_number() ? fmt::format("{}", v->to_number<double>()) : std::string();
+  };
+  std::string text = number(o.if_contains("progress"));
+  if (text.empty()) return {};
+  if (std::string total = number(o.if_contains("total")); !total.empty()) text += " of " + total;
+  return "progress " + text;
+}
 
 std::string error_response(std::string_view id, int code, std::string_view message,
                            std::string_view data = {}) {
@@ -67,7 +92,19 @@ std::string task_members(const tasks::Task& t, std::chrono::milliseconds ttl) {
          std::string(tasks::to_string(t.status)) + R"(","createdAt":")" +
          tasks::iso8601(t.created) + R"(","lastUpdatedAt":")" + tasks::iso8601(t.updated) +
          R"(","ttlMs":)" + std::to_string(ttl.count()) + R"(,"pollIntervalMs":)" +
-         std::to_string(kPollIntervalMs);
+         std::to_string(kTaskPollIntervalMs);
+}
+
+// A DetailedTask's members: the envelope's, plus what its status carries (tasks/get and
+// notifications/tasks).
+std::string detailed_members(const tasks::Task& t, std::chrono::milliseconds ttl) {
+  std::string members = task_members(t, ttl);
+  if (!t.status_message.empty()) members += R"(,"statusMessage":)" + json::quote(t.status_message);
+  if (t.status == tasks::Status::kCompleted) members += R"(,"result":)" + t.result;
+  if (t.status == tasks::Status::kFailed) members += R"(,"error":)" + t.error;
+  if (t.status == tasks::Status::kInputRequired)
+    members += R"(,"inputRequests":)" + t.input_requests;
+  return members;
 }
 
 asio::awaitable<void> reply(Exchange& ex, std::string body) {
@@ -84,6 +121,11 @@ asio::awaitable<void> reply(Exchange& ex, std::string body) {
 }
 
 }  // namespace
+
+std::string unknown_task_message(std::string_view task_id) {
+  return "unknown task '" + std::string(task_id) +
+         "' (never made, expired after gateway.task_ttl, or another tenant's)";
+}
 
 bool negotiates_tasks(const mcp::ModernEnvelope& envelope) {
   const bj::value* ext = envelope.capabilities.if_contains("extensions");
@@ -103,31 +145,41 @@ std::string McpModern::task_support(std::string_view tool) const {
   return {};
 }
 
-std::string McpModern::become_task(const std::shared_ptr<Conversation>& conv, std::string_view id) {
-  std::string error;
-  const std::string owner = conv->session ? conv->session->owner : std::string();
-  auto run = std::make_shared<ConversationRun>(gateway_.methods(), conv);
+tasks::Task* McpModern::adopt(const std::shared_ptr<gateway::PostStream>& stream,
+                              const std::shared_ptr<gateway::Session>& session,
+                              const std::string& owner, std::string& error) {
+  auto run = std::make_shared<CallRun>(gateway_.methods(), stream, session);
   tasks::Task* task = tasks_.create(owner, run, error);
   if (!task) {
     run->cancel(error);
+    return nullptr;
+  }
+  asio::co_spawn(gateway_.io(), run_task(stream, task->id), base::log_failure("task follower"));
+  return task;
+}
+
+std::string McpModern::become_task(const std::shared_ptr<Conversation>& conv, std::string_view id) {
+  std::string error;
+  const std::string owner = conv->session ? conv->session->owner : std::string();
+  tasks::Task* task = adopt(conv, conv->session, owner, error);
+  if (!task) {
     conv->detached = true;
     return error_response(id, json::kOverloaded, error);
   }
   conv->task_id = task->id;
-  std::string body = json::make_result(
+  return json::make_result(
       id, R"({"resultType":"task",)" + task_members(*task, tasks_.limits().ttl) + "}");
-  asio::co_spawn(gateway_.io(), run_task(conv), base::log_failure("task follower"));
-  return body;
 }
 
-asio::awaitable<void> McpModern::run_task(std::shared_ptr<Conversation> conv) {
-  const std::string id = conv->task_id;
+asio::awaitable<void> McpModern::run_task(std::shared_ptr<gateway::PostStream> stream,
+                                          std::string id) {
+  auto* conv = dynamic_cast<Conversation*>(stream.get());
   for (;;) {
     const tasks::Task* t = tasks_.by_id(id);
     if (!t || tasks::is_terminal(t->status)) break;
-    if (!conv->responses.empty()) {
-      const std::string response = std::move(conv->responses.front());
-      conv->responses.clear();
+    if (!stream->responses.empty()) {
+      const std::string response = std::move(stream->responses.front());
+      stream->responses.clear();
       const json::Envelope env = json::parse_envelope(response);
       if (!env.error.empty()) {
         tasks_.fail(id, std::string(env.error.in(response)));
@@ -136,11 +188,11 @@ asio::awaitable<void> McpModern::run_task(std::shared_ptr<Conversation> conv) {
       }
       break;
     }
-    if (conv->finished()) {
+    if (stream->finished()) {
       tasks_.fail(id, R"({"code":-32603,"message":"the call ended without an answer"})");
       break;
     }
-    if (conv->has_asks()) {
+    if (conv && conv->has_asks()) {
       // Requests sent together are asked together.
       base::Timer gather(gateway_.io(), gateway_.clock(), kGatherWindow);
       boost::system::error_code ec;
@@ -148,13 +200,65 @@ asio::awaitable<void> McpModern::run_task(std::shared_ptr<Conversation> conv) {
       if (conv->has_asks()) tasks_.input_required(id, conv->pending_requests());
       continue;
     }
-    std::string dropped;  // notifications have no stream to go to; the task's status is polled
-    drain_events(conv->channel, dropped);
-    conv->channel.wake(gateway_.clock()).expires_after(kIdleWake);
+    // SEP-2663 sends no progress of a task to its client; the latest is its statusMessage.
+    while (!stream->channel.queue.empty()) {
+      if (std::string text = progress_text(stream->channel.pop()); !text.empty())
+        tasks_.progress(id, std::move(text));
+    }
+    stream->channel.wake(gateway_.clock()).expires_after(kIdleWake);
     boost::system::error_code ec;
-    co_await conv->channel.wake(gateway_.clock())
+    co_await stream->channel.wake(gateway_.clock())
         .async_wait(asio::redirect_error(asio::use_awaitable, ec));
   }
+  stream->channel.close();  // nothing more of this call goes anywhere
+}
+
+void McpModern::task_changed(const tasks::Task& t) {
+  auto [it, end] = task_listeners_.equal_range(t.id);
+  if (it != end) {
+    const std::string members = detailed_members(t, tasks_.limits().ttl);
+    for (auto at = it; at != end; ++at) {
+      if (auto channel = at->second.channel.lock(); channel && !channel->closed) {
+        channel->push(json::make_notification(
+            "notifications/tasks", "{" + members + R"(,"_meta":)" + at->second.meta + "}"));
+      }
+    }
+    // A finished task changes no more.
+    if (tasks::is_terminal(t.status)) task_listeners_.erase(it, end);
+  }
+  if (on_task_change) on_task_change(t);
+}
+
+std::optional<std::vector<std::string>> McpModern::follow_tasks(
+    Exchange& ex, Request& r, const std::shared_ptr<gateway::Channel>& channel,
+    const std::string& meta) {
+  std::vector<std::string> agreed;
+  const bj::value* filter = r.params.if_contains("notifications");
+  const bj::value* ids =
+      filter && filter->is_object() ? filter->as_object().if_contains("taskIds") : nullptr;
+  if (!ids || !ids->is_array()) return agreed;
+  if (!negotiates_tasks(r.envelope)) return std::nullopt;
+  std::string error;
+  const std::string owner = owner_of(ex, error);
+  // Listeners of tasks that vanished without a status change (expired while running) go first.
+  std::erase_if(task_listeners_, [this](const auto& kv) {
+    return kv.second.channel.expired() || !tasks_.by_id(kv.first);
+  });
+  for (const bj::value& id : ids->as_array()) {
+    if (!id.is_string() || owner.empty() || agreed.size() >= tasks_.limits().max_per_owner)
+      continue;
+    const tasks::Task* t = tasks_.find(id.as_string(), owner);
+    if (!t) continue;  // not this client's, or gone: not agreed
+    agreed.emplace_back(id.as_string());
+    if (tasks::is_terminal(t->status)) {  // it will not change again: its end, at once
+      channel->push(json::make_notification(
+          "notifications/tasks",
+          "{" + detailed_members(*t, tasks_.limits().ttl) + R"(,"_meta":)" + meta + "}"));
+    } else {
+      task_listeners_.emplace(t->id, TaskListener{channel, meta});
+    }
+  }
+  return agreed;
 }
 
 asio::awaitable<tasks::Task*> McpModern::task_of(Exchange& ex, Request& r) {
@@ -175,8 +279,7 @@ asio::awaitable<tasks::Task*> McpModern::task_of(Exchange& ex, Request& r) {
   const std::string owner = owner_of(ex, error);
   tasks::Task* task = owner.empty() ? nullptr : tasks_.find(given->as_string(), owner);
   if (!task) {
-    const std::string why = "unknown task '" + std::string(given->as_string()) +
-                            "' (never made, expired after gateway.task_ttl, or another tenant's)";
+    const std::string why = unknown_task_message(given->as_string());
     co_await reply(ex, error_response(r.id, json::kInvalidParams, why));
     co_return nullptr;
   }
@@ -186,11 +289,7 @@ asio::awaitable<tasks::Task*> McpModern::task_of(Exchange& ex, Request& r) {
 asio::awaitable<void> McpModern::task_get(Exchange& ex, Request& r) {
   tasks::Task* t = co_await task_of(ex, r);
   if (!t) co_return;
-  std::string members = task_members(*t, tasks_.limits().ttl);
-  if (t->status == tasks::Status::kCompleted) members += R"(,"result":)" + t->result;
-  if (t->status == tasks::Status::kFailed) members += R"(,"error":)" + t->error;
-  if (t->status == tasks::Status::kInputRequired)
-    members += R"(,"inputRequests":)" + t->input_requests;
+  const std::string members = detailed_members(*t, tasks_.limits().ttl);
   co_await reply(ex, json::make_result(r.id, R"({"resultType":"complete",)" + members + "}"));
 }
 

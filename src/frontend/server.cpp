@@ -307,6 +307,9 @@ asio::awaitable<void> Server::shutdown() {
   if (gateway_.stopping()) co_return;
   gateway_.begin_stop();
   http_.stop_accepting();
+  // A task's call has no client waiting on it and its result would die with this gateway's
+  // memory: it is cancelled upstream now rather than waited for.
+  mcp_.task_store().cancel_running("the gateway is stopping");
   // Calls in flight may finish (their answers still reach the agents) for up to shutdown_grace.
   co_await gateway_.drain();
   if (openai_.enabled()) co_await openai_.drain(gateway_.config().gateway.shutdown_grace);

@@ -74,7 +74,9 @@ void Conversation::on_notification(std::string message) {
     wanted = level && level->is_string() &&
              mcp::log_level_rank(level->as_string()) >= mcp::log_level_rank(envelope_.log_level);
   }
-  if (wanted && can_stream() && !detached) channel.push(std::move(message));
+  // A task's follower reads them whatever the client accepts (its progress is the task's
+  // statusMessage).
+  if (wanted && (can_stream() || !task_id.empty()) && !detached) channel.push(std::move(message));
 }
 
 void Conversation::on_server_request(const std::string& method, std::string params, Reply reply) {

@@ -285,10 +285,18 @@ void Methods::initialize(const Incoming& in) {
     session.caps.elicitation = c.contains("elicitation");
     session.caps.roots = c.contains("roots");
   }
+  // 2025-11-25 has tasks (SEP-1686): the gateway runs any task tool's call as one
+  // (src/frontend/mcp_session_tasks.h).
+  const std::string tasks =
+      session.version >= mcp::Version::k2025_11_25
+          ? R"(,"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}})"
+          : "";
   const std::string result =
       std::string(R"({"protocolVersion":")") + std::string(mcp::to_string(session.version)) +
       R"(","capabilities":{"tools":{"listChanged":true},"resources":{"listChanged":true},)"
-      R"("prompts":{"listChanged":true},"logging":{},"completions":{}},)"
+      R"("prompts":{"listChanged":true},"logging":{},"completions":{})" +
+      tasks +
+      "},"
       R"("serverInfo":{"name":"toolbridge","version":"0.1.0"},)"
       R"("instructions":"Tools from several MCP servers, named server__tool."})";
   answer_when_settled(in, [response = json::make_result(in.id, result)] { return response; });

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <ctime>
 
 #include "transport/session_id.h"
@@ -123,6 +124,7 @@ void Store::input_required(std::string_view id, std::string requests) {
   bytes_ += t->input_requests.size();
   t->status = Status::kInputRequired;
   t->updated = clock_.wall_now();
+  if (on_change) on_change(*t);
 }
 
 void Store::working(std::string_view id) {
@@ -132,6 +134,7 @@ void Store::working(std::string_view id) {
   t->input_requests.clear();
   t->status = Status::kWorking;
   t->updated = clock_.wall_now();
+  if (on_change) on_change(*t);
 }
 
 bool Store::make_room(std::size_t need, std::string_view keep) {
@@ -165,8 +168,10 @@ void Store::finish(Task& t, Status status, std::string result, std::string error
   t.result = std::move(result);
   t.error = std::move(error);
   bytes_ += t.bytes();
+  t.status_message.clear();
   t.updated = clock_.wall_now();
   t.run.reset();
+  if (on_change) on_change(t);
 }
 
 void Store::complete(std::string_view id, std::string result) {
@@ -195,6 +200,37 @@ void Store::cancel(Task& task, const std::string& why) {
   std::shared_ptr<Run> run = std::move(task.run);
   finish(task, Status::kCancelled, {}, {});
   if (run) run->cancel(why);
+}
+
+}  // namespace toolbridge::tasks
+
+namespace toolbridge::tasks {
+
+void Store::cancel_running(const std::string& why) {
+  for (auto& [id, task] : tasks_) cancel(task, why);
+}
+
+void Store::progress(std::string_view id, std::string message) {
+  Task* t = live(id);
+  if (!t || is_terminal(t->status)) return;
+  if (message.size() > kMaxStatusMessage) {
+    // Cut at a character boundary (a UTF-8 continuation byte is 10xxxxxx).
+    std::size_t n = kMaxStatusMessage;
+    while (n > 0 && (static_cast<unsigned char>(message[n]) & 0xC0) == 0x80) --n;
+    message.resize(n);
+  }
+  t->status_message = std::move(message);
+}
+
+std::vector<const Task*> Store::of_owner(std::string_view owner) {
+  purge();
+  std::vector<const Task*> out;
+  for (const auto& [id, task] : tasks_) {
+    if (task.owner == owner && task.expires > clock_.now()) out.push_back(&task);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Task* a, const Task* b) { return a->created < b->created; });
+  return out;
 }
 
 }  // namespace toolbridge::tasks

@@ -6,10 +6,12 @@
 #include <boost/json/object.hpp>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/clock.h"
 
@@ -39,9 +41,14 @@ struct Task {
   std::string result;          // completed: the tool's result object (raw JSON)
   std::string error;           // failed: a JSON-RPC error object (raw JSON)
   std::string input_requests;  // input_required: the inputRequests map (raw JSON)
-  std::shared_ptr<Run> run;    // until terminal
+  // What the call last said of its progress (its latest notifications/progress), shown as the
+  // task's statusMessage while it runs; at most kMaxStatusMessage bytes.
+  std::string status_message;
+  std::shared_ptr<Run> run;  // until terminal
   std::size_t bytes() const { return result.size() + error.size() + input_requests.size(); }
 };
+
+inline constexpr std::size_t kMaxStatusMessage = 512;
 
 struct Limits {
   std::chrono::milliseconds ttl{60 * 60'000};
@@ -74,6 +81,17 @@ class Store {
   void provide(Task& task, const boost::json::object& responses);
   // Marks the task cancelled and cancels its run; idempotent on a terminal task.
   void cancel(Task& task, const std::string& why);
+  // Cancels every running task (the gateway is stopping: their calls would die with it, and a
+  // stop need not wait shutdown_grace for calls nobody waits for).
+  void cancel_running(const std::string& why);
+  // The task's statusMessage while it works (cut to kMaxStatusMessage bytes; a terminal task
+  // ignores it).
+  void progress(std::string_view id, std::string message);
+  // The tasks of `owner`, oldest first (tasks/list of the 2025-11-25 revision).
+  std::vector<const Task*> of_owner(std::string_view owner);
+
+  // Called after every change of a task's status (status notifications, tasks/result waiters).
+  std::function<void(const Task&)> on_change;
 
   std::size_t size() const { return tasks_.size(); }
   std::size_t bytes() const { return bytes_; }

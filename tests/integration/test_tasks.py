@@ -228,3 +228,79 @@ def test_python_start_batch(gw):
         assert tasks[0].result(timeout=30).text == "slept 500 ms"
         assert tasks[1].result(timeout=30).text == "x"
         assert tasks[2].status() == "failed" and tasks[2].result().outcome == "failed"
+
+
+def test_progress_of_a_task_is_its_status_message(gateway_factory):
+    """SEP-2663 sends no notifications/progress of a task; the latest is the statusMessage."""
+    gw = gateway_factory({"fixture": fixture_server(task_tools=["progress"])}, ready=["fixture"])
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+            "params": {"name": "fixture__progress", "arguments": {"steps": 6, "delay_ms": 400},
+                       "_meta": {**meta(), "progressToken": "p-1"}}}
+    headers = {"Accept": "application/json", "Content-Type": "application/json", "MCP-Protocol-Version": V,
+               "Mcp-Method": "tools/call", "Mcp-Name": "fixture__progress", "X-Toolbridge-Tenant": "team-a"}
+    resp = httpx.post(gw.mcp_url, content=json.dumps(body), headers=headers, timeout=30)
+    created = resp.json()["result"]
+    assert created["resultType"] == "task", created
+    seen = set()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        result = get(gw.mcp_url, created["taskId"], "team-a")["result"]
+        if result["status"] != "working":
+            break
+        if "statusMessage" in result:
+            seen.add(result["statusMessage"])
+        time.sleep(0.1)
+    assert result["status"] == "completed", result
+    assert "statusMessage" not in result  # the progress of a finished task is over
+    assert seen and seen <= {f"step {i}" for i in range(1, 7)}, seen
+    assert len(seen) >= 2, f"the status message did not follow the progress: {seen}"
+
+
+def test_a_stop_with_a_running_task_cancels_it_and_ends_promptly(gateway_factory):
+    gw = gateway_factory({"fixture": fixture_server(task_tools=["sleep"])}, ready=["fixture"],
+                         gateway={"shutdown_grace": "30s"})
+    start_sleep(gw.mcp_url, "team-a", 60_000)
+    gw.wait_health(lambda h: h["servers"]["fixture"]["in_flight"] == 1, 5, "the task's call in flight")
+    started = time.monotonic()
+    gw.close()  # SIGTERM; asserts exit code 0 and no process left behind
+    elapsed = time.monotonic() - started
+    assert elapsed < 10, f"the stop took {elapsed:.1f} s: it waited for the task (shutdown_grace 30s)"
+
+
+def listen_frames(url: str, tenant: str, task_ids: list, tasks: bool, count: int) -> tuple[int, list]:
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+               "MCP-Protocol-Version": V, "Mcp-Method": "subscriptions/listen", "X-Toolbridge-Tenant": tenant}
+    body = json.dumps({"jsonrpc": "2.0", "id": "sub-1", "method": "subscriptions/listen",
+                       "params": {"_meta": meta(tasks), "notifications": {"taskIds": task_ids}}})
+    frames: list = []
+    with httpx.Client(timeout=30) as client, client.stream("POST", url, content=body, headers=headers) as resp:
+        if resp.status_code != 200:
+            resp.read()
+            return resp.status_code, [resp.json()]
+        for line in resp.iter_lines():
+            if line.startswith("data:"):
+                frames.append(json.loads(line[5:]))
+                if len(frames) == count:
+                    break
+    return resp.status_code, frames
+
+
+def test_status_notifications_on_subscriptions_listen(gw):
+    running = start_sleep(gw.mcp_url, "team-a", 2500)
+    finished = start_sleep(gw.mcp_url, "team-a", 300)
+    time.sleep(1.0)  # `finished` has ended: its end is sent at once, the other's when it comes
+    other_tenants = start_sleep(gw.mcp_url, "team-b", 300)
+    status, frames = listen_frames(gw.mcp_url, "team-a", [running, finished, other_tenants, "nope"], True, 3)
+    assert status == 200
+    ack, first, second = frames
+    assert ack["method"] == "notifications/subscriptions/acknowledged"
+    # Only the client's own, known tasks are agreed.
+    assert ack["params"]["notifications"] == {"taskIds": [running, finished]}, ack
+    assert first["method"] == second["method"] == "notifications/tasks"
+    assert first["params"]["taskId"] == finished and first["params"]["status"] == "completed"
+    assert second["params"]["taskId"] == running and second["params"]["status"] == "completed"
+    assert second["params"]["result"]["content"][0]["text"] == "slept 2500 ms"  # a DetailedTask
+    assert second["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "sub-1"
+    # Asking for task notifications without declaring the extension: -32021.
+    status, [refused] = listen_frames(gw.mcp_url, "team-a", [running], False, 1)
+    assert refused["error"]["code"] == -32021, refused

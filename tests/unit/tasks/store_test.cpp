@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace toolbridge::tasks {
 namespace {
@@ -151,6 +152,54 @@ TEST(TaskStore, TasksExpireAfterTheirTtlAndRunningOnesAreCancelled) {
   EXPECT_EQ(run->cancels, 1);
   EXPECT_NE(run->why.find("gateway.task_ttl"), std::string::npos);
   EXPECT_EQ(store.size(), 0u);
+}
+
+TEST(TaskStore, ProgressIsTheStatusMessageOfARunningTaskOnly) {
+  base::ManualClock clock;
+  Store store(limits(), clock);
+  std::string error;
+  Task* t = store.create("o", std::make_shared<FakeRun>(), error);
+  const std::string id = t->id;
+  store.progress(id, "step 1");
+  EXPECT_EQ(t->status_message, "step 1");
+  // Bounded, cut at a character boundary ("é" is two bytes; 511 'a' and one "é" straddle 512).
+  store.progress(id, std::string(511, 'a') + "\xc3\xa9" + "tail");
+  EXPECT_EQ(t->status_message, std::string(511, 'a'));
+  store.complete(id, "{}");
+  EXPECT_TRUE(t->status_message.empty());
+  store.progress(id, "late");
+  EXPECT_TRUE(t->status_message.empty());
+}
+
+TEST(TaskStore, CancelRunningCancelsEveryRunningTaskAndTellsOnChange) {
+  base::ManualClock clock;
+  Store store(limits(), clock);
+  std::string error;
+  auto a = std::make_shared<FakeRun>();
+  auto b = std::make_shared<FakeRun>();
+  Task* ta = store.create("o", a, error);
+  clock.advance(1s);
+  Task* tb = store.create("p", b, error);
+  clock.advance(1s);
+  Task* done = store.create("o", std::make_shared<FakeRun>(), error);
+  store.complete(done->id, "{}");
+  std::vector<std::string> changed;
+  store.on_change = [&changed](const Task& t) {
+    changed.push_back(t.id + ":" + std::string(to_string(t.status)));
+  };
+  store.cancel_running("the gateway is stopping");
+  EXPECT_EQ(a->cancels, 1);
+  EXPECT_EQ(b->why, "the gateway is stopping");
+  EXPECT_EQ(ta->status, Status::kCancelled);
+  EXPECT_EQ(tb->status, Status::kCancelled);
+  EXPECT_EQ(done->status, Status::kCompleted);
+  EXPECT_EQ(changed.size(), 2u);
+  EXPECT_EQ(store.running(), 0u);
+  // of_owner: the owner's tasks only, oldest first.
+  const auto mine = store.of_owner("o");
+  ASSERT_EQ(mine.size(), 2u);
+  EXPECT_EQ(mine[0], ta);
+  EXPECT_EQ(mine[1], done);
 }
 
 TEST(TaskStore, Iso8601) {

@@ -1,0 +1,255 @@
+#include "frontend/mcp_session_tasks.h"
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
+
+#include "gateway/methods.h"
+#include "json/parse.h"
+
+namespace toolbridge::frontend {
+
+namespace asio = boost::asio;
+namespace bj = boost::json;
+namespace http = boost::beast::http;
+using transport::Exchange;
+
+namespace {
+
+constexpr std::string_view kRelatedTask = "io.modelcontextprotocol/related-task";
+
+// `params` (a JSON object's text) with _meta[related-task] naming `task_id`.
+std::string with_related_task(std::string_view params, const std::string& task_id) {
+  boost::system::error_code ec;
+  bj::value p = json::parse(params.empty() ? std::string_view("{}") : params, ec);
+  if (ec || !p.is_object()) return std::string(params);
+  bj::value& meta = p.as_object()["_meta"];
+  if (!meta.is_object()) meta = bj::object();
+  meta.as_object()[kRelatedTask] = bj::object{{"taskId", task_id}};
+  return bj::serialize(p);
+}
+
+// A session's call run as a task: its messages go to the session's stream (the POST that
+// started it was answered at once), each tied to the task; its progress stops when the task
+// ends (the follower closes the channel).
+class TaskStream final : public gateway::PostStream {
+ public:
+  using PostStream::PostStream;
+  void on_notification(std::string message) override {
+    if (channel.closed || task_id.empty()) return;
+    const json::Envelope env = json::parse_envelope(message);
+    PostStream::on_notification(
+        json::make_notification(env.method, with_related_task(env.params.in(message), task_id)));
+  }
+  void on_server_request(const std::string& method, std::string params, Reply reply) override {
+    PostStream::on_server_request(method, with_related_task(params, task_id), std::move(reply));
+  }
+  std::string task_id;
+};
+
+// A tool result with isError is a failed task in this revision (SEP-1686).
+bool is_tool_error(const std::string& result) {
+  boost::system::error_code ec;
+  const bj::value r = json::parse(result, ec);
+  const bj::value* e = !ec && r.is_object() ? r.as_object().if_contains("isError") : nullptr;
+  return e && e->is_bool() && e->as_bool();
+}
+
+// The Task object of this revision (ttl, pollInterval; a tool error is `failed`).
+std::string task_json(const tasks::Task& t, std::chrono::milliseconds ttl) {
+  std::string_view status = tasks::to_string(t.status);
+  if (t.status == tasks::Status::kCompleted && is_tool_error(t.result)) status = "failed";
+  std::string out =
+      R"({"taskId":)" + json::quote(t.id) + R"(,"status":")" + std::string(status) + '"';
+  if (!t.status_message.empty()) out += R"(,"statusMessage":)" + json::quote(t.status_message);
+  return out + R"(,"createdAt":")" + tasks::iso8601(t.created) + R"(","lastUpdatedAt":")" +
+         tasks::iso8601(t.updated) + R"(","ttl":)" + std::to_string(ttl.count()) +
+         R"(,"pollInterval":)" + std::to_string(kTaskPollIntervalMs) + "}";
+}
+
+}  // namespace
+
+SessionTasks::SessionTasks(gateway::Gateway& gateway, McpModern& modern)
+    : gateway_(gateway), modern_(modern) {
+  modern_.on_task_change = [this](const tasks::Task& t) { changed(t); };
+}
+
+bool SessionTasks::claims(const gateway::Session& session, const json::Envelope& env,
+                          std::string_view message) {
+  if (env.kind != json::Kind::kRequest || session.version < mcp::Version::k2025_11_25) return false;
+  if (env.method.starts_with("tasks/")) return true;
+  if (env.method != "tools/call") return false;
+  const auto members = json::object_members(env.params.in(message));
+  if (!members) return false;
+  for (const auto& m : *members) {
+    if (m.name == "task") return true;
+  }
+  return false;
+}
+
+asio::awaitable<void> SessionTasks::handle(Exchange& ex, std::shared_ptr<gateway::Session> session,
+                                           const transport::Headers& headers) {
+  Request r;
+  r.text = ex.request().body();
+  const json::Envelope env = json::parse_envelope(r.text);
+  r.id = std::string(env.id.in(r.text));
+  r.method = std::string(env.method);
+  r.session = std::move(session);
+  std::string body;
+  if (r.method == "tools/call") {
+    body = call(r);
+  } else if (r.method == "tasks/list") {
+    body = list(r);
+  } else if (r.method == "tasks/get" || r.method == "tasks/cancel" || r.method == "tasks/result") {
+    tasks::Task* t = task_of(r, body);
+    if (t && r.method == "tasks/get") body = get(r, *t);
+    if (t && r.method == "tasks/cancel") body = cancel(r, *t);
+    if (t && r.method == "tasks/result") {
+      std::string task_id = t->id;  // a named local: t may not outlive the wait
+      body = co_await result(ex, r, std::move(task_id));
+    }
+  } else {
+    body = json::make_error(r.id, json::kMethodNotFound, "Method not found: " + r.method);
+  }
+  if (body.empty()) co_return;  // the client left while waiting
+  co_await ex.reply(http::status::ok, "application/json", std::move(body), headers);
+}
+
+std::string SessionTasks::call(const Request& r) {
+  boost::system::error_code ec;
+  bj::value msg = json::parse(r.text, ec);
+  bj::object* params = nullptr;
+  if (!ec && msg.is_object()) {
+    if (auto* p = msg.as_object().if_contains("params"); p && p->is_object())
+      params = &p->as_object();
+  }
+  const bj::value* task = params ? params->if_contains("task") : nullptr;
+  const bj::value* name = params ? params->if_contains("name") : nullptr;
+  if (!task || !task->is_object() || !name || !name->is_string()) {
+    return json::make_error(r.id, json::kInvalidParams,
+                            "a task-augmented tools/call needs params.name (a string) and "
+                            "params.task (an object)");
+  }
+  const std::string tool(name->as_string());
+  if (modern_.task_support(tool).empty()) {
+    return json::make_error(r.id, json::kMethodNotFound,
+                            "tool '" + tool +
+                                "' does not run as a task (its server marks no "
+                                "execution.taskSupport and its task_tools do not name it)");
+  }
+  // The gateway runs the task; the server gets an ordinary call.
+  params->erase("task");
+  const std::string text = bj::serialize(msg);
+  auto stream = std::make_shared<TaskStream>(gateway_.io(), r.session, false);
+  gateway_.methods().handle(r.session, stream, text);
+  std::string error;
+  tasks::Task* t = modern_.adopt(stream, r.session, r.session->owner, error);
+  if (!t) return json::make_error(r.id, json::kOverloaded, error);
+  stream->task_id = t->id;
+  if (creators_.size() >= 4096) {  // tasks forgotten at their TTL while running
+    std::erase_if(creators_,
+                  [this](const auto& kv) { return !modern_.task_store().by_id(kv.first); });
+  }
+  creators_[t->id] = r.session;
+  return json::make_result(r.id,
+                           R"({"task":)" + task_json(*t, modern_.task_store().limits().ttl) + "}");
+}
+
+tasks::Task* SessionTasks::task_of(const Request& r, std::string& error) {
+  boost::system::error_code ec;
+  const bj::value msg = json::parse(r.text, ec);
+  const bj::value* params =
+      !ec && msg.is_object() ? msg.as_object().if_contains("params") : nullptr;
+  const bj::value* id =
+      params && params->is_object() ? params->as_object().if_contains("taskId") : nullptr;
+  if (!id || !id->is_string()) {
+    error = json::make_error(r.id, json::kInvalidParams, "taskId must be a string");
+    return nullptr;
+  }
+  tasks::Task* t = modern_.task_store().find(id->as_string(), r.session->owner);
+  if (!t) {
+    error = json::make_error(r.id, json::kInvalidParams, unknown_task_message(id->as_string()));
+  }
+  return t;
+}
+
+std::string SessionTasks::get(const Request& r, tasks::Task& t) {
+  return json::make_result(r.id, task_json(t, modern_.task_store().limits().ttl));
+}
+
+std::string SessionTasks::cancel(const Request& r, tasks::Task& t) {
+  if (tasks::is_terminal(t.status)) {
+    return json::make_error(r.id, json::kInvalidParams,
+                            "Cannot cancel task: already in terminal status '" +
+                                std::string(tasks::to_string(t.status)) + "'");
+  }
+  modern_.task_store().cancel(t, "the agent cancelled the task (tasks/cancel)");
+  return json::make_result(r.id, task_json(t, modern_.task_store().limits().ttl));
+}
+
+std::string SessionTasks::list(const Request& r) {
+  std::string out = R"({"tasks":[)";
+  bool first = true;
+  for (const tasks::Task* t : modern_.task_store().of_owner(r.session->owner)) {
+    if (!first) out += ',';
+    first = false;
+    out += task_json(*t, modern_.task_store().limits().ttl);
+  }
+  return json::make_result(r.id, out + "]}");
+}
+
+asio::awaitable<std::string> SessionTasks::result(Exchange& ex, const Request& r,
+                                                  std::string task_id) {
+  // Shared with the peer-closed callback, which may run after this coroutine has ended.
+  struct Wait {
+    explicit Wait(gateway::Gateway& g) : wake(g.io(), g.clock()) {}
+    base::Timer wake;
+    bool left = false;
+  };
+  auto wait = std::make_shared<Wait>(gateway_);
+  const auto waiter = waiters_.emplace(task_id, &wait->wake);
+  ex.on_peer_closed([weak = std::weak_ptr<Wait>(wait)] {
+    if (auto w = weak.lock()) {
+      w->left = true;
+      w->wake.cancel();
+    }
+  });
+  tasks::Task* t = nullptr;
+  for (;;) {
+    t = modern_.task_store().find(task_id, r.session->owner);
+    if (!t || tasks::is_terminal(t->status) || wait->left) break;
+    wait->wake.expires_at(t->expires);  // a task is forgotten at its TTL at the latest
+    boost::system::error_code ec;
+    co_await wait->wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  }
+  waiters_.erase(waiter);
+  if (wait->left) co_return std::string();
+  if (!t) {
+    co_return json::make_error(r.id, json::kInvalidParams,
+                               "task '" + task_id + "' expired (gateway.task_ttl)");
+  }
+  if (t->status == tasks::Status::kCompleted) {
+    co_return json::make_result(r.id, with_related_task(t->result, t->id));
+  }
+  if (t->status == tasks::Status::kFailed) {
+    co_return "{\"jsonrpc\":\"2.0\",\"id\":" + r.id + ",\"error\":" + t->error + "}";
+  }
+  co_return json::make_error(r.id, json::kInternalError,
+                             "task '" + t->id + "' was cancelled before it ended");
+}
+
+void SessionTasks::changed(const tasks::Task& t) {
+  if (tasks::is_terminal(t.status)) {
+    for (auto [it, end] = waiters_.equal_range(t.id); it != end; ++it) it->second->cancel();
+  }
+  auto creator = creators_.find(t.id);
+  if (creator == creators_.end()) return;
+  if (auto session = creator->second.lock()) {
+    const std::string params = task_json(t, modern_.task_store().limits().ttl);
+    session->push_unsolicited(json::make_notification("notifications/tasks/status", params));
+  }
+  if (tasks::is_terminal(t.status)) creators_.erase(creator);
+}
+
+}  // namespace toolbridge::frontend

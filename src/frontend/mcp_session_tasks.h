@@ -1,0 +1,61 @@
+#pragma once
+// Tasks for clients of the handshake revisions (2025-11-25, `initialize`): the core tasks of that
+// revision (SEP-1686) on the session front end. The gateway declares `capabilities.tasks` in its
+// initialize result; a tools/call whose params carry `task` becomes a task at once
+// (CreateTaskResult `{task}`), and tasks/get, tasks/result, tasks/list and tasks/cancel reach it
+// for its owner. The call runs through the same store and follower as the stateless tasks
+// (McpModern::adopt): only the wire differs. Progress keeps flowing to the session's stream
+// (with the task's related-task _meta) until the task ends; status changes are sent there as
+// notifications/tasks/status. docs/tasks.md has the rules.
+#include <boost/asio/awaitable.hpp>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "frontend/mcp_modern.h"
+#include "gateway/gateway.h"
+#include "json/envelope.h"
+#include "transport/http_server.h"
+
+namespace toolbridge::frontend {
+
+class SessionTasks {
+ public:
+  SessionTasks(gateway::Gateway& gateway, McpModern& modern);
+
+  // Whether this message of `session` is one of these tasks' (a tasks/* request, or a tools/call
+  // with a `task` param) on a revision that has tasks.
+  static bool claims(const gateway::Session& session, const json::Envelope& env,
+                     std::string_view message);
+  // Answers the one message of the POST (claims() said yes).
+  boost::asio::awaitable<void> handle(transport::Exchange& ex,
+                                      std::shared_ptr<gateway::Session> session,
+                                      const transport::Headers& headers);
+
+ private:
+  struct Request {
+    std::string id;  // raw JSON
+    std::string method;
+    std::string text;  // the whole message
+    std::shared_ptr<gateway::Session> session;
+  };
+  std::string call(const Request& r);
+  std::string get(const Request& r, tasks::Task& t);
+  std::string cancel(const Request& r, tasks::Task& t);
+  std::string list(const Request& r);
+  // tasks/result: the call's own answer once the task has ended (waits until then).
+  boost::asio::awaitable<std::string> result(transport::Exchange& ex, const Request& r,
+                                             std::string task_id);
+  // The task a request names for this session's owner, or nullptr with `error` the response.
+  tasks::Task* task_of(const Request& r, std::string& error);
+  // A status change: wakes tasks/result waiters, tells the creating session.
+  void changed(const tasks::Task& t);
+
+  gateway::Gateway& gateway_;
+  McpModern& modern_;
+  std::multimap<std::string, base::Timer*, std::less<>> waiters_;  // by task id
+  std::map<std::string, std::weak_ptr<gateway::Session>, std::less<>> creators_;
+};
+
+}  // namespace toolbridge::frontend
