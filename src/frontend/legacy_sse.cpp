@@ -97,6 +97,7 @@ asio::awaitable<void> LegacySse::open_stream(Exchange& ex, std::string_view path
   session->trajectory = trajectory;
   // Legacy clients speak the oldest version we know until initialize says otherwise.
   session->version = mcp::Version::k2025_03_26;
+  session->serves_tasks = false;  // its POSTs go to the method table, which has no task methods
   auto channel = std::make_shared<gateway::Channel>(gateway_.io());
   session->get_stream = channel;
   spdlog::debug("legacy SSE session {} opened", session->id());

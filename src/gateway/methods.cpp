@@ -288,7 +288,7 @@ void Methods::initialize(const Incoming& in) {
   // 2025-11-25 has tasks (SEP-1686): the gateway runs any task tool's call as one
   // (src/frontend/mcp_session_tasks.h).
   const std::string tasks =
-      session.version >= mcp::Version::k2025_11_25
+      session.version >= mcp::Version::k2025_11_25 && session.serves_tasks
           ? R"(,"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}})"
           : "";
   const std::string result =

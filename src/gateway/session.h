@@ -129,6 +129,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // Nothing in flight and no open stream: closing it loses no answer.
   bool idle() const { return in_flight.empty() && !(get_stream && !get_stream->closed); }
   mcp::Version version = mcp::kLatestVersion;
+  // Whether its front end serves the 2025-11-25 tasks methods (initialize offers the capability
+  // only then): Streamable HTTP does, the legacy SSE transport does not.
+  bool serves_tasks = true;
   mcp::ClientCapabilities caps;
   bool initialized = false;
   int min_log_rank = 0;

@@ -128,3 +128,18 @@ def test_sigterm_with_an_open_legacy_stream(gateway_factory):
                                                "params": {"name": "fixture__sleep", "arguments": {"ms": 300}}})
             assert slow.status_code == 202
             gw.close()  # SIGTERM; asserts exit 0 and no leftover process
+
+
+def test_the_legacy_transport_does_not_offer_tasks(gw):
+    # 2025-11-25 sessions on Streamable HTTP get the tasks capability (test_session_tasks.py);
+    # this transport does not serve the task methods, so it must not offer them.
+    async def main():
+        async with AsyncExitStack() as stack:
+            read, write = await stack.enter_async_context(sse_client(gw.base_url + "/sse"))
+            session = await stack.enter_async_context(ClientSession(read, write))
+            return await session.initialize()
+
+    result = run(main)
+    assert result.protocol_version == "2025-11-25", result.protocol_version
+    assert result.capabilities.tools is not None
+    assert "tasks" not in result.capabilities.model_dump(exclude_none=True), result.capabilities
