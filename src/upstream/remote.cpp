@@ -260,7 +260,7 @@ asio::awaitable<void> Remote::send_loop() {
     queue_.pop_front();
     const transport::Url& to = mode_ == Mode::kLegacy ? legacy_post_ : base_;
     transport::HttpRequest req = request(http::verb::post, to);
-    req.body = std::move(m.body);
+    req.body = m.body;  // a copy: a probe that falls back to the legacy transport resends m
     if (m.stateless) add_stateless_headers(req.headers, m.method, m.name, protocol_version_);
     if (m.stateless && m.method == "tools/call")
       add_param_headers(req.headers, req.body, m.name, header_marks_);
