@@ -98,7 +98,7 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
   CallScope scope;
   scope.arrived = arrived;
   if (BatchRefusal r = call_scope(ex, gateway_, request.trajectory, request.tenant, "batch",
-                                  next_ephemeral_, scope);
+                                  next_ephemeral_, scope, request.surface);
       !r.empty()) {
     co_await refuse(ex, r, no_headers);
     co_return;

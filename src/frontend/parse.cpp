@@ -8,6 +8,7 @@
 #include "frontend/batch_codec.h"
 #include "frontend/client_identity.h"
 #include "frontend/router.h"
+#include "frontend/surface_key.h"
 #include "policy/admission_stage.h"
 
 namespace toolbridge::frontend {
@@ -84,6 +85,12 @@ std::unique_ptr<Turn> Parse::begin(ParseOptions options, Exchange& ex, bool stre
   if (stream && options.sequential) {
     refusal = {400, "invalid_request",
                "sequential is not available on a stream: its calls start as they complete"};
+    return nullptr;
+  }
+  if (!header(ex.request(), kSurfaceHeader).empty()) {
+    // Its names resolve in the gateway's catalog; within a surface they would not.
+    refusal = {400, "invalid_request",
+               std::string(kSurfaceHeader) + " is not served on /v1/parse yet (docs/surfaces.md)"};
     return nullptr;
   }
   CallScope scope;
