@@ -75,7 +75,7 @@ std::string key_surface_refusal(const config::ApiKey& key, const transport::Requ
   std::string named;
   if (auto split = split_surface_path(path)) {
     named = split->surface;
-  } else if (path == "/mcp") {
+  } else if (path == "/mcp" || path == "/v1/tools" || path == "/sse" || path == "/messages") {
     named = std::string(header(req, kSurfaceHeader));
   }
   // Any other path (the catalog, the trajectories, the metrics) names none: it shows more.

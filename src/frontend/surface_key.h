@@ -35,8 +35,9 @@ std::string named_surface(const transport::Request& req, std::string_view from_p
 std::string surface_mismatch(const std::string& session_surface, std::string_view named);
 
 // Empty when API key `key` may send a request to `path`: a key restricted to surfaces
-// (auth.keys[].surfaces) reaches only MCP requests that name one of its surfaces by path or
-// header, and /v1/batch (whose body may name the surface: checked with it); else why not.
+// (auth.keys[].surfaces) reaches only MCP requests and /v1/tools that name one of its surfaces by
+// path or header, and /v1/batch (whose body may name the surface: checked with it); else why
+// not.
 std::string key_surface_refusal(const config::ApiKey& key, const transport::Request& req,
                                 std::string_view path);
 // Empty when API key `key` may use surface `named` (empty: none, the whole catalog).

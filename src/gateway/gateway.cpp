@@ -318,6 +318,9 @@ void Gateway::rebuild_catalog() {
   catalog_.rebuild(upstreams_, config_.gateway.tool_naming, config_.gateway.separator);
   if (catalog_.version() != version) {
     spdlog::info("catalog: {} tools (was {})", catalog_.tool_count(), before);
+    // The surfaces' views now, not at their next list: a fingerprint that moved is logged as
+    // the catalog changes.
+    if (surfaces_) surfaces_->views();
     broadcast(json::make_notification("notifications/tools/list_changed", {}));
   }
 }

@@ -325,15 +325,7 @@ void Methods::surface_list(const Incoming& in) {
     if (!view) {
       return json::make_error(id, json::kInvalidParams, gateway_.surfaces().unknown_message(name));
     }
-    if (!key || key->allow.empty()) return json::make_result(id, view->tools_json());
-    // The surface as the session's API key may call it: its allowlist names gateway names, so a
-    // tool allowed by its gateway name answers as a server the key allows.
-    return json::make_result(
-        id, policy::allowed_tools_json(view->tools_json(), *key, [&](std::string_view shown) {
-          const auto* t = view->find(shown);
-          if (!t) return std::string();
-          return policy::allows(key, t->server, "") ? t->server : t->exposed;
-        }));
+    return json::make_result(id, surfaces::allowed_tools_json(*view, key));
   });
 }
 

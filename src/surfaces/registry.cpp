@@ -25,7 +25,10 @@ void Registry::refresh() const {
     for (const std::string& problem : view->problems()) spdlog::warn("{}", problem);
     // A run records the surface it saw: a change of what the model sees is worth a line.
     auto old = views_.find(s.name);
-    if (old != views_.end() && old->second->fingerprint() != view->fingerprint()) {
+    if (old == views_.end()) {
+      spdlog::info("surface {}: fingerprint {} ({} tools)", s.name, view->fingerprint(),
+                   view->tools().size());
+    } else if (old->second->fingerprint() != view->fingerprint()) {
       spdlog::info("surface {}: fingerprint {} -> {} ({} tools)", s.name,
                    old->second->fingerprint(), view->fingerprint(), view->tools().size());
     }

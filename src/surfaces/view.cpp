@@ -8,6 +8,7 @@
 
 #include "cache/canonical.h"
 #include "config/suggestion.h"
+#include "policy/authorize.h"
 
 namespace toolbridge::surfaces {
 
@@ -188,6 +189,17 @@ std::vector<std::string> View::suggest(std::string_view name, std::size_t max) c
   std::vector<std::string> out;
   for (std::size_t i = 0; i < scored.size() && i < max; ++i) out.push_back(scored[i].second);
   return out;
+}
+
+std::string allowed_tools_json(const View& view, const config::ApiKey* key) {
+  if (!key || key->allow.empty()) return view.tools_json();
+  // The allowlist names gateway names: a tool allowed by its gateway name answers as a server
+  // the key allows.
+  return policy::allowed_tools_json(view.tools_json(), *key, [&](std::string_view shown) {
+    const Tool* t = view.find(shown);
+    if (!t) return std::string();
+    return policy::allows(key, t->server, "") ? t->server : t->exposed;
+  });
 }
 
 std::optional<std::string> with_defaults(std::string_view arguments, const std::string& defaults) {

@@ -50,6 +50,10 @@ class View {
   std::vector<std::string> problems_;
 };
 
+// `view`'s tools/list result as API key `key` may call it (its allowlist names gateway names or
+// servers); the whole list when `key` is null or allows everything.
+std::string allowed_tools_json(const View& view, const config::ApiKey* key);
+
 // Whether `def` (a tool definition from the catalog, its name the gateway's, its server in
 // _meta["toolbridge/server"]) matches `rule`.
 bool matches(const config::SurfaceSelector& rule, const boost::json::object& def);

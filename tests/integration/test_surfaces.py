@@ -139,6 +139,9 @@ def test_the_sdk_sees_exactly_the_surface_and_calls_through_it(gateways):
     health = gw.health()["surfaces"]
     assert health["bench"] == {"fingerprint": fingerprint, "tools": 3}
     assert health["other"]["tools"] == 1
+    # The log records the fingerprint each surface showed.
+    log = gw.stderr_path.read_text()
+    assert "surface bench: fingerprint" in log and f"{fingerprint} (3 tools)" in log, log[-2000:]
 
 
 def test_header_and_trajectory_prefix_reach_the_same_surface(gateways):
@@ -245,6 +248,9 @@ def test_a_batch_names_its_tools_as_its_surface_shows_them(gateways):
             assert results[1]["result"]["content"][0]["text"] == "41"
             # Outside the surface: the same refusal as an unknown tool.
             assert "Unknown tool: 'fixture__echo'" in json.dumps(results[2]), results[2]
+        listed_tools = client.get(f"{gw.base_url}/v1/tools", headers={"X-Toolbridge-Surface": "bench"}).json()
+        assert sorted(t["name"] for t in listed_tools["tools"]) == ["fixture__lookup", "plus", "say"]
+        assert listed_tools["_meta"]["toolbridge/surface"]["name"] == "bench"
         resp = client.post(f"{gw.base_url}/v1/batch", json={"surface": "benc", "calls": calls})
         assert resp.status_code == 400 and "did you mean 'bench'" in resp.text, resp.text
         resp = client.post(f"{gw.base_url}/v1/batch", json={"surface": "other", "calls": calls},

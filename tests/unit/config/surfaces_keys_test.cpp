@@ -92,9 +92,9 @@ TEST(ConfigSurfaces, TyposAreReportedWhereTheyAreWritten) {
   EXPECT_EQ(yaml_error(kServers + "surfaces:\n  a:\n    include: [{server: fixtur}]\n"),
             "cfg.yaml:8:24: surfaces.a.include[0].server: no server 'fixtur' is configured (did "
             "you mean 'fixture'?)");
-  EXPECT_EQ(yaml_error(kServers + "surfaces:\n  a:\n    include: [{annotation: readOnly}]\n"),
+  EXPECT_EQ(yaml_error(kServers + "surfaces:\n  a:\n    include: [{annotation: readonlyhint}]\n"),
             "cfg.yaml:8:28: surfaces.a.include[0].annotation: expected one of readOnlyHint, "
-            "destructiveHint, idempotentHint, openWorldHint, got 'readOnly' (did you mean "
+            "destructiveHint, idempotentHint, openWorldHint, got 'readonlyhint' (did you mean "
             "'readOnlyHint'?)");
   EXPECT_EQ(yaml_error(kServers + "surfaces:\n  a:\n    include: [{}]\n"),
             "cfg.yaml:8:15: surfaces.a.include[0]: an empty rule matches nothing; give one or "

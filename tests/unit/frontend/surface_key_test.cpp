@@ -86,12 +86,15 @@ TEST(SurfaceKey, AKeyRestrictedToSurfacesReachesOnlyThem) {
   EXPECT_EQ(key_surface_refusal(bench, with_header(""), "/t/run/s/bench/mcp"), "");
   EXPECT_EQ(key_surface_refusal(bench, with_header("bench"), "/mcp"), "");
   EXPECT_EQ(key_surface_refusal(bench, with_header(""), "/v1/batch"), "");  // its body decides
+  EXPECT_EQ(key_surface_refusal(bench, with_header("bench"), "/v1/tools"), "");
+  EXPECT_EQ(key_surface_refusal(bench, with_header("bench"), "/sse"), "");
   for (const auto& [path, header] :
        std::vector<std::pair<const char*, const char*>>{{"/mcp", ""},
                                                         {"/s/other/mcp", ""},
                                                         {"/mcp", "other"},
-                                                        {"/v1/tools", "bench"},
-                                                        {"/v1/trajectories", ""},
+                                                        {"/v1/tools", ""},
+                                                        {"/sse", ""},
+                                                        {"/v1/trajectories", "bench"},
                                                         {"/metrics", ""}}) {
     EXPECT_NE(key_surface_refusal(bench, with_header(header), path)
                   .find("API key 'bench' may only use the tool surfaces bench"),
