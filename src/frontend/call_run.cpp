@@ -40,6 +40,19 @@ std::string scope_surface(const transport::Request& req, const gateway::Gateway&
 }
 }  // namespace
 
+BatchRefusal surface_scope(Exchange& ex, const gateway::Gateway& gateway,
+                           const std::string& body_surface, CallScope& out) {
+  std::string problem;
+  const std::string surface = scope_surface(ex.request(), gateway, body_surface, problem);
+  if (!problem.empty()) return BatchRefusal{400, "invalid_request", std::move(problem)};
+  if (ex.principal) {
+    if (std::string why = key_surface_refusal(*ex.principal, surface); !why.empty())
+      return BatchRefusal{403, "surface_refused", std::move(why)};
+  }
+  if (!surface.empty()) out.surface = gateway.surfaces().view(surface);
+  return {};
+}
+
 BatchRefusal call_scope(Exchange& ex, gateway::Gateway& gateway, const std::string& body_trajectory,
                         const std::string& body_tenant, std::string_view prefix,
                         std::uint64_t& next_ephemeral, CallScope& out,
@@ -68,14 +81,8 @@ BatchRefusal call_scope(Exchange& ex, gateway::Gateway& gateway, const std::stri
   }
   // An API key's tenant overrides what the header or the body says.
   if (ex.principal) owner = "tenant " + ex.principal->tenant;
-  std::string surface;
-  if (problem.empty()) surface = scope_surface(req, gateway, body_surface, problem);
   if (!problem.empty()) return BatchRefusal{400, "invalid_request", std::move(problem)};
-  if (ex.principal) {
-    if (std::string why = key_surface_refusal(*ex.principal, surface); !why.empty())
-      return BatchRefusal{403, "surface_refused", std::move(why)};
-  }
-  if (!surface.empty()) out.surface = gateway.surfaces().view(surface);
+  if (BatchRefusal r = surface_scope(ex, gateway, body_surface, out); !r.empty()) return r;
   if (gateway.stopping()) return BatchRefusal{503, "shutting_down", "the gateway is shutting down"};
   if (!trajectory.empty()) {
     if (std::string refused = gateway.claim_trajectory(trajectory, owner); !refused.empty()) {

@@ -47,6 +47,12 @@ BatchRefusal call_scope(transport::Exchange& ex, gateway::Gateway& gateway,
                         std::string_view prefix, std::uint64_t& next_ephemeral, CallScope& out,
                         const std::string& body_surface = {});
 
+// The surface the request in `ex` names by X-Toolbridge-Surface and its body (`body_surface`,
+// empty if none) into out.surface: a refusal when they disagree, the surface is unknown, or the
+// request's API key is restricted to other surfaces. call_scope() includes it.
+BatchRefusal surface_scope(transport::Exchange& ex, const gateway::Gateway& gateway,
+                           const std::string& body_surface, CallScope& out);
+
 // A tools/call of `tool` with `arguments` (a JSON object), numbered `index` in its request.
 std::shared_ptr<gateway::Call> make_tool_call(std::size_t index, std::string_view tool,
                                               std::string_view arguments, const CallScope& scope,

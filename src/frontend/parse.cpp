@@ -8,7 +8,6 @@
 #include "frontend/batch_codec.h"
 #include "frontend/client_identity.h"
 #include "frontend/router.h"
-#include "frontend/surface_key.h"
 #include "policy/admission_stage.h"
 
 namespace toolbridge::frontend {
@@ -87,19 +86,16 @@ std::unique_ptr<Turn> Parse::begin(ParseOptions options, Exchange& ex, bool stre
                "sequential is not available on a stream: its calls start as they complete"};
     return nullptr;
   }
-  if (!header(ex.request(), kSurfaceHeader).empty()) {
-    // Its names resolve in the gateway's catalog; within a surface they would not.
-    refusal = {400, "invalid_request",
-               std::string(kSurfaceHeader) + " is not served on /v1/parse yet (docs/surfaces.md)"};
-    return nullptr;
-  }
   CallScope scope;
   scope.arrived = arrived;
   if (options.execute) {
     refusal = call_scope(ex, gateway_, options.trajectory, options.tenant, "parse", next_ephemeral_,
-                         scope);
-    if (!refusal.empty()) return nullptr;
+                         scope, options.surface);
+  } else {
+    // Only resolved: the surface (and the API key's right to it) still decides the names.
+    refusal = surface_scope(ex, gateway_, options.surface, scope);
   }
+  if (!refusal.empty()) return nullptr;
   // With span export on, the request is a span and the parent of its calls' spans.
   std::optional<gateway::RequestSpan> span;
   if (options.execute) {
@@ -113,6 +109,13 @@ std::unique_ptr<Turn> Parse::begin(ParseOptions options, Exchange& ex, bool stre
     scope.traceparent = span->child_traceparent();
   }
   auto turn = std::make_unique<Turn>(std::move(options), std::move(scope));
+  // Repair within a surface follows each server's repair setting, as in the catalog.
+  turn->set_repair_modes([&config = gateway_.config()](const surfaces::Tool& t) {
+    for (const config::Server& server : config.servers) {
+      if (server.name == t.server) return server.repair_for(t.original).repair;
+    }
+    return config::RepairMode::kOff;
+  });
   turn->request_span() = std::move(span);
   return turn;
 }

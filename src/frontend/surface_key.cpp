@@ -71,7 +71,10 @@ std::string surface_mismatch(const std::string& session_surface, std::string_vie
 
 std::string key_surface_refusal(const config::ApiKey& key, const transport::Request& req,
                                 std::string_view path) {
-  if (key.surfaces.empty() || path == "/v1/batch") return {};
+  // A batch's or a parse request's body may name the surface: their handlers check it.
+  if (key.surfaces.empty() || path == "/v1/batch" || path == "/v1/parse" ||
+      path.starts_with("/v1/parse/streams"))
+    return {};
   std::string named;
   if (auto split = split_surface_path(path)) {
     named = split->surface;

@@ -41,12 +41,8 @@ std::string unknown_tool_message(const View& view, std::string_view name) {
   return msg;
 }
 
-namespace {
-// The one tool of `view` that `name` is a mistyping of, within the safe bounds, among tools whose
-// server repairs (and as far as the call's own _meta allows); else null.
-const Tool* repaired(gateway::Call& call, const View& view, const std::string& name,
-                     const RepairModeOf& mode_of) {
-  const config::RepairMode cap = repair::effective_mode(config::RepairMode::kSafe, call);
+const Tool* repair_within(const View& view, std::string_view name, config::RepairMode cap,
+                          const RepairModeOf& mode_of) {
   if (!mode_of || cap == config::RepairMode::kOff || name.empty()) return nullptr;
   std::vector<const Tool*> group;
   std::vector<std::vector<std::string>> spellings;
@@ -57,8 +53,17 @@ const Tool* repaired(gateway::Call& call, const View& view, const std::string& n
   }
   const repair::NameMatch m = repair::match_name(name, spellings, config::RepairMode::kSafe);
   if (m.kind == repair::MatchKind::kNone || m.kind == repair::MatchKind::kAmbiguous) return nullptr;
-  const Tool* tool = group[m.candidates.front()];
-  call.repairs.push_back({"tool_name", "", name, tool->shown});
+  return group[m.candidates.front()];
+}
+
+namespace {
+// The tool `name` mistypes, within the surface and as far as the call's own _meta allows, the
+// repair recorded in the call; else null.
+const Tool* repaired(gateway::Call& call, const View& view, const std::string& name,
+                     const RepairModeOf& mode_of) {
+  const config::RepairMode cap = repair::effective_mode(config::RepairMode::kSafe, call);
+  const Tool* tool = repair_within(view, name, cap, mode_of);
+  if (tool) call.repairs.push_back({"tool_name", "", name, tool->shown});
   return tool;
 }
 }  // namespace

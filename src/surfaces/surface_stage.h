@@ -44,6 +44,11 @@ class SurfaceStage final : public gateway::Stage {
   RepairModeOf mode_of_;
 };
 
+// The one tool of `view` that `name` mistypes (the safe bounds of repair/names.h), among tools
+// whose server repairs (capped by `cap`); null when none, or several, fit.
+const Tool* repair_within(const View& view, std::string_view name, config::RepairMode cap,
+                          const RepairModeOf& mode_of);
+
 // "Unknown tool: 'x'; did you mean 'y'. tools/list shows the N available tools." within `view`.
 std::string unknown_tool_message(const View& view, std::string_view name);
 

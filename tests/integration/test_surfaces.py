@@ -256,3 +256,35 @@ def test_a_batch_names_its_tools_as_its_surface_shows_them(gateways):
         resp = client.post(f"{gw.base_url}/v1/batch", json={"surface": "other", "calls": calls},
                            headers={"X-Toolbridge-Surface": "bench"})
         assert resp.status_code == 400 and "name one" in resp.text, resp.text
+
+
+def hermes(name: str, arguments: dict) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+
+
+def test_parse_resolves_and_repairs_names_within_the_surface_only(gateways):
+    gw = gateways.start(surfaces())
+    text = (hermes("say", {"text": "hi"}) + hermes("fixture__lookp", {"query": "q"}) +
+            hermes("fixture__ech", {"text": "x"}) + hermes("echo", {"text": "x"}))
+    with httpx.Client(timeout=30) as client:
+        # Without a surface the catalog repairs both misspellings of the echo tool.
+        whole = client.post(f"{gw.base_url}/v1/parse", json={"text": text, "format": "hermes"}).json()
+        assert [c["name"] for c in whole["calls"]][2:] == ["fixture__echo", "fixture__echo"]
+        for body, headers in (({"text": text, "format": "hermes", "execute": True, "surface": "bench"}, {}),
+                              ({"text": text, "format": "hermes", "execute": True},
+                               {"X-Toolbridge-Surface": "bench"})):
+            resp = client.post(f"{gw.base_url}/v1/parse", json=body, headers=headers)
+            assert resp.status_code == 200, resp.text
+            say, lookup, ech, echo = resp.json()["calls"]
+            assert say["name"] == "say" and say["outcome"] == "ok"
+            assert say["result"]["content"][0]["text"] == "hi"
+            # Repaired to the surface's tool...
+            assert lookup["name"] == "fixture__lookup" and lookup["outcome"] == "ok"
+            assert {"kind": "tool_name", "path": "", "from": "fixture__lookp",
+                    "to": "fixture__lookup"} in lookup["repairs"]
+            # ...never to a tool outside it.
+            for call, name in ((ech, "fixture__ech"), (echo, "echo")):
+                assert call["outcome"] == "invalid_params", call
+                assert call["problem"].startswith(f"Unknown tool: '{name}'"), call
+        resp = client.post(f"{gw.base_url}/v1/parse", json={"text": text, "surface": "a/b"})
+        assert resp.status_code == 400 and "1-64 characters" in resp.text, resp.text
