@@ -7,6 +7,7 @@ description override does."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import httpx
@@ -288,3 +289,34 @@ def test_parse_resolves_and_repairs_names_within_the_surface_only(gateways):
                 assert call["problem"].startswith(f"Unknown tool: '{name}'"), call
         resp = client.post(f"{gw.base_url}/v1/parse", json={"text": text, "surface": "a/b"})
         assert resp.status_code == 400 and "1-64 characters" in resp.text, resp.text
+
+
+def test_the_trace_and_the_trajectory_view_record_the_surface_seen(gateways, tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    gw = gateways.start(surfaces(), gateway={"trace": str(trace)})
+
+    async def scenario():
+        async with sdk_session(f"{gw.base_url}/t/run-9/s/bench/mcp") as session:
+            listed_now = await session.list_tools()
+            assert only_text(await session.call_tool("say", {"text": "traced"})) == "traced"
+            return fingerprint_of(listed_now)
+
+    fingerprint = run(scenario)
+    # A call through the whole catalog records no surface.
+    with httpx.Client(timeout=30) as client:
+        resp = client.post(f"{gw.base_url}/v1/batch",
+                           json={"calls": [{"tool": "fixture__echo", "arguments": {"text": "plain"}}]})
+        assert resp.status_code == 200, resp.text
+        view = client.get(f"{gw.base_url}/v1/trajectories/run-9").json()
+    [record] = [c for c in view["calls"] if c["tool"] == "fixture__echo"]
+    assert record["surface"] == "bench" and record["surface_fingerprint"] == fingerprint
+    deadline = time.monotonic() + 10
+    lines: list[dict] = []
+    while time.monotonic() < deadline:
+        lines = [json.loads(line) for line in trace.read_text().splitlines()] if trace.exists() else []
+        if len(lines) >= 2:
+            break
+        time.sleep(0.05)
+    surfaced = [line for line in lines if line.get("surface") == "bench"]
+    assert len(surfaced) == 1 and surfaced[0]["surface_fingerprint"] == fingerprint, lines
+    assert any(line["tool"] == "fixture__echo" and "surface" not in line for line in lines), lines
