@@ -15,13 +15,14 @@
 #include "config/model_keys.h"
 #include "config/node_reader.h"
 #include "config/server_section.h"
+#include "config/surfaces.h"
 #include "config/tree.h"
 
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 5> kTopKeys{"gateway", "toolbridge", "servers",
-                                                   "mcpServers", "models"};
+constexpr std::array<std::string_view, 6> kTopKeys{"gateway",    "toolbridge", "servers",
+                                                   "mcpServers", "models",     "surfaces"};
 
 Config read_config(const NodeReader& r, const Node& root) {
   Config config;
@@ -35,12 +36,13 @@ Config read_config(const NodeReader& r, const Node& root) {
   const Entry* gateway = nullptr;
   const Entry* servers = nullptr;
   const Entry* models = nullptr;
+  const Entry* surfaces = nullptr;
   NodeReader::Seen seen;
   for (const Entry& e : root.entries) {
     // Other tools keep their own settings beside mcpServers in the same JSON file.
     if (!r.check_key(e, "", kTopKeys, /*lenient=*/r.json(), seen)) continue;
-    if (e.key == "models") {
-      models = &e;
+    if (e.key == "models" || e.key == "surfaces") {
+      (e.key == "models" ? models : surfaces) = &e;
       continue;
     }
     const bool is_gateway = e.key == "gateway" || e.key == "toolbridge";
@@ -58,6 +60,9 @@ Config read_config(const NodeReader& r, const Node& root) {
   if (servers) read_servers(r, servers->value, servers->key, config);
   check_cache_tiers(config);
   if (models) read_models(r, models->value, models->key, config);
+  // After the servers: a surface's rules name them.
+  if (surfaces) read_surfaces(r, surfaces->value, surfaces->key, config);
+  check_key_surfaces(r, gateway, config);
   return config;
 }
 

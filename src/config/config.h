@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -270,6 +271,8 @@ struct ApiKey {
   std::string tenant;                      // overrides X-Toolbridge-Tenant and _meta
   // "server" (every tool of it) or "server__tool" (the exposed name); empty: everything.
   std::vector<std::string> allow;
+  // The tool surfaces it may use (docs/surfaces.md); empty: any, and the whole catalog too.
+  std::vector<std::string> surfaces;
 };
 
 // Authentication of the downstream listener (`auth`). No keys: no authentication.
@@ -397,10 +400,15 @@ struct Gateway {
   std::string gateway_id;
 };
 
+// The `surfaces` section (config/surfaces.h, docs/surfaces.md): named views of the tools, read
+// once and never changed, so that a reload can swap the whole set.
+struct Surfaces;
+
 struct Config {
   Gateway gateway;
   std::vector<Server> servers;  // in file order
   std::vector<Model> models;    // the `models` section (LLM routing), in file order
+  std::shared_ptr<const Surfaces> surfaces;  // null or empty: no surfaces
   std::string source;           // file name (or "<embedded>") for messages
 };
 

@@ -9,14 +9,15 @@
 #include <sstream>
 
 #include "config/gateway_section.h"
+#include "config/surfaces.h"
 #include "config/variables.h"
 
 namespace toolbridge::config {
 namespace {
 
 constexpr std::array<std::string_view, 2> kAuthKeys{"keys", "realm"};
-constexpr std::array<std::string_view, 6> kKeyKeys{"name",       "token",  "token_sha256",
-                                                   "token_file", "tenant", "allow"};
+constexpr std::array<std::string_view, 7> kKeyKeys{"name",   "token", "token_sha256", "token_file",
+                                                   "tenant", "allow", "surfaces"};
 constexpr std::array<std::string_view, 2> kTlsKeys{"cert", "key"};
 constexpr std::array<std::string_view, 3> kSharedKeys{"redis", "timeout", "key_prefix"};
 constexpr std::size_t kMinTokenBytes = 16;
@@ -103,6 +104,16 @@ ApiKey read_key(const NodeReader& r, const Node& node, const std::string& path) 
         if (key.allow.back().empty()) r.fail(list[i].mark, item, "expected a server or tool name");
       }
       if (key.allow.empty()) r.fail(e.value.mark, p, "an empty allowlist allows nothing");
+    } else if (e.key == "surfaces") {
+      // Checked against the `surfaces` section once it is read (read_surfaces).
+      const auto& list = r.items(e.value, p);
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        const std::string item = fmt::format("{}[{}]", p, i);
+        key.surfaces.push_back(r.text(list[i], item));
+        if (std::string why = surface_name_error(key.surfaces.back()); !why.empty())
+          r.fail(list[i].mark, item, why);
+      }
+      if (key.surfaces.empty()) r.fail(e.value.mark, p, "an empty list allows no surface");
     } else {
       ++tokens;
       read_token(r, e, p, key);

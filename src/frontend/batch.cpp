@@ -14,10 +14,11 @@
 #include "frontend/call_run.h"
 #include "frontend/client_identity.h"
 #include "frontend/router.h"
+#include "frontend/surface_key.h"
 #include "frontend/trajectory_key.h"
 #include "gateway/request_span.h"
-#include "json/envelope.h"
 #include "idempotency/key_meta.h"
+#include "json/envelope.h"
 #include "policy/admission_stage.h"
 #include "policy/authorize.h"
 
@@ -54,6 +55,20 @@ asio::awaitable<void> Batch::refuse(Exchange& ex, const BatchRefusal& refusal,
 
 asio::awaitable<void> Batch::tools(Exchange& ex) {
   co_await gateway_.until_settled();
+  const transport::Headers none;
+  std::string problem;
+  const std::string surface = named_surface(ex.request(), {}, gateway_.surfaces(), problem);
+  if (!problem.empty()) {
+    const BatchRefusal refusal{400, "invalid_request", std::move(problem)};
+    co_await refuse(ex, refusal, none);
+    co_return;
+  }
+  if (auto view = gateway_.surfaces().view(surface)) {
+    // X-Toolbridge-Surface: the surface's list, as tools/list on /s/NAME/mcp.
+    const std::string listed = surfaces::allowed_tools_json(*view, ex.principal);
+    co_await ex.reply(http::status::ok, "application/json", listed, none);
+    co_return;
+  }
   const auto& catalog = gateway_.catalog();
   const config::ApiKey* key = ex.principal;
   const std::string body = key && !key->allow.empty()
@@ -98,7 +113,7 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
   CallScope scope;
   scope.arrived = arrived;
   if (BatchRefusal r = call_scope(ex, gateway_, request.trajectory, request.tenant, "batch",
-                                  next_ephemeral_, scope);
+                                  next_ephemeral_, scope, request.surface);
       !r.empty()) {
     co_await refuse(ex, r, no_headers);
     co_return;

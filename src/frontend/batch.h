@@ -42,6 +42,7 @@ struct BatchRequest {
   std::vector<BatchCallSpec> calls;
   std::string trajectory;  // from the body; empty if not named there
   std::string tenant;      // from the body; empty if not named there
+  std::string surface;     // the tool surface its calls name tools by (body); empty: none
   bool fail_fast = false;  // mode "fail_fast": the first failure cancels the calls left
   bool tasks = false;      // mode "tasks": answered at once with a task per call (docs/tasks.md)
   bool sequential = false;

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "call/trajectory_name.h"
+#include "config/surfaces.h"
 #include "frontend/batch.h"
 #include "idempotency/key_meta.h"
 #include "json/envelope.h"
@@ -305,6 +306,12 @@ BatchRefusal read_batch_request(const bj::value& body, BatchRequest& out, std::s
         return bad("trajectory: " + why);
       }
       out.trajectory = std::string(value.as_string());
+    } else if (key == "surface") {
+      if (!value.is_string()) return bad("surface must be a string");
+      if (std::string why = config::surface_name_error(value.as_string()); !why.empty()) {
+        return bad("surface: " + why);
+      }
+      out.surface = std::string(value.as_string());
     } else if (key == "tenant") {
       if (!value.is_string() || !valid_tenant(value.as_string())) {
         return bad("tenant must be 1-128 characters of [A-Za-z0-9._:-]");
@@ -324,7 +331,8 @@ BatchRefusal read_batch_request(const bj::value& body, BatchRequest& out, std::s
       if (std::string why = read_timeout(value, out.timeout); !why.empty()) return bad(why);
     } else {
       return bad(fmt::format(
-          "unknown key '{}' (a batch has calls, trajectory, tenant, mode, sequential, timeout_ms)",
+          "unknown key '{}' (a batch has calls, trajectory, tenant, surface, mode, sequential, "
+          "timeout_ms)",
           std::string_view(key)));
     }
   }

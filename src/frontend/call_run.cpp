@@ -11,8 +11,10 @@
 #include "call/trace_context.h"
 #include "frontend/client_identity.h"
 #include "frontend/router.h"
+#include "frontend/surface_key.h"
 #include "frontend/trajectory_key.h"
 #include "json/envelope.h"
+#include "surfaces/surface_stage.h"
 
 namespace toolbridge::frontend {
 
@@ -22,9 +24,39 @@ using gateway::Fault;
 using gateway::Result;
 using transport::Exchange;
 
+namespace {
+// The surface named by X-Toolbridge-Surface and the body (they must agree); empty if none.
+std::string scope_surface(const transport::Request& req, const gateway::Gateway& gateway,
+                          const std::string& body_surface, std::string& problem) {
+  std::string surface = named_surface(req, {}, gateway.surfaces(), problem);
+  if (!problem.empty() || body_surface.empty()) return surface;
+  if (!surface.empty() && surface != body_surface) {
+    problem = fmt::format("{} names surface '{}' but the body names '{}'; name one", kSurfaceHeader,
+                          surface, body_surface);
+  } else if (!gateway.surfaces().has(body_surface)) {
+    problem = "surface: " + gateway.surfaces().unknown_message(body_surface);
+  }
+  return body_surface;
+}
+}  // namespace
+
+BatchRefusal surface_scope(Exchange& ex, const gateway::Gateway& gateway,
+                           const std::string& body_surface, CallScope& out) {
+  std::string problem;
+  const std::string surface = scope_surface(ex.request(), gateway, body_surface, problem);
+  if (!problem.empty()) return BatchRefusal{400, "invalid_request", std::move(problem)};
+  if (ex.principal) {
+    if (std::string why = key_surface_refusal(*ex.principal, surface); !why.empty())
+      return BatchRefusal{403, "surface_refused", std::move(why)};
+  }
+  if (!surface.empty()) out.surface = gateway.surfaces().view(surface);
+  return {};
+}
+
 BatchRefusal call_scope(Exchange& ex, gateway::Gateway& gateway, const std::string& body_trajectory,
                         const std::string& body_tenant, std::string_view prefix,
-                        std::uint64_t& next_ephemeral, CallScope& out) {
+                        std::uint64_t& next_ephemeral, CallScope& out,
+                        const std::string& body_surface) {
   const auto& req = ex.request();
   // The trajectory and tenant may come as headers (as for /mcp) or in the body; both may be
   // given only if they agree.
@@ -50,6 +82,7 @@ BatchRefusal call_scope(Exchange& ex, gateway::Gateway& gateway, const std::stri
   // An API key's tenant overrides what the header or the body says.
   if (ex.principal) owner = "tenant " + ex.principal->tenant;
   if (!problem.empty()) return BatchRefusal{400, "invalid_request", std::move(problem)};
+  if (BatchRefusal r = surface_scope(ex, gateway, body_surface, out); !r.empty()) return r;
   if (gateway.stopping()) return BatchRefusal{503, "shutting_down", "the gateway is shutting down"};
   if (!trajectory.empty()) {
     if (std::string refused = gateway.claim_trajectory(trajectory, owner); !refused.empty()) {
@@ -84,6 +117,7 @@ void set_scope(Call& call, const CallScope& scope, std::chrono::milliseconds tim
   call.principal = scope.principal;
   call.requested_timeout = timeout;
   call.started = scope.arrived;
+  if (scope.surface) surfaces::set_surface(call, scope.surface);
   if (!scope.traceparent.empty()) {
     call.traceparent = scope.traceparent;
     call.meta = R"({"traceparent":)" + json::quote(scope.traceparent) + "}";

@@ -20,6 +20,7 @@
 #include "frontend/batch_codec.h"
 #include "gateway/gateway.h"
 #include "gateway/pipeline.h"
+#include "surfaces/view.h"
 #include "transport/http_server.h"
 
 namespace toolbridge::frontend {
@@ -31,15 +32,26 @@ struct CallScope {
   std::string tenant;
   const config::ApiKey* principal = nullptr;  // the API key the request came with, if any
   std::string traceparent;  // the caller's W3C trace context, validated; empty if none
+  // The tool surface the calls name their tools by (X-Toolbridge-Surface or the body's
+  // `surface`); null: the gateway's catalog.
+  std::shared_ptr<const surfaces::View> surface;
   gateway::Call::Clock::time_point arrived{};  // on the gateway's clock
 };
 
-// The scope of the request in `ex` from its headers and the trajectory and tenant its body
-// named (empty if not): a refusal when they disagree, the trajectory belongs to another owner,
-// or the gateway is stopping. `prefix` + `next_ephemeral` name a request without a trajectory.
+// The scope of the request in `ex` from its headers and the trajectory, tenant and surface its
+// body named (empty if not): a refusal when they disagree, the trajectory belongs to another
+// owner, the surface is unknown or not the API key's, or the gateway is stopping. `prefix` +
+// `next_ephemeral` name a request without a trajectory.
 BatchRefusal call_scope(transport::Exchange& ex, gateway::Gateway& gateway,
                         const std::string& body_trajectory, const std::string& body_tenant,
-                        std::string_view prefix, std::uint64_t& next_ephemeral, CallScope& out);
+                        std::string_view prefix, std::uint64_t& next_ephemeral, CallScope& out,
+                        const std::string& body_surface = {});
+
+// The surface the request in `ex` names by X-Toolbridge-Surface and its body (`body_surface`,
+// empty if none) into out.surface: a refusal when they disagree, the surface is unknown, or the
+// request's API key is restricted to other surfaces. call_scope() includes it.
+BatchRefusal surface_scope(transport::Exchange& ex, const gateway::Gateway& gateway,
+                           const std::string& body_surface, CallScope& out);
 
 // A tools/call of `tool` with `arguments` (a JSON object), numbered `index` in its request.
 std::shared_ptr<gateway::Call> make_tool_call(std::size_t index, std::string_view tool,

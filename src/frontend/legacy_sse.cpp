@@ -11,6 +11,7 @@
 #include "frontend/client_identity.h"
 #include "frontend/event_stream.h"
 #include "frontend/router.h"
+#include "frontend/surface_key.h"
 #include "frontend/trajectory_key.h"
 #include "gateway/methods.h"
 #include "json/envelope.h"
@@ -78,6 +79,8 @@ asio::awaitable<void> LegacySse::open_stream(Exchange& ex, std::string_view path
   std::string refused;
   std::string owner = owner_of(ex, refused);
   const std::string trajectory = named_trajectory(ex.request(), path_trajectory, refused);
+  const std::string surface =
+      refused.empty() ? named_surface(ex.request(), {}, gateway_.surfaces(), refused) : "";
   // The same ownership rule as _meta["toolbridge/session"], checked before a session exists.
   if (!owner.empty() && refused.empty() && !trajectory.empty())
     refused = gateway_.claim_trajectory(trajectory, owner);
@@ -95,6 +98,7 @@ asio::awaitable<void> LegacySse::open_stream(Exchange& ex, std::string_view path
   session->owner = std::move(owner);
   session->principal = ex.principal;
   session->trajectory = trajectory;
+  session->surface = surface;
   // Legacy clients speak the oldest version we know until initialize says otherwise.
   session->version = mcp::Version::k2025_03_26;
   session->serves_tasks = false;  // its POSTs go to the method table, which has no task methods
@@ -145,6 +149,10 @@ asio::awaitable<void> LegacySse::post_message(Exchange& ex) {
   std::string refusal;
   const std::string named = named_trajectory(req, {}, refusal);
   if (refusal.empty()) refusal = session_mismatch(session->trajectory, named);
+  if (refusal.empty()) {
+    const std::string surface = named_surface(req, {}, gateway_.surfaces(), refusal);
+    if (refusal.empty()) refusal = surface_mismatch(session->surface, surface);
+  }
   if (!refusal.empty()) {
     co_await ex.reply(http::status::bad_request, "application/json", error_body(refusal), {});
     co_return;

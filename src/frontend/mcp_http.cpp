@@ -12,6 +12,7 @@
 #include "frontend/client_identity.h"
 #include "frontend/event_stream.h"
 #include "frontend/router.h"
+#include "frontend/surface_key.h"
 #include "frontend/trajectory_key.h"
 #include "gateway/methods.h"
 #include "mcp/protocol.h"
@@ -48,15 +49,19 @@ std::pair<http::status, std::string> check_media_types(const transport::Request&
   return {http::status::ok, {}};
 }
 
-// Why a GET or DELETE may not use `session` under the trajectory its URL or header names.
-std::string trajectory_refusal(const transport::Request& req, std::string_view path_trajectory,
-                               const Session& session) {
+}  // namespace
+
+std::string McpHttp::transport_refusal(const transport::Request& req,
+                                       std::string_view path_trajectory,
+                                       std::string_view path_surface,
+                                       const Session& session) const {
   std::string error;
   const std::string named = named_trajectory(req, path_trajectory, error);
-  return error.empty() ? session_mismatch(session.trajectory, named) : error;
+  if (!error.empty()) return error;
+  if (std::string why = session_mismatch(session.trajectory, named); !why.empty()) return why;
+  const std::string surface = named_surface(req, path_surface, gateway_.surfaces(), error);
+  return error.empty() ? surface_mismatch(session.surface, surface) : error;
 }
-
-}  // namespace
 
 McpHttp::Messages McpHttp::read_messages(const std::string& body) {
   Messages m;
@@ -90,12 +95,15 @@ McpHttp::Messages McpHttp::read_messages(const std::string& body) {
 
 McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, const Messages& m,
                                              std::string_view body,
-                                             std::string_view path_trajectory) {
+                                             std::string_view path_trajectory,
+                                             std::string_view path_surface) {
   const auto& req = ex.request();
   SessionOrError out;
   const json::Envelope& first = m.envelopes.front();
   std::string bad_name;
   const std::string trajectory = named_trajectory(req, path_trajectory, bad_name);
+  const std::string surface =
+      bad_name.empty() ? named_surface(req, path_surface, gateway_.surfaces(), bad_name) : "";
   if (!bad_name.empty()) {
     out.status = http::status::bad_request;
     out.error = json::make_error(m.batch ? std::string_view() : first.id.in(body),
@@ -128,6 +136,7 @@ McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, cons
     out.session->owner = std::move(owner);
     out.session->principal = ex.principal;
     out.session->trajectory = trajectory;
+    out.session->surface = surface;
     out.headers.emplace_back("Mcp-Session-Id", out.session->id());
     return out;
   }
@@ -149,8 +158,9 @@ McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, cons
     out.error = json::make_error({}, json::kInvalidRequest, why);
     return out;
   }
-  if (std::string mismatch = session_mismatch(out.session->trajectory, trajectory);
-      !mismatch.empty()) {
+  std::string mismatch = session_mismatch(out.session->trajectory, trajectory);
+  if (mismatch.empty()) mismatch = surface_mismatch(out.session->surface, surface);
+  if (!mismatch.empty()) {
     out.error = json::make_error({}, json::kInvalidParams, mismatch);
     return out;
   }
@@ -173,7 +183,8 @@ McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, cons
   return out;
 }
 
-McpHttp::Accepted McpHttp::accept_post(const Exchange& ex, std::string_view trajectory) {
+McpHttp::Accepted McpHttp::accept_post(const Exchange& ex, std::string_view trajectory,
+                                       std::string_view surface) {
   const auto& req = ex.request();
   Accepted out;
   bool accepts_sse = false;
@@ -190,7 +201,7 @@ McpHttp::Accepted McpHttp::accept_post(const Exchange& ex, std::string_view traj
     out.error = std::move(messages.error);
     return out;
   }
-  SessionOrError found = session_for(ex, messages, body, trajectory);
+  SessionOrError found = session_for(ex, messages, body, trajectory, surface);
   out.headers = std::move(found.headers);
   if (!found.error.empty()) {
     out.status = found.status;
@@ -220,13 +231,23 @@ McpHttp::Accepted McpHttp::accept_post(const Exchange& ex, std::string_view traj
   return out;
 }
 
-asio::awaitable<void> McpHttp::post(Exchange& ex, std::string_view trajectory) {
+asio::awaitable<void> McpHttp::post(Exchange& ex, std::string_view trajectory,
+                                    std::string_view surface) {
   if (McpModern::claims(ex.request())) {
+    if (!surface.empty() || !header(ex.request(), kSurfaceHeader).empty()) {
+      // Not yet: the stateless revision has no session to hold the surface.
+      const std::string body = json::make_error(
+          {}, json::kInvalidRequest,
+          "tool surfaces are served to sessions (protocol 2025-11-25 and earlier), not yet to "
+          "the 2026-07-28 stateless revision");
+      co_await ex.reply(http::status::bad_request, "application/json", body, {});
+      co_return;
+    }
     co_await modern_.post(ex, trajectory);
     co_return;
   }
   // Everything up to the wait for answers is done outside this coroutine: its frame stays small.
-  Accepted a = accept_post(ex, trajectory);
+  Accepted a = accept_post(ex, trajectory, surface);
   if (!a.error.empty()) {
     co_await ex.reply(a.status, "application/json", std::move(a.error), a.headers);
     co_return;
@@ -350,7 +371,8 @@ asio::awaitable<void> McpHttp::answer(Exchange& ex, std::shared_ptr<gateway::Pos
   stream->detached = true;
 }
 
-asio::awaitable<void> McpHttp::get(Exchange& ex, std::string_view trajectory) {
+asio::awaitable<void> McpHttp::get(Exchange& ex, std::string_view trajectory,
+                                   std::string_view surface) {
   const auto& req = ex.request();
   if (McpModern::claims(req)) {
     co_await modern_.not_allowed(ex);
@@ -375,7 +397,8 @@ asio::awaitable<void> McpHttp::get(Exchange& ex, std::string_view trajectory) {
     co_await ex.reply(status, "application/json", body, {});
     co_return;
   }
-  if (std::string refusal = trajectory_refusal(req, trajectory, *session); !refusal.empty()) {
+  if (std::string refusal = transport_refusal(req, trajectory, surface, *session);
+      !refusal.empty()) {
     const std::string body = json::make_error({}, json::kInvalidParams, refusal);
     co_await ex.reply(http::status::bad_request, "application/json", body, {});
     co_return;
@@ -404,7 +427,8 @@ asio::awaitable<void> McpHttp::get(Exchange& ex, std::string_view trajectory) {
   if (session->get_stream == channel) session->get_stream.reset();
 }
 
-asio::awaitable<void> McpHttp::del(Exchange& ex, std::string_view trajectory) {
+asio::awaitable<void> McpHttp::del(Exchange& ex, std::string_view trajectory,
+                                   std::string_view surface) {
   if (McpModern::claims(ex.request())) {
     co_await modern_.not_allowed(ex);
     co_return;
@@ -420,7 +444,7 @@ asio::awaitable<void> McpHttp::del(Exchange& ex, std::string_view trajectory) {
     co_await ex.reply(status, "application/json", body, {});
     co_return;
   }
-  if (std::string refusal = trajectory_refusal(ex.request(), trajectory, *session);
+  if (std::string refusal = transport_refusal(ex.request(), trajectory, surface, *session);
       !refusal.empty()) {
     const std::string body = json::make_error({}, json::kInvalidParams, refusal);
     co_await ex.reply(http::status::bad_request, "application/json", body, {});

@@ -23,10 +23,14 @@ class McpHttp {
   // The tasks of the MCP tasks extension (also those of /v1/batch mode "tasks").
   tasks::Store& task_store() { return modern_.task_store(); }
 
-  // `trajectory`: the name in a /t/NAME/mcp path (percent-decoded, unchecked), else empty.
-  boost::asio::awaitable<void> post(transport::Exchange& ex, std::string_view trajectory = {});
-  boost::asio::awaitable<void> get(transport::Exchange& ex, std::string_view trajectory = {});
-  boost::asio::awaitable<void> del(transport::Exchange& ex, std::string_view trajectory = {});
+  // `trajectory`: the name in a /t/NAME/mcp path (percent-decoded, unchecked), else empty;
+  // `surface`: the name in a /s/NAME/mcp path (checked by the caller), else empty.
+  boost::asio::awaitable<void> post(transport::Exchange& ex, std::string_view trajectory = {},
+                                    std::string_view surface = {});
+  boost::asio::awaitable<void> get(transport::Exchange& ex, std::string_view trajectory = {},
+                                   std::string_view surface = {});
+  boost::asio::awaitable<void> del(transport::Exchange& ex, std::string_view trajectory = {},
+                                   std::string_view surface = {});
 
  private:
   // The messages of a POST body, each parsed once.
@@ -45,7 +49,8 @@ class McpHttp {
     std::string error;
   };
   SessionOrError session_for(const transport::Exchange& ex, const Messages& m,
-                             std::string_view body, std::string_view path_trajectory);
+                             std::string_view body, std::string_view path_trajectory,
+                             std::string_view path_surface);
   // A POST up to the wait for its answers: checked, its messages handed to the method table.
   struct Accepted {
     std::string error;  // the JSON-RPC error to answer with `status` instead
@@ -58,7 +63,12 @@ class McpHttp {
     bool owed = false;  // some message is a request: answers are owed
     bool task = false;  // the one message is for session_tasks_ (not handed to the methods)
   };
-  Accepted accept_post(const transport::Exchange& ex, std::string_view trajectory);
+  Accepted accept_post(const transport::Exchange& ex, std::string_view trajectory,
+                       std::string_view surface);
+  // Why a GET or DELETE may not use `session` under the trajectory and surface it names.
+  std::string transport_refusal(const transport::Request& req, std::string_view path_trajectory,
+                                std::string_view path_surface,
+                                const gateway::Session& session) const;
   boost::asio::awaitable<void> answer(transport::Exchange& ex,
                                       std::shared_ptr<gateway::PostStream> stream, bool batch,
                                       const transport::Headers& headers);

@@ -90,9 +90,12 @@ std::unique_ptr<Turn> Parse::begin(ParseOptions options, Exchange& ex, bool stre
   scope.arrived = arrived;
   if (options.execute) {
     refusal = call_scope(ex, gateway_, options.trajectory, options.tenant, "parse", next_ephemeral_,
-                         scope);
-    if (!refusal.empty()) return nullptr;
+                         scope, options.surface);
+  } else {
+    // Only resolved: the surface (and the API key's right to it) still decides the names.
+    refusal = surface_scope(ex, gateway_, options.surface, scope);
   }
+  if (!refusal.empty()) return nullptr;
   // With span export on, the request is a span and the parent of its calls' spans.
   std::optional<gateway::RequestSpan> span;
   if (options.execute) {
@@ -106,6 +109,13 @@ std::unique_ptr<Turn> Parse::begin(ParseOptions options, Exchange& ex, bool stre
     scope.traceparent = span->child_traceparent();
   }
   auto turn = std::make_unique<Turn>(std::move(options), std::move(scope));
+  // Repair within a surface follows each server's repair setting, as in the catalog.
+  turn->set_repair_modes([&config = gateway_.config()](const surfaces::Tool& t) {
+    for (const config::Server& server : config.servers) {
+      if (server.name == t.server) return server.repair_for(t.original).repair;
+    }
+    return config::RepairMode::kOff;
+  });
   turn->request_span() = std::move(span);
   return turn;
 }

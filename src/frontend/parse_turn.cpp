@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 
 #include "call/trajectory_name.h"
+#include "config/surfaces.h"
 #include "idempotency/key_meta.h"
 #include "json/envelope.h"
 #include "json/parse.h"
@@ -48,6 +49,12 @@ BatchRefusal read_option(std::string_view key, const bj::value& v, ParseOptions&
       return bad("trajectory: " + why);
     }
     out.trajectory = std::string(v.as_string());
+  } else if (key == "surface") {
+    if (!v.is_string()) return bad("surface must be a string");
+    if (std::string why = config::surface_name_error(v.as_string()); !why.empty()) {
+      return bad("surface: " + why);
+    }
+    out.surface = std::string(v.as_string());
   } else if (key == "tenant") {
     if (!v.is_string() || v.as_string().empty() || v.as_string().size() > 128) {
       return bad("tenant must be 1-128 characters of [A-Za-z0-9._:-]");
@@ -84,7 +91,7 @@ BatchRefusal read_option(std::string_view key, const bj::value& v, ParseOptions&
   } else {
     return bad(fmt::format(
         "unknown key '{}' (a parse request has text or turns, format, trajectory, tenant, "
-        "execute, render, mode, sequential, timeout_ms, id)",
+        "surface, execute, render, mode, sequential, timeout_ms, id)",
         key));
   }
   return {};
@@ -175,7 +182,7 @@ void Turn::settle(const parse::ToolIndex& index, std::uint64_t& next_id, bool st
     const parse::RawCall& raw = x.calls[raw_calls_];
     parse::ParsedCall call;
     std::string why;
-    if (!index.resolve(raw, call, why)) {
+    if (!resolve(index, raw, call, why)) {
       unparsed_.push_back({raw.text, std::move(why)});
       continue;
     }
@@ -190,6 +197,41 @@ void Turn::settle(const parse::ToolIndex& index, std::uint64_t& next_id, bool st
     keyed(*pipeline_call, calls_.size() - 1);
     run_->add(std::move(pipeline_call), std::move(preset));
   }
+}
+
+bool Turn::resolve(const parse::ToolIndex& index, const parse::RawCall& raw,
+                   parse::ParsedCall& call, std::string& why) const {
+  const surfaces::View* view = scope_.surface.get();
+  if (!view) return index.resolve(raw, call, why);
+  const std::string written = raw.server.empty() ? raw.name : raw.server + " " + raw.name;
+  const surfaces::Tool* tool = view->find(raw.name);
+  if (!tool && !raw.server.empty()) {
+    // use_mcp_tool names a server and its own tool name: a tool the surface shows unrenamed.
+    for (const surfaces::Tool& t : view->tools()) {
+      if (t.server == raw.server && t.original == raw.name && t.shown == t.exposed) tool = &t;
+    }
+  }
+  std::optional<gateway::CallRepair> renamed;
+  if (!tool) {
+    tool = surfaces::repair_within(*view, raw.name, config::RepairMode::kSafe, repair_modes_);
+    if (tool) renamed = gateway::CallRepair{"tool_name", "", raw.name, tool->shown};
+  }
+  if (!tool) {
+    // Nothing outside the surface is reached, nor repaired to.
+    call.name = raw.name;
+    call.written = written;
+    call.problem = surfaces::unknown_tool_message(*view, raw.name);
+    return true;
+  }
+  parse::RawCall exact = raw;
+  exact.name = tool->exposed;
+  exact.server.clear();
+  if (!index.resolve(exact, call, why)) return false;
+  // The call keeps the surface's name: the surface stage maps it back when it runs.
+  call.name = tool->shown;
+  call.written = written;
+  if (renamed) call.repairs.insert(call.repairs.begin(), *renamed);
+  return true;
 }
 
 void Turn::keyed(gateway::Call& call, std::size_t index) const {

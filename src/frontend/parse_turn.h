@@ -13,6 +13,7 @@
 #include "gateway/request_span.h"
 #include "parse/extractor.h"
 #include "parse/tool_index.h"
+#include "surfaces/surface_stage.h"
 
 namespace toolbridge::frontend {
 
@@ -22,6 +23,7 @@ struct ParseOptions {
   const parse::Format* format = nullptr;  // "auto" when not named
   std::string trajectory;
   std::string tenant;
+  std::string surface;  // the tool surface the output names tools by; empty: none
   bool execute = false;
   bool render = false;
   bool fail_fast = false;
@@ -57,7 +59,10 @@ class Turn {
 
   // Resolves the calls the extractor settled since the last time; with `start`, runs each at
   // once on run() (which must exist), else only records it.
+  // Within a surface (scope().surface) a call names its tool as the surface shows it: it is
+  // found (or repaired, with `repair_modes`) among the surface's names only.
   void settle(const parse::ToolIndex& index, std::uint64_t& next_id, bool start);
+  void set_repair_modes(surfaces::RepairModeOf modes) { repair_modes_ = std::move(modes); }
   // Puts every call recorded (not started) on run() and starts them (sequential, fail_fast).
   void start_all();
 
@@ -70,6 +75,9 @@ class Turn {
  private:
   // Gives the turn's `index`-th call its idempotency key, when the turn has an id.
   void keyed(gateway::Call& call, std::size_t index) const;
+  // index.resolve(raw), within the turn's surface if it has one.
+  bool resolve(const parse::ToolIndex& index, const parse::RawCall& raw, parse::ParsedCall& call,
+               std::string& why) const;
   void append_call(std::string& out, std::size_t i, bool with_result) const;
   void append_unparsed(std::string& out, std::size_t from) const;
 
@@ -83,6 +91,7 @@ class Turn {
   std::vector<BatchEntry> entries_;  // with execute, filled by final_json
   std::size_t raw_calls_ = 0;
   std::size_t raw_unparsed_ = 0;
+  surfaces::RepairModeOf repair_modes_;
 };
 
 // The text of a tool result (its text blocks), or the error's message, for the conversation.

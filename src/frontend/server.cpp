@@ -7,8 +7,10 @@
 
 #include "base/held_bytes.h"
 #include "frontend/origin_guard.h"
+#include "frontend/surface_key.h"
 #include "frontend/trajectory_key.h"
 #include "json/envelope.h"
+#include "surfaces/registry.h"
 
 namespace toolbridge::frontend {
 
@@ -219,6 +221,9 @@ void Server::add_routes() {
   router_.add(std::nullopt, std::string(kTrajectoryPrefix),
               guarded([this](Exchange& ex, std::string_view p) { return for_trajectory(ex, p); }),
               true);
+  router_.add(std::nullopt, std::string(kSurfacePrefix),
+              guarded([this](Exchange& ex, std::string_view p) { return for_surface(ex, p); }),
+              true);
   // Admin endpoints: the head check in front of the router keeps pages from metrics and health.
   router_.add(http::verb::get, "/healthz",
               guarded([this](Exchange& ex, std::string_view) { return admin_.health(ex); }));
@@ -251,7 +256,40 @@ void Server::add_routes() {
   router_.fallback([this](Exchange& ex, std::string_view) { return admin_.not_found(ex); });
 }
 
+asio::awaitable<void> Server::for_surface(Exchange& ex, std::string_view path) {
+  const auto split = split_surface_path(path);
+  const auto method = ex.request().method();
+  if (!split || split->endpoint != "mcp") {
+    co_await admin_.not_found(ex);
+    co_return;
+  }
+  std::string why = config::surface_name_error(split->surface);
+  if (why.empty() && !gateway_.surfaces().has(split->surface))
+    why = gateway_.surfaces().unknown_message(split->surface);
+  if (!why.empty()) {
+    const std::string body = json::make_error({}, json::kInvalidRequest,
+                                              "not found: the surface in the URL path: " + why);
+    co_await ex.reply(http::status::not_found, "application/json", body, {});
+  } else if (method == http::verb::post) {
+    co_await mcp_.post(ex, split->trajectory, split->surface);
+  } else if (method == http::verb::get) {
+    co_await mcp_.get(ex, split->trajectory, split->surface);
+  } else if (method == http::verb::delete_) {
+    co_await mcp_.del(ex, split->trajectory, split->surface);
+  } else {
+    const transport::Headers allow{{"Allow", "GET, POST, DELETE"}};
+    const std::string body =
+        json::make_error({}, json::kInvalidRequest, "Method not allowed on " + std::string(path));
+    co_await ex.reply(http::status::method_not_allowed, "application/json", body, allow);
+  }
+}
+
 asio::awaitable<void> Server::for_trajectory(Exchange& ex, std::string_view path) {
+  // /t/TRAJECTORY/s/NAME/mcp: a trajectory's view through a surface.
+  if (split_surface_path(path)) {
+    co_await for_surface(ex, path);
+    co_return;
+  }
   const auto split = split_trajectory_path(path);
   const auto method = ex.request().method();
   const std::string_view endpoint = split ? split->endpoint : std::string_view();
@@ -273,6 +311,13 @@ asio::awaitable<void> Server::for_trajectory(Exchange& ex, std::string_view path
   }
 }
 
+namespace {
+asio::awaitable<void> forbid(Exchange& ex, std::string why) {
+  const std::string body = json::make_error({}, json::kInvalidRequest, "Forbidden: " + why);
+  co_await ex.reply(http::status::forbidden, "application/json", body, {});
+}
+}  // namespace
+
 Handler Server::guarded(Handler handler) {
   // Not a coroutine when the request may go on: the handler's awaitable is returned as is.
   return [this, handler = std::move(handler)](Exchange& ex,
@@ -281,6 +326,9 @@ Handler Server::guarded(Handler handler) {
       std::string refusal;
       ex.principal = auth_.verify(ex, refusal);
       if (!ex.principal) return auth_.challenge(ex, std::move(refusal));
+      if (std::string why = key_surface_refusal(*ex.principal, ex.request(), path); !why.empty()) {
+        return forbid(ex, std::move(why));
+      }
     }
     return handler(ex, path);
   };

@@ -48,6 +48,8 @@ class Server {
   void register_metrics();
   // /t/NAME/mcp and /t/NAME/sse: the MCP endpoints on behalf of trajectory NAME.
   boost::asio::awaitable<void> for_trajectory(transport::Exchange& ex, std::string_view path);
+  // /s/NAME/mcp and /t/TRAJECTORY/s/NAME/mcp: the MCP endpoint showing tool surface NAME.
+  boost::asio::awaitable<void> for_surface(transport::Exchange& ex, std::string_view path);
   // `handler` behind authentication when keys are configured (every path but /healthz). The
   // head check (Host, Origin: origin_guard.h) is in front of each listener's router.
   Handler guarded(Handler handler);

@@ -4,11 +4,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
+#include <filesystem>
 
 #include "base/spawn.h"
 #include "gateway/methods.h"
@@ -18,6 +18,7 @@
 #include "policy/breaker_stage.h"
 #include "replay/cassette.h"
 #include "replay/recorder.h"
+#include "surfaces/registry.h"
 
 namespace toolbridge::gateway {
 
@@ -83,6 +84,7 @@ Gateway::Gateway(asio::io_context& io, config::Config config, const base::Clock&
     }
     catalog_.rebuild(sources, config_.gateway.tool_naming, config_.gateway.separator);
   }
+  surfaces_ = std::make_shared<const surfaces::Registry>(config_.surfaces, catalog_);
   pipeline_ = std::make_unique<Pipeline>(
       PipelineParts{io_, config_, catalog_, upstreams_, metrics_, stopping_, call_log_,
                     trace_.get(), clock_, otel_.get(), cassette_.get(), recorder_.get()});
@@ -316,6 +318,9 @@ void Gateway::rebuild_catalog() {
   catalog_.rebuild(upstreams_, config_.gateway.tool_naming, config_.gateway.separator);
   if (catalog_.version() != version) {
     spdlog::info("catalog: {} tools (was {})", catalog_.tool_count(), before);
+    // The surfaces' views now, not at their next list: a fingerprint that moved is logged as
+    // the catalog changes.
+    if (surfaces_) surfaces_->views();
     broadcast(json::make_notification("notifications/tools/list_changed", {}));
   }
 }
@@ -502,6 +507,15 @@ std::string Gateway::health_json() const {
     bj::array errors;
     for (const auto& e : catalog_.schema_errors()) errors.emplace_back(e);
     out["schema_errors"] = std::move(errors);
+  }
+  if (!surfaces_->empty()) {
+    // What each surface shows now, so a run can record the fingerprint it saw.
+    bj::object shown;
+    for (const auto& view : surfaces_->views()) {
+      shown[view->name()] =
+          bj::object{{"fingerprint", view->fingerprint()}, {"tools", view->tools().size()}};
+    }
+    out["surfaces"] = std::move(shown);
   }
   return bj::serialize(out);
 }

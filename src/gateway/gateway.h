@@ -28,6 +28,9 @@ namespace toolbridge::replay {
 class Cassette;
 class Recorder;
 }  // namespace toolbridge::replay
+namespace toolbridge::surfaces {
+class Registry;
+}
 
 namespace toolbridge::gateway {
 
@@ -61,6 +64,8 @@ class Gateway {
   const base::Clock& clock() const { return clock_; }
   const config::Config& config() const { return config_; }
   const catalog::Catalog& catalog() const { return catalog_; }
+  // The tool surfaces (`surfaces`) and their views over the catalog; held whole, for a reload.
+  const surfaces::Registry& surfaces() const { return *surfaces_; }
   const Pipeline& pipeline() const { return *pipeline_; }
   Methods& methods() { return *methods_; }
   telemetry::Metrics& metrics() { return metrics_; }
@@ -120,6 +125,7 @@ class Gateway {
   upstream::StartGate gate_;
   std::vector<std::shared_ptr<upstream::Upstream>> upstreams_;
   catalog::Catalog catalog_;
+  std::shared_ptr<const surfaces::Registry> surfaces_;
   bool stopping_ = false;
   std::unique_ptr<Pipeline> pipeline_;
   std::unique_ptr<Methods> methods_;

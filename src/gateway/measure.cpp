@@ -2,6 +2,7 @@
 
 #include "gateway/call_spans.h"
 #include "otel/exporter.h"
+#include "surfaces/surface_stage.h"
 
 namespace toolbridge::gateway {
 
@@ -79,6 +80,10 @@ void MeasureStage::fill(telemetry::CallRecord& r, const Call& call, const Result
   r.repairs = call.repairs.size();
   r.cached = call.cached;
   r.traceparent = call.traceparent;
+  // A run records the surface it saw (a record may be a reused one: always written).
+  const surfaces::View* view = surfaces::surface_of(call);
+  r.surface = view ? view->name() : std::string();
+  r.surface_fingerprint = view ? view->fingerprint() : std::string();
 }
 
 void MeasureStage::count_fault(Series& s, const Call& call, FaultClass c) {

@@ -16,6 +16,8 @@
 #include "json/utf8.h"
 #include "mcp/protocol.h"
 #include "policy/authorize.h"
+#include "surfaces/registry.h"
+#include "surfaces/surface_stage.h"
 
 namespace toolbridge::gateway {
 
@@ -308,6 +310,7 @@ void Methods::ping(const Incoming& in) {
 
 void Methods::tools_list(const Incoming& in) {
   const config::ApiKey* key = in.session->principal;
+  if (!in.session->surface.empty()) return surface_list(in);
   if (key && !key->allow.empty()) {
     // Only what the session's API key may call (a filtered copy: the shared list stays whole).
     return answer_when_settled(in, [this, id = in.id, key] {
@@ -321,6 +324,17 @@ void Methods::tools_list(const Incoming& in) {
   }
   answer_when_settled(
       in, [this, id = in.id] { return json::make_result(id, gateway_.catalog().tools_json()); });
+}
+
+void Methods::surface_list(const Incoming& in) {
+  answer_when_settled(in, [this, id = in.id, name = in.session->surface,
+                           key = in.session->principal] {
+    auto view = gateway_.surfaces().view(name);
+    if (!view) {
+      return json::make_error(id, json::kInvalidParams, gateway_.surfaces().unknown_message(name));
+    }
+    return json::make_result(id, surfaces::allowed_tools_json(*view, key));
+  });
 }
 
 void Methods::prompts_list(const Incoming& in) {
@@ -418,6 +432,15 @@ std::shared_ptr<Call> Methods::make_call(const Incoming& in, std::string& error)
         owner.starts_with(kTenantOwner) ? owner.substr(kTenantOwner.size()) : in.session->id();
   }
   call->events = in.stream;
+  if (!in.session->surface.empty()) {
+    // Its tools/call names tools as the surface shows them (the surface stage).
+    auto view = gateway_.surfaces().view(in.session->surface);
+    if (!view) {
+      error = gateway_.surfaces().unknown_message(in.session->surface);
+      return nullptr;
+    }
+    surfaces::set_surface(*call, std::move(view));
+  }
   return call;
 }
 

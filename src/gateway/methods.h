@@ -67,6 +67,7 @@ class Methods {
   void initialize(const Incoming& in);
   void ping(const Incoming& in);
   void tools_list(const Incoming& in);
+  void surface_list(const Incoming& in);  // tools/list of a session opened on a surface
   void prompts_list(const Incoming& in);
   void resources_list(const Incoming& in);
   void templates_list(const Incoming& in);

@@ -17,12 +17,22 @@
 #include "repair/answer.h"
 #include "repair/repair_stage.h"
 #include "replay/replay_stage.h"
+#include "surfaces/surface_stage.h"
+#include "upstream/upstream.h"
 
 namespace toolbridge::gateway {
 
 Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
-  // resolve → authorize → measure → owner → repair → replay → idempotency → cache →
+  // surface → resolve → authorize → measure → owner → repair → replay → idempotency → cache →
   // shared_rate → admission → retry → breaker → deadline → dispatch
+  // A call made through a tool surface names its tool as the surface shows it.
+  chain_.push_back(
+      std::make_unique<surfaces::SurfaceStage>([&upstreams = p.upstreams](const surfaces::Tool& t) {
+        for (const auto& up : upstreams) {
+          if (up->name() == t.server) return up->config().repair_for(t.original).repair;
+        }
+        return config::RepairMode::kOff;
+      }));
   chain_.push_back(std::make_unique<catalog::ResolveStage>(p.catalog, p.upstreams, p.stopping,
                                                            p.config.gateway.separator));
   chain_.push_back(std::make_unique<policy::AuthorizeStage>());

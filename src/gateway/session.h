@@ -126,6 +126,9 @@ class Session : public std::enable_shared_from_this<Session> {
   // opened the session: every call of the session belongs to it. Empty: each call's
   // _meta["toolbridge/session"], else the session itself.
   std::string trajectory;
+  // The tool surface the client named by URL (/s/NAME/mcp) or X-Toolbridge-Surface when it
+  // opened the session: its tools/list and tools/call are the surface's. Empty: the catalog.
+  std::string surface;
   // Nothing in flight and no open stream: closing it loses no answer.
   bool idle() const { return in_flight.empty() && !(get_stream && !get_stream->closed); }
   mcp::Version version = mcp::kLatestVersion;

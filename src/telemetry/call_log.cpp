@@ -143,6 +143,12 @@ void CallRecord::append_json(std::string& out) const {
     out += R"(,"traceparent":)";
     append_quoted(out, traceparent);
   }
+  if (!surface.empty()) {
+    out += R"(,"surface":)";
+    append_quoted(out, surface);
+    out += R"(,"surface_fingerprint":)";
+    append_quoted(out, surface_fingerprint);
+  }
   out += '}';
 }
 
@@ -152,7 +158,7 @@ std::size_t CallRecord::bytes() const {
     return s.capacity() > std::string().capacity() ? s.capacity() + 1 : 0;
   };
   return sizeof(CallRecord) + heap(trajectory) + heap(tenant) + heap(server) + heap(tool) +
-         heap(traceparent);
+         heap(traceparent) + heap(surface) + heap(surface_fingerprint);
 }
 
 namespace {

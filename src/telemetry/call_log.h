@@ -38,6 +38,10 @@ struct CallRecord {
   bool cached = false;       // answered from the result cache
   std::size_t repairs = 0;   // changes repair made to the call
   std::string traceparent;   // the caller's W3C trace context, empty if none
+  // The tool surface the call was made through and its fingerprint (docs/surfaces.md); empty if
+  // none.
+  std::string surface;
+  std::string surface_fingerprint;
 
   // The record as one JSON object (a trace line, an entry of the trajectory view).
   std::string json() const;

@@ -59,9 +59,9 @@ TEST(Next, AChainThatNobodyAnswersSaysSo) {
 TEST(Pipeline, IsBuiltInTheOrderOfTheDataFlow) {
   const testing::EmptyPipeline empty;
   EXPECT_EQ(empty.pipeline.stage_names(),
-            (std::vector<std::string_view>{"resolve", "authorize", "measure", "owner", "repair",
-                                           "idempotency", "cache", "shared_rate", "admission",
-                                           "retry", "breaker", "deadline", "dispatch"}));
+            (std::vector<std::string_view>{
+                "surface", "resolve", "authorize", "measure", "owner", "repair", "idempotency",
+                "cache", "shared_rate", "admission", "retry", "breaker", "deadline", "dispatch"}));
 }
 
 }  // namespace

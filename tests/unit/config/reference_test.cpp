@@ -12,6 +12,7 @@
 #include "config/gateway_section.h"
 #include "config/model_keys.h"
 #include "config/server_keys.h"
+#include "config/surfaces.h"
 
 namespace {
 
@@ -61,4 +62,9 @@ TEST(ConfigurationReference, ServerTableIsTheReadersKeys) {
 TEST(ConfigurationReference, ModelTableIsTheReadersKeys) {
   EXPECT_EQ(documented_keys("docs/llm-routing.md", "`models.NAME` keys"),
             reader_keys(toolbridge::config::model_keys()));
+}
+
+TEST(ConfigurationReference, SurfaceTableIsTheReadersKeys) {
+  EXPECT_EQ(documented_keys("docs/configuration.md", "`surfaces.NAME` keys"),
+            reader_keys(toolbridge::config::surface_keys()));
 }
