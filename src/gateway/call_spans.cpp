@@ -116,8 +116,7 @@ void call_spans(const Call& call, const Result& result, const telemetry::CallRec
     out.end(otel::StatusCode::kError,
             bounded(result.fault == Fault::kToolError ? "the tool answered isError" : result.why));
   }
-  const auto queue_end =
-      std::min(start_ns + static_cast<std::uint64_t>(r.queue_s * 1e9), end_ns);
+  const auto queue_end = std::min(start_ns + static_cast<std::uint64_t>(r.queue_s * 1e9), end_ns);
   if (r.queue_s >= kMinQueueSpanSeconds) {
     out.begin({.trace_id = context.trace_id,
                .span_id = otel::random_span_id(),

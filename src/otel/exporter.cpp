@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -20,14 +19,12 @@ namespace asio = boost::asio;
 namespace {
 // A collector's answer is read only to free the connection; its size is bounded.
 constexpr std::size_t kMaxAnswerBytes = 64 * 1024;
-}  // namespace
 
-namespace {
 // kBatchesPerWake full batches, or as many as half the queue holds (at least one).
 std::size_t wake_at(const config::Otel& o) {
   const std::size_t batch = std::max<std::size_t>(o.batch_size, 1);
-  const std::size_t batches = std::clamp<std::size_t>(o.queue_size / (2 * batch), 1,
-                                                      Exporter::kBatchesPerWake);
+  const std::size_t batches =
+      std::clamp<std::size_t>(o.queue_size / (2 * batch), 1, Exporter::kBatchesPerWake);
   return batch * batches;
 }
 }  // namespace
@@ -67,8 +64,7 @@ bool Exporter::sampled(const TraceId& id) const {
 }
 
 Encoding Exporter::encoding() const {
-  return options_.protocol == config::Otel::Protocol::kJson ? Encoding::kJson
-                                                            : Encoding::kProtobuf;
+  return options_.protocol == config::Otel::Protocol::kJson ? Encoding::kJson : Encoding::kProtobuf;
 }
 
 bool Exporter::submit(std::vector<Span>& spans) {
@@ -150,8 +146,10 @@ void Exporter::take_queue(bool whole) {
   const std::size_t bytes = pending_ends_[take - 1];
   taken_.append(pending_, 0, bytes);
   pending_.erase(0, bytes);
-  taken_ends_.assign(pending_ends_.begin(), pending_ends_.begin() + static_cast<std::ptrdiff_t>(take));
-  pending_ends_.erase(pending_ends_.begin(), pending_ends_.begin() + static_cast<std::ptrdiff_t>(take));
+  taken_ends_.assign(pending_ends_.begin(),
+                     pending_ends_.begin() + static_cast<std::ptrdiff_t>(take));
+  pending_ends_.erase(pending_ends_.begin(),
+                      pending_ends_.begin() + static_cast<std::ptrdiff_t>(take));
   for (std::size_t& end : pending_ends_) end -= bytes;
 }
 

@@ -107,8 +107,8 @@ void write_into(std::string& out, std::size_t size, Write write) {
 // A span attribute, KeyValue {key, value: AnyValue {one field}}: `any_body` bytes after the
 // AnyValue field's tag, written by `value(Cursor&)`.
 template <typename Value>
-void put_attribute(std::string& out, std::string_view key, std::uint32_t any_field,
-                   pb::Wire wire, std::size_t any_body, Value value) {
+void put_attribute(std::string& out, std::string_view key, std::uint32_t any_field, pb::Wire wire,
+                   std::size_t any_body, Value value) {
   const std::size_t any = 1 + any_body;
   const std::size_t kv = length_field_size(key.size()) + length_field_size(any);
   write_into(out, length_field_size(kv), [&](Cursor& c) {
@@ -279,13 +279,15 @@ void write_span(SpanWriter& w, const Span& s) {
            .start_ns = s.start_ns,
            .end_ns = s.end_ns});
   for (const Attribute& a : s.attributes) {
-    std::visit([&](const auto& v) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>) {
-        w.add(a.key, std::string_view(v));
-      } else {
-        w.add(a.key, v);
-      }
-    }, a.value);
+    std::visit(
+        [&](const auto& v) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>) {
+            w.add(a.key, std::string_view(v));
+          } else {
+            w.add(a.key, v);
+          }
+        },
+        a.value);
   }
   w.end(s.status, s.status_message);
 }

@@ -52,8 +52,8 @@ class SpanWriter {
 
   std::string& out_;
   const Encoding encoding_;
-  std::size_t body_at_ = 0;        // protobuf: where the open span's body starts
-  bool first_attribute_ = true;    // JSON: no ',' before the first attribute
+  std::size_t body_at_ = 0;      // protobuf: where the open span's body starts
+  bool first_attribute_ = true;  // JSON: no ',' before the first attribute
   // Where each finished span ends; a call's few spans need no allocation.
   boost::container::small_vector<std::size_t, 4> ends_;
 };

@@ -61,7 +61,8 @@ telemetry::CallRecord record(std::string_view outcome) {
 TEST(CallSpans, AToolCallIsASpanWithQueueAndExecutionChildren) {
   const Call call = tool_call();
   const SpanContext ctx = span_context(call, 1.0);
-  const std::vector<otel::Span> out = spans_of(call, Result{}, record("ok"), ctx, 1'000'000'000, 1'005'000'000);
+  const std::vector<otel::Span> out =
+      spans_of(call, Result{}, record("ok"), ctx, 1'000'000'000, 1'005'000'000);
   ASSERT_EQ(out.size(), 3u);
   const otel::Span& s = out[0];
   EXPECT_EQ(s.name, "tools/call fixture__echo");
@@ -135,8 +136,8 @@ TEST(CallSpans, ACallThatDidNotWaitHasNoQueueSpan) {
   const Call call = tool_call();
   telemetry::CallRecord r = record("ok");
   r.queue_s = kMinQueueSpanSeconds / 2;
-  const auto out = spans_of(call, Result{}, r, span_context(call, 1.0), 1'000'000'000,
-                            1'005'000'000);
+  const auto out =
+      spans_of(call, Result{}, r, span_context(call, 1.0), 1'000'000'000, 1'005'000'000);
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[1].name, "toolbridge.execution");
   EXPECT_EQ(out[1].start_ns, 1'000'500'000u);  // the gateway's half millisecond before it
@@ -167,7 +168,8 @@ TEST(CallSpans, AModelRequestFollowsTheGenAiConventions) {
   call.route.server = "qwen";
   call.route.label = call.method;
   call.trajectory = "rollout-1";
-  const std::vector<otel::Span> out = spans_of(call, Result{}, record("ok"), span_context(call, 1.0), 1, 2);
+  const std::vector<otel::Span> out =
+      spans_of(call, Result{}, record("ok"), span_context(call, 1.0), 1, 2);
   EXPECT_EQ(out[0].name, "chat qwen");
   EXPECT_EQ(text(out[0], "gen_ai.operation.name"), "chat");
   EXPECT_EQ(text(out[0], "gen_ai.request.model"), "qwen");

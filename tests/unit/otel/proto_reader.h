@@ -98,7 +98,8 @@ inline std::vector<Span> read_spans(std::string_view encoded) {
     for (const Field& f : fields(field.bytes)) {
       switch (f.number) {
         case 1:
-          std::memcpy(s.trace_id.data(), f.bytes.data(), std::min(f.bytes.size(), s.trace_id.size()));
+          std::memcpy(s.trace_id.data(), f.bytes.data(),
+                      std::min(f.bytes.size(), s.trace_id.size()));
           break;
         case 2:
           std::memcpy(s.span_id.data(), f.bytes.data(), std::min(f.bytes.size(), s.span_id.size()));
