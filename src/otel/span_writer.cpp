@@ -69,6 +69,7 @@ class Cursor {
     varint((std::uint64_t{field} << 3) | static_cast<std::uint8_t>(wire));
   }
   void raw(std::string_view b) {
+    if (b.empty()) return;  // an empty view's data may be null, which memcpy must not get
     std::memcpy(p_, b.data(), b.size());
     p_ += b.size();
   }

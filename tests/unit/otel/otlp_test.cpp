@@ -162,5 +162,18 @@ TEST(Otlp, ASpanWrittenAttributeByAttributeReadsBackWhole) {
   EXPECT_EQ(back[1].name, sample_span().name);
 }
 
+TEST(Otlp, EmptyTextIsWrittenAsEmpty) {
+  std::string bytes;
+  SpanWriter w(bytes, Encoding::kProtobuf);
+  w.begin({.trace_id = sample_span().trace_id, .span_id = sample_span().span_id});  // no name
+  w.add("toolbridge.worker", std::string_view{});  // a default view: its data is null
+  w.end();
+  const auto back = testing::read_spans(bytes);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].name, "");
+  ASSERT_EQ(back[0].attributes.size(), 1u);
+  EXPECT_EQ(std::get<std::string>(back[0].attributes[0].value), "");
+}
+
 }  // namespace
 }  // namespace toolbridge::otel
