@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,26 +19,20 @@ import pytest
 import toolbridge
 
 from llm_support import chat_body, model_entry, sse_events, start_llm_gateway, start_workers
-from tb_sdk import only_text, sdk_session
+from node_scale_client import plan
 from tb_support import REPO, fixture_server, node_bin
 
 pytestmark = pytest.mark.timeout(600)
 
 CALLS = 3  # concurrent calls per session
+# One Python process of SDK sessions is one core, which 2,048 sessions keep busy for minutes: two
+# processes play the sessions side by side (both at once, from one host).
+CLIENT_PROCESSES = 2
 SANITIZED = bool(os.environ.get("TOOLBRIDGE_SANITIZED"))
 # The parallel suite's size and the node's (the serial suite's); the sanitized gateway is several
 # times slower per call and its allocator holds memory glibc's gives back: a quarter of each.
 SOME = 64 if SANITIZED else 256
 NODE = 512 if SANITIZED else 2048
-
-
-def plan(session: int, i: int) -> tuple[str, dict, str]:
-    """(tool, arguments, the text it answers) of call i of a session."""
-    kind = (session + i) % 3
-    if kind == 0:
-        return "fixture__echo", {"text": f"s{session}-c{i}"}, f"s{session}-c{i}"
-    ms = 50 if kind == 1 else 1000
-    return "fixture__sleep", {"ms": ms}, f"slept {ms} ms"
 
 
 def fds(pid: int) -> int:
@@ -69,42 +64,6 @@ def settle(gw, pid: int, allowed: int) -> int:
     return count
 
 
-def python_rollout(url: str, sessions: int) -> tuple[int, list[str]]:
-    answered = 0
-    errors: list[str] = []
-
-    async def trajectory(s: int) -> None:
-        nonlocal answered
-        try:
-            async with sdk_session(url) as session:
-                async def one(i: int) -> None:
-                    nonlocal answered
-                    tool, args, expected = plan(s, i)
-                    try:
-                        result = await session.call_tool(tool, args)
-                        text = only_text(result)
-                        if result.is_error or text != expected:
-                            errors.append(f"session {s} call {i}: {text[:200]}")
-                        else:
-                            answered += 1
-                    except Exception as e:  # noqa: BLE001 - every failure is counted
-                        errors.append(f"session {s} call {i}: {type(e).__name__}: {e}"[:300])
-
-                async with anyio.create_task_group() as tg:
-                    for i in range(CALLS):
-                        tg.start_soon(one, i)
-        except Exception as e:  # noqa: BLE001
-            errors.append(f"session {s}: {type(e).__name__}: {e}"[:300])
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            for s in range(sessions):
-                tg.start_soon(trajectory, s)
-
-    anyio.run(main)
-    return answered, errors
-
-
 def gauge(metrics: str, name: str) -> float:
     for line in metrics.splitlines():
         if line.startswith(name + " "):
@@ -134,15 +93,29 @@ def check_after(gw, pid: int, baseline_fds: int, baseline_rss: float, kept_upstr
 
 
 def run_python(gateway_factory, sessions: int) -> None:
+    """The sessions spread over CLIENT_PROCESSES processes of node_scale_client.py, all at once."""
     gw = gateway_factory({"fixture": fixture_server()})
     pid = gw.proc.pid
     baseline_fds, baseline_rss = fds(pid), rss_mb(pid)
-    started = time.monotonic()
-    answered, errors = python_rollout(gw.mcp_url, sessions)
-    took = time.monotonic() - started
-    assert not errors, f"{len(errors)} failures of {sessions * CALLS} calls; first ones:\n" + \
-        "\n".join(errors[:10])
-    assert answered == sessions * CALLS, (answered, took)
+    share = -(-sessions // CLIENT_PROCESSES)
+    clients = [subprocess.Popen([sys.executable, str(Path(__file__).with_name("node_scale_client.py")),
+                                 gw.mcp_url, str(first), str(min(share, sessions - first)), str(CALLS)],
+                                cwd=Path(__file__).parent, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+               for first in range(0, sessions, share)]
+    summaries = []
+    try:
+        for client in clients:
+            out, err = client.communicate(timeout=500)
+            assert client.returncode == 0, f"node_scale_client.py failed ({client.returncode}):\n{err[-3000:]}"
+            summaries.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for client in clients:
+            client.kill()
+    errors = [e for summary in summaries for e in summary["errors"]]
+    failed = sum(summary["failed"] for summary in summaries)
+    assert failed == 0, f"{failed} failures of {sessions * CALLS} calls; first ones:\n" + "\n".join(errors[:10])
+    assert sum(summary["answered"] for summary in summaries) == sessions * CALLS, summaries
     check_after(gw, pid, baseline_fds, baseline_rss)
 
 
