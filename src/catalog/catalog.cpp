@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <set>
 
 #include "config/suggestion.h"
@@ -143,12 +144,36 @@ void tag_origin(bj::object& def, const std::string& server, const std::string& o
 void Catalog::rebuild(const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
                       config::ToolNaming naming, std::string_view separator) {
   std::vector<Source> sources;
+  std::map<std::string, const std::vector<std::string>*, std::less<>> task_tools;
   for (const auto& up : upstreams) {
     const upstream::Catalog* snapshot = up->catalog();
     if (!snapshot || up->state() == upstream::Upstream::State::kDisabled) continue;
     sources.push_back({up->name(), snapshot});
+    if (!up->config().task_tools.empty()) task_tools[up->name()] = &up->config().task_tools;
   }
+  if (task_tools.empty()) return rebuild(sources, naming, separator);
+  const std::string before = tools_json_;
+  const std::uint64_t version = version_;
   rebuild(sources, naming, separator);
+  // The tools the gateway runs as tasks for their servers (task_tools) show it in the list as the
+  // tasks extension says, execution.taskSupport "optional", in both eras (docs/tasks.md).
+  bj::value list = bj::parse(tools_json_);
+  for (bj::value& def : list.as_object()["tools"].as_array()) {
+    auto it = tools_.find(std::string_view(def.at("name").as_string()));
+    if (it == tools_.end() || !it->second.task_support.empty()) continue;
+    auto names = task_tools.find(it->second.server);
+    if (names == task_tools.end()) continue;
+    const std::string& original = it->second.original;
+    if (std::none_of(names->second->begin(), names->second->end(),
+                     [&](const std::string& t) { return t == "*" || t == original; }))
+      continue;
+    it->second.task_support = "optional";
+    bj::value& execution = def.as_object()["execution"];
+    if (!execution.is_object()) execution = bj::object{};
+    execution.as_object()["taskSupport"] = "optional";
+  }
+  tools_json_ = bj::serialize(list);
+  version_ = version + (tools_json_ != before ? 1 : 0);
 }
 
 void Catalog::rebuild(const std::vector<Source>& sources, config::ToolNaming naming,

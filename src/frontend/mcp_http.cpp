@@ -216,6 +216,10 @@ McpHttp::Accepted McpHttp::accept_post(const Exchange& ex, std::string_view traj
       gateway::valid_traceparent(tp))
     out.stream->traceparent = std::string(tp);
   out.batch = messages.batch;
+  if (!messages.batch &&
+      session_tasks_.cancels_task(*out.session, messages.envelopes.front(), body)) {
+    return out;  // nothing owed: 202
+  }
   if (!messages.batch && SessionTasks::claims(*out.session, messages.envelopes.front(), body)) {
     out.task = out.owed = true;
     return out;
@@ -451,6 +455,7 @@ asio::awaitable<void> McpHttp::del(Exchange& ex, std::string_view trajectory,
     co_return;
   }
   // The session ends; a trajectory it was opened for lives on (the next session may name it).
+  session_tasks_.ending(*session);
   gateway_.end_session(session, "the agent ended its session");
   co_await ex.reply(http::status::ok, "application/json", std::string("{}"), {});
 }

@@ -38,10 +38,11 @@ class McpModern {
   // The tasks of both eras share one store and one follower (mcp_tasks.cpp): the call whose
   // events `stream` gets becomes a task of `owner` and runs on without the exchange that started
   // it; its result, error, input requests and progress go to the store. nullptr with `error`
-  // set (the call is then cancelled) when the owner holds too many tasks.
+  // set (the call is then cancelled) when the owner holds too many tasks. `call`: the call when
+  // it was taken out of its session's calls (it outlives the session), which cancels it directly.
   tasks::Task* adopt(const std::shared_ptr<gateway::PostStream>& stream,
                      const std::shared_ptr<gateway::Session>& session, const std::string& owner,
-                     std::string& error);
+                     std::string& error, std::weak_ptr<gateway::Call> call = {});
   // The task support of the tool a tools/call names: "optional", "required" (the server's
   // execution.taskSupport, or the server's task_tools) or empty.
   std::string task_support(std::string_view tool) const;

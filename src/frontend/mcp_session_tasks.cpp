@@ -4,7 +4,11 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
+#include <functional>
+#include <utility>
+#include <vector>
 
+#include "config/config.h"
 #include "gateway/methods.h"
 #include "json/parse.h"
 
@@ -42,11 +46,55 @@ class TaskStream final : public gateway::PostStream {
     PostStream::on_notification(
         json::make_notification(env.method, with_related_task(env.params.in(message), task_id)));
   }
+  // The task is input_required while any request of its call waits for the client's answer.
   void on_server_request(const std::string& method, std::string params, Reply reply) override {
-    PostStream::on_server_request(method, with_related_task(params, task_id), std::move(reply));
+    auto pending = std::make_shared<bool>(true);
+    ++asking_;
+    std::weak_ptr<TaskStream> weak = std::static_pointer_cast<TaskStream>(shared_from_this());
+    Reply answered = [weak, pending, reply = std::move(reply)](bool is_error, std::string raw) {
+      reply(is_error, std::move(raw));
+      if (!std::exchange(*pending, false)) return;
+      if (auto self = weak.lock()) self->answered();
+    };
+    PostStream::on_server_request(method, with_related_task(params, task_id), std::move(answered));
+    if (*pending && asking_ == 1 && on_asking) on_asking(true);
   }
   std::string task_id;
+  // Told when the call starts waiting for the client (true) and when nothing waits any more.
+  std::function<void(bool)> on_asking;
+
+ private:
+  void answered() {
+    if (--asking_ == 0 && on_asking) on_asking(false);
+  }
+  std::size_t asking_ = 0;
 };
+
+// Whether a call of `tool` runs on an instance bound to this session itself (a per_session
+// server, the session naming no trajectory): such a call cannot outlive the session.
+bool runs_on_session_instance(gateway::Gateway& gateway, const gateway::Session& session,
+                              const std::string& tool) {
+  if (!session.trajectory.empty()) return false;
+  const catalog::Entry* entry = gateway.catalog().tool(tool);
+  if (!entry) return false;
+  for (const auto& server : gateway.config().servers) {
+    if (server.name == entry->server) return server.policy == config::Policy::kPerSession;
+  }
+  return false;
+}
+
+// Takes the call `stream` runs out of the session's calls, so that the session's end does not
+// cancel it; returns it (null if it is not running, e.g. already answered).
+std::weak_ptr<gateway::Call> take_out_of_session(gateway::Session& session,
+                                                 const std::shared_ptr<gateway::PostStream>& s) {
+  for (auto it = session.in_flight.begin(); it != session.in_flight.end(); ++it) {
+    if (it->second.stream.lock() != s) continue;
+    std::weak_ptr<gateway::Call> call = it->second.call;
+    session.in_flight.erase(it);
+    return call;
+  }
+  return {};
+}
 
 // A tool result with isError is a failed task in this revision (SEP-1686).
 bool is_tool_error(const std::string& result) {
@@ -143,15 +191,27 @@ std::string SessionTasks::call(const Request& r) {
   const std::string text = bj::serialize(msg);
   auto stream = std::make_shared<TaskStream>(gateway_.io(), r.session, false);
   gateway_.methods().handle(r.session, stream, text);
+  // A task outlives its session (DELETE, idle end) unless its call runs on the session's own
+  // instance, which ends with it.
+  const bool bound = runs_on_session_instance(gateway_, *r.session, tool);
+  std::weak_ptr<gateway::Call> detached;
+  if (!bound) detached = take_out_of_session(*r.session, stream);
   std::string error;
-  tasks::Task* t = modern_.adopt(stream, r.session, r.session->owner, error);
+  tasks::Task* t = modern_.adopt(stream, r.session, r.session->owner, error, detached);
   if (!t) return json::make_error(r.id, json::kOverloaded, error);
   stream->task_id = t->id;
+  stream->on_asking = [this, id = t->id](bool asking) {
+    if (asking) {
+      modern_.task_store().input_required(id, "{}");
+    } else {
+      modern_.task_store().working(id);
+    }
+  };
   if (creators_.size() >= 4096) {  // tasks forgotten at their TTL while running
     std::erase_if(creators_,
                   [this](const auto& kv) { return !modern_.task_store().by_id(kv.first); });
   }
-  creators_[t->id] = r.session;
+  creators_[t->id] = Creator{r.session, r.session->id(), r.id, bound};
   return json::make_result(r.id,
                            R"({"task":)" + task_json(*t, modern_.task_store().limits().ttl) + "}");
 }
@@ -245,11 +305,50 @@ void SessionTasks::changed(const tasks::Task& t) {
   }
   auto creator = creators_.find(t.id);
   if (creator == creators_.end()) return;
-  if (auto session = creator->second.lock()) {
+  if (auto session = creator->second.session.lock()) {
     const std::string params = task_json(t, modern_.task_store().limits().ttl);
     session->push_unsolicited(json::make_notification("notifications/tasks/status", params));
   }
   if (tasks::is_terminal(t.status)) creators_.erase(creator);
+}
+
+}  // namespace toolbridge::frontend
+
+namespace toolbridge::frontend {
+
+bool SessionTasks::cancels_task(const gateway::Session& session, const json::Envelope& env,
+                                std::string_view message) {
+  if (env.kind != json::Kind::kNotification || env.method != "notifications/cancelled" ||
+      creators_.empty()) {
+    return false;
+  }
+  boost::system::error_code ec;
+  const bj::value p = json::parse(env.params.in(message), ec);
+  const bj::value* rid = !ec && p.is_object() ? p.as_object().if_contains("requestId") : nullptr;
+  if (!rid) return false;
+  const std::string request_id = bj::serialize(*rid);
+  for (const auto& [task_id, c] : creators_) {
+    if (c.session_id != session.id() || c.request_id != request_id) continue;
+    tasks::Task* t = modern_.task_store().find(task_id, session.owner);
+    if (!t) return false;
+    const bj::value* reason = p.as_object().if_contains("reason");
+    std::string why = reason && reason->is_string() ? std::string(reason->as_string()) : "";
+    if (why.empty() || why.size() > 512) why = "the agent cancelled the task's request";
+    modern_.task_store().cancel(*t, why);  // changed() may erase c: nothing of it is used after
+    return true;
+  }
+  return false;
+}
+
+void SessionTasks::ending(const gateway::Session& session) {
+  std::vector<std::string> ids;
+  for (const auto& [task_id, c] : creators_) {
+    if (c.bound && c.session_id == session.id()) ids.push_back(task_id);
+  }
+  for (const auto& id : ids) {
+    if (tasks::Task* t = modern_.task_store().by_id(id))
+      modern_.task_store().cancel(*t, "the agent ended the session whose instance runs the task");
+  }
 }
 
 }  // namespace toolbridge::frontend

@@ -28,6 +28,14 @@ class SessionTasks {
   // with a `task` param) on a revision that has tasks.
   static bool claims(const gateway::Session& session, const json::Envelope& env,
                      std::string_view message);
+  // A notifications/cancelled naming the request that started one of this session's tasks: the
+  // task is cancelled (as by tasks/cancel, the call upstream with it) and true is returned (the
+  // notification needs nothing more). False for any other message.
+  bool cancels_task(const gateway::Session& session, const json::Envelope& env,
+                    std::string_view message);
+  // The session ends (DELETE): the tasks it started whose calls run on its own per_session
+  // instances are cancelled (those instances end with it). Its other tasks run on.
+  void ending(const gateway::Session& session);
   // Answers the one message of the POST (claims() said yes).
   boost::asio::awaitable<void> handle(transport::Exchange& ex,
                                       std::shared_ptr<gateway::Session> session,
@@ -55,7 +63,15 @@ class SessionTasks {
   gateway::Gateway& gateway_;
   McpModern& modern_;
   std::multimap<std::string, base::Timer*, std::less<>> waiters_;  // by task id
-  std::map<std::string, std::weak_ptr<gateway::Session>, std::less<>> creators_;
+  // Who started each running task (by task id): its status notifications go to that session;
+  // notifications/cancelled of the request that started it and the session's end reach it.
+  struct Creator {
+    std::weak_ptr<gateway::Session> session;
+    std::string session_id;
+    std::string request_id;  // raw JSON
+    bool bound = false;      // its call runs on the session's own instance
+  };
+  std::map<std::string, Creator, std::less<>> creators_;
 };
 
 }  // namespace toolbridge::frontend

@@ -35,14 +35,23 @@ constexpr auto kIdleWake = std::chrono::seconds(15);
 class CallRun final : public tasks::Run {
  public:
   CallRun(gateway::Methods& methods, std::weak_ptr<gateway::PostStream> stream,
-          std::weak_ptr<gateway::Session> session)
-      : methods_(methods), stream_(std::move(stream)), session_(std::move(session)) {}
+          std::weak_ptr<gateway::Session> session, std::weak_ptr<gateway::Call> call)
+      : methods_(methods),
+        stream_(std::move(stream)),
+        session_(std::move(session)),
+        call_(std::move(call)) {}
 
   void cancel(const std::string& why) override {
     auto s = stream_.lock();
     if (!s) return;
     if (auto* c = dynamic_cast<Conversation*>(s.get())) c->refuse_all(why);
-    if (auto session = session_.lock()) methods_.abandon(session, s, why);
+    if (auto call = call_.lock(); call && !call->cancelled()) {
+      // A call taken out of its session (it outlives it): cancelled here, not by the session.
+      call->cancel(why);
+      if (s->outstanding > 0) --s->outstanding;
+    } else if (auto session = session_.lock()) {
+      methods_.abandon(session, s, why);
+    }
     s->channel.notify();
   }
 
@@ -59,6 +68,7 @@ class CallRun final : public tasks::Run {
   gateway::Methods& methods_;
   std::weak_ptr<gateway::PostStream> stream_;
   std::weak_ptr<gateway::Session> session_;
+  std::weak_ptr<gateway::Call> call_;  // set when the call is no longer the session's
 };
 
 // The statusMessage a notifications/progress gives a running task: its message, else "P of T"
@@ -147,8 +157,9 @@ std::string McpModern::task_support(std::string_view tool) const {
 
 tasks::Task* McpModern::adopt(const std::shared_ptr<gateway::PostStream>& stream,
                               const std::shared_ptr<gateway::Session>& session,
-                              const std::string& owner, std::string& error) {
-  auto run = std::make_shared<CallRun>(gateway_.methods(), stream, session);
+                              const std::string& owner, std::string& error,
+                              std::weak_ptr<gateway::Call> call) {
+  auto run = std::make_shared<CallRun>(gateway_.methods(), stream, session, std::move(call));
   tasks::Task* task = tasks_.create(owner, run, error);
   if (!task) {
     run->cancel(error);
