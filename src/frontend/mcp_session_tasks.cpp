@@ -312,10 +312,6 @@ void SessionTasks::changed(const tasks::Task& t) {
   if (tasks::is_terminal(t.status)) creators_.erase(creator);
 }
 
-}  // namespace toolbridge::frontend
-
-namespace toolbridge::frontend {
-
 bool SessionTasks::cancels_task(const gateway::Session& session, const json::Envelope& env,
                                 std::string_view message) {
   if (env.kind != json::Kind::kNotification || env.method != "notifications/cancelled" ||
