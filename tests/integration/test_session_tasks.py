@@ -244,6 +244,10 @@ def test_a_task_whose_server_asks_the_client_is_input_required_until_answered(ga
     result = s.request("tasks/result", {"taskId": task_id})["result"]
     assert "Ada" in result["content"][0]["text"], result
     assert s.request("tasks/get", {"taskId": task_id})["result"]["status"] == "completed"
+    # The notifications go out on the stream as the status changes: input_required, then working
+    # again once answered (they may reach this reader after tasks/get's answer).
+    s.wait_event(lambda e: e.get("method") == "notifications/tasks/status"
+                 and e["params"]["status"] == "completed", "completed status")
     statuses = [e["params"]["status"] for e in s.events if e.get("method") == "notifications/tasks/status"]
     assert "working" in statuses[statuses.index("input_required"):], statuses
 
