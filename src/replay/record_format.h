@@ -1,9 +1,11 @@
 #pragma once
 // The cassette's file format (docs/replay.md): calls.jsonl, JSON Lines, append-only. Every line
-// is one JSON object whose last member is "sum": the FNV-1a 64-bit hash, 16 lowercase hex digits,
-// of the line's bytes before `,"sum":`. A line that does not end in '\n' or whose sum does not
-// match is not a record: the last line of a run cut short (a crash, SIGKILL, a full disk) is
-// dropped, the records before it stay readable.
+// is one JSON object whose last member is "sum": the CRC-32 (IEEE 802.3, as zlib's crc32 and
+// Python's zlib.crc32), 8 lowercase hex digits, of the line's bytes before `,"sum":` (format 2;
+// runs of format 1 sealed their lines with the FNV-1a 64-bit hash, 16 hex digits, which readers
+// still take: the number of digits says which). A line that does not end in '\n' or whose sum
+// does not match is not a record: the last line of a run cut short (a crash, SIGKILL, a full
+// disk) is dropped, the records before it stay readable.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -14,13 +16,21 @@ namespace toolbridge::replay {
 // The name of a run's record file inside its directory.
 inline constexpr std::string_view kCallsFile = "calls.jsonl";
 
+// The format of the runs this build writes (the run record's "format").
+inline constexpr int kFormat = 2;
+
 std::uint64_t fnv1a(std::string_view bytes);
+// CRC-32 (reflected polynomial 0xEDB88320, initial and final XOR 0xFFFFFFFF), eight bytes a step.
+// `crc` continues an earlier sum (crc32(b, crc32(a)) == crc32(a + b)).
+std::uint32_t crc32(std::string_view bytes, std::uint32_t crc = 0);
 
 // `body` (a JSON object without its closing brace: `{"kind":"call",...`) sealed into one line:
 // body + `,"sum":"HEX"}` + '\n'.
 std::string sealed_line(std::string_view body);
 // The same in place: `body` becomes its sealed line.
 void seal(std::string& body);
+// The same for the body that ends `out` from `from` on (appended there by the caller).
+void seal_tail(std::string& out, std::size_t from);
 
 // The JSON object of one line (without its '\n'), or empty if its sum is missing or wrong.
 std::string_view unsealed(std::string_view line);

@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 
@@ -34,6 +36,62 @@ std::string run_name(const base::Clock& clock, int attempt) {
                                  static_cast<int>((now - secs).count()), ::getpid());
   if (attempt > 0) name += fmt::format("-{}", attempt);
   return name;
+}
+
+// A JSON string for `s`: as it is when it needs no escaping (trajectory, server and tool names
+// nearly always), else through json::quote.
+void append_string(std::string& out, std::string_view s) {
+  const bool plain = std::all_of(s.begin(), s.end(), [](char ch) {
+    const auto u = static_cast<unsigned char>(ch);
+    return u >= 0x20 && u < 0x7f && ch != '"' && ch != '\\';
+  });
+  if (!plain) {
+    out += json::quote(s);
+    return;
+  }
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+template <class T>
+void append_number(std::string& out, T v) {
+  char buf[32];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+
+// Milliseconds with three decimals (a microsecond).
+void append_ms(std::string& out, double ms) {
+  char buf[48];
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, ms, std::chars_format::fixed, 3).ptr);
+}
+
+// A call record's body (record_format.h; sealed by the caller), appended to `out` without a
+// temporary: {"kind":"call","seq":..,"trajectory":..,...,"result":ANSWER  (or "error":ANSWER).
+void append_call(std::string& out, std::uint64_t seq, const CallEntry& c) {
+  out.reserve(out.size() + c.answer.size() + c.arguments.size() + c.trajectory.size() + 320);
+  out += R"({"kind":"call","seq":)";
+  append_number(out, seq);
+  out += R"(,"trajectory":)";
+  append_string(out, c.trajectory);
+  out += R"(,"server":)";
+  append_string(out, c.server);
+  out += R"(,"tool":)";
+  append_string(out, c.tool);
+  out += R"(,"arguments":)";
+  out += c.arguments;
+  out += R"(,"occurrence":)";
+  append_number(out, c.occurrence);
+  out += R"(,"at_ms":)";
+  append_number(out, c.at_ms);
+  out += R"(,"queued_ms":)";
+  append_ms(out, c.queued_ms);
+  out += R"(,"duration_ms":)";
+  append_ms(out, c.duration_ms);
+  out += R"(,"fingerprint":)";
+  append_string(out, c.fingerprint);
+  out += c.error ? R"(,"error":)" : R"(,"result":)";
+  out += c.answer;
 }
 
 }  // namespace
@@ -71,8 +129,8 @@ Recorder::Recorder(const config::Record& config, telemetry::Metrics& metrics,
   }
   const auto started = std::chrono::floor<std::chrono::milliseconds>(clock.wall_now());
   const std::string name = run_dir_.substr(run_dir_.rfind('/') + 1);
-  enqueue(sealed_line(fmt::format(R"({{"kind":"run","format":1,"run":{},"started":"{:%FT%TZ}")",
-                                  json::quote(name), started)));
+  enqueue(sealed_line(fmt::format(R"({{"kind":"run","format":{},"run":{},"started":"{:%FT%TZ}")",
+                                  kFormat, json::quote(name), started)));
 }
 
 Recorder::~Recorder() {
@@ -106,39 +164,53 @@ std::string Recorder::fingerprint(const ServerEntry& s) {
 }
 
 void Recorder::record(const CallEntry& c) {
-  // The body is written into the line's own buffer, sealed in place: one allocation.
-  std::string body;
-  body.reserve(c.answer.size() + c.arguments.size() + c.trajectory.size() + 320);
-  fmt::format_to(std::back_inserter(body),
-                 R"({{"kind":"call","seq":{},"trajectory":{},"server":{},"tool":{},)"
-                 R"("arguments":{},"occurrence":{},"at_ms":{},"queued_ms":{:.3f},)"
-                 R"("duration_ms":{:.3f},"fingerprint":"{}",)",
-                 seq_, json::quote(c.trajectory), json::quote(c.server), json::quote(c.tool),
-                 c.arguments, c.occurrence, c.at_ms, c.queued_ms, c.duration_ms, c.fingerprint);
-  body += c.error ? R"("error":)" : R"("result":)";
-  body += c.answer;
-  seal(body);
-  if (enqueue(std::move(body), /*is_call=*/true)) {
-    ++seq_;
-    ++recorded_;
+  if (fd_ < 0) return;
+  // The line is written where the writer takes it (at the end of pending_) and sealed there: no
+  // allocation of its own and no copy. The writer holds the lock only to swap the buffer.
+  std::unique_lock lock(mutex_);
+  if (write_failed_) {
+    lock.unlock();
+    metrics_.add(std::string(kDroppedMetric), telemetry::labels({{"reason", "write_error"}}));
+    return;
   }
+  const std::size_t from = pending_.size();
+  if (!full_logged_) {
+    append_call(pending_, seq_, c);
+    seal_tail(pending_, from);
+  }
+  const std::size_t size = pending_.size() - from;
+  if (full_logged_ || bytes_ + size > max_bytes_) {
+    pending_.resize(from);
+    lock.unlock();
+    cassette_full(/*is_call=*/true);
+    return;
+  }
+  bytes_ += size;
+  ++queued_lines_;
+  const bool wake = ++pending_lines_ >= kWakeAt;
+  lock.unlock();
+  if (wake) wake_.notify_one();
+  ++seq_;
+  ++recorded_;
+}
+
+void Recorder::cassette_full(bool is_call) {
+  if (is_call) metrics_.add(std::string(kDroppedMetric), telemetry::labels({{"reason", "full"}}));
+  if (full_logged_) return;
+  full_logged_ = true;
+  spdlog::error(
+      "record: the cassette {} is full ({} bytes, gateway.record.max_bytes {}): later calls are "
+      "not recorded (toolbridge_record_dropped_total{{reason=\"full\"}})",
+      run_dir_, bytes_, max_bytes_);
 }
 
 bool Recorder::enqueue(std::string line, bool is_call) {
   if (fd_ < 0) return false;
   // Once a line does not fit, none after it is written: the cassette stays a prefix of the run.
   if (full_logged_ || bytes_ + line.size() > max_bytes_) {
-    if (is_call) metrics_.add(std::string(kDroppedMetric), telemetry::labels({{"reason", "full"}}));
-    if (!full_logged_) {
-      full_logged_ = true;
-      spdlog::error(
-          "record: the cassette {} is full ({} bytes, gateway.record.max_bytes {}): later calls "
-          "are not recorded (toolbridge_record_dropped_total{{reason=\"full\"}})",
-          run_dir_, bytes_, max_bytes_);
-    }
+    cassette_full(is_call);
     return false;
   }
-  bytes_ += line.size();
   bool wake = false;
   {
     std::lock_guard lock(mutex_);
@@ -147,6 +219,7 @@ bool Recorder::enqueue(std::string line, bool is_call) {
         metrics_.add(std::string(kDroppedMetric), telemetry::labels({{"reason", "write_error"}}));
       return false;
     }
+    bytes_ += line.size();
     pending_ += line;
     ++queued_lines_;
     wake = ++pending_lines_ >= kWakeAt;

@@ -66,6 +66,8 @@ class Recorder {
   // Queues a line for the writer; false if it is not written (full, or writing failed). Only
   // calls' lines count as dropped.
   bool enqueue(std::string line, bool is_call = false);
+  // The line did not fit under max_bytes: counted (if a call's), logged once.
+  void cassette_full(bool is_call);
   void write_loop();
   void write_all(const std::string& bytes);
 
@@ -75,15 +77,15 @@ class Recorder {
   std::string error_;
   std::string run_dir_;
   int fd_ = -1;
-  std::uint64_t bytes_ = 0;  // queued so far, header included
   std::uint64_t seq_ = 0;
-  bool full_logged_ = false;
   std::map<std::string, std::string, std::less<>> fingerprints_;  // server -> last tools hash
 
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable written_;
   std::string pending_;
+  std::uint64_t bytes_ = 0;  // queued so far, header included
+  bool full_logged_ = false;
   std::uint64_t queued_lines_ = 0, written_lines_ = 0;
   std::uint64_t pending_lines_ = 0;  // in pending_
   int flushing_ = 0;                 // flush() calls waiting

@@ -65,10 +65,16 @@ void ReplayStage::count(std::string_view result) {
 }
 
 std::uint64_t ReplayStage::next_occurrence(const Call& call, std::string_view arguments) {
-  std::uint64_t h = fnv1a(call.route.server);
-  h ^= fnv1a(call.route.tool) * 31;
-  h ^= fnv1a(arguments) * 1099511628211ull;
-  return ++seen_[call.trajectory][h];
+  // Each part hashed eight bytes a step (std::hash), the parts mixed so that moving bytes
+  // between them changes the hash.
+  constexpr std::uint64_t kMix = 0x9E3779B97F4A7C15ull;
+  const std::hash<std::string_view> hash;
+  std::uint64_t h = hash(call.trajectory);
+  for (const std::string_view part : {std::string_view(call.route.server),
+                                      std::string_view(call.route.tool), arguments}) {
+    h = (h ^ (h >> 29)) * kMix + hash(part);
+  }
+  return ++seen_[h];
 }
 
 const std::string& ReplayStage::tape_trajectory(const std::string& name) {

@@ -53,8 +53,9 @@ class ReplayStage final : public gateway::Stage {
   bool strict_;
   telemetry::Metrics& metrics_;
   const base::Clock& clock_;
-  // Calls so far per trajectory, by a hash of (server, tool, canonical arguments).
-  std::unordered_map<std::string, std::unordered_map<std::uint64_t, std::uint64_t>> seen_;
+  // Calls so far, by a 64-bit hash of (trajectory, server, tool, canonical arguments): one lookup
+  // and no string kept per call (two distinct calls share a count only on a hash collision).
+  std::unordered_map<std::uint64_t, std::uint64_t> seen_;
   // The fallback of trajectory names (tape_trajectory).
   std::unordered_map<std::string, std::string> mapped_;
   std::unordered_set<std::string> claimed_;

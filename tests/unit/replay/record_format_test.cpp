@@ -1,6 +1,7 @@
 // The cassette's file format: sealed lines, and a torn or damaged line left out.
 #include "replay/record_format.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -33,6 +34,33 @@ TEST(RecordFormat, SealInPlaceIsTheSealedLine) {
   const std::string expected = sealed_line(body);
   seal(body);
   EXPECT_EQ(body, expected);
+}
+
+TEST(RecordFormat, SumIsTheCrc32OfZlib) {
+  // The check value of CRC-32/ISO-HDLC (zlib.crc32(b"123456789")), and every length's tail.
+  EXPECT_EQ(crc32("123456789"), 0xCBF43926u);
+  EXPECT_EQ(crc32(""), 0u);
+  EXPECT_EQ(crc32("The quick brown fox jumps over the lazy dog"), 0x414FA339u);
+  const std::string text = "abcdefghijklmnopqrstuvwxyz0123456789";
+  for (std::size_t cut = 0; cut <= text.size(); ++cut) {
+    EXPECT_EQ(crc32(text.substr(cut), crc32(text.substr(0, cut))), crc32(text)) << cut;
+  }
+  const std::string line = sealed_line(R"({"kind":"run","run":"r1")");
+  EXPECT_EQ(line, std::string(R"({"kind":"run","run":"r1","sum":")") +
+                      fmt::format("{:08x}", crc32(R"({"kind":"run","run":"r1")")) + "\"}\n");
+}
+
+TEST(RecordFormat, LinesOfFormatOneStillVerify) {
+  // Format 1 sealed a line with the FNV-1a 64-bit hash of its body, in 16 hex digits.
+  const std::string body = R"({"kind":"run","format":1,"run":"old")";
+  const std::string line = body + fmt::format(R"(,"sum":"{:016x}"}})", fnv1a(body));
+  EXPECT_EQ(unsealed(line), line);
+  std::string damaged = line;
+  damaged[5] = 'X';
+  EXPECT_TRUE(unsealed(damaged).empty());
+  // A sum of another length, or not hex, is no sum.
+  EXPECT_TRUE(unsealed(body + R"(,"sum":"0123456789"})").empty());
+  EXPECT_TRUE(unsealed(body + R"(,"sum":"zzzzzzzz"})").empty());
 }
 
 TEST(RecordFormat, AChangedByteFailsTheSum) {
