@@ -14,19 +14,18 @@ import time
 from pathlib import Path
 
 import anyio
-import httpx
 import pytest
 import toolbridge
 
-from llm_support import chat_body, model_entry, sse_events, start_llm_gateway, start_workers
+from llm_support import model_entry, start_llm_gateway, start_workers
 from node_scale_client import plan
 from tb_support import REPO, fixture_server, node_bin
 
 pytestmark = pytest.mark.timeout(600)
 
 CALLS = 3  # concurrent calls per session
-# One Python process of SDK sessions is one core, which 2,048 sessions keep busy for minutes: two
-# processes play the sessions side by side (both at once, from one host).
+# One Python client process is one core, which 2,048 SDK sessions or streams keep busy for minutes:
+# two processes play them side by side (both at once, from one host).
 CLIENT_PROCESSES = 2
 SANITIZED = bool(os.environ.get("TOOLBRIDGE_SANITIZED"))
 # The parallel suite's size and the node's (the serial suite's); the sanitized gateway is several
@@ -92,26 +91,33 @@ def check_after(gw, pid: int, baseline_fds: int, baseline_rss: float, kept_upstr
         assert rss_mb(pid) < baseline_rss + 64, f"RSS {baseline_rss:.0f} MB -> {rss_mb(pid):.0f} MB"
 
 
+def run_clients(script: str, head: list[str], count: int, *tail: str) -> list[dict]:
+    """`script` (beside this file) in CLIENT_PROCESSES processes at once, each playing its share
+    of `count` (arguments: HEAD... FIRST COUNT TAIL...); each one's JSON summary line."""
+    share = -(-count // CLIENT_PROCESSES)
+    clients = [subprocess.Popen([sys.executable, str(Path(__file__).with_name(script)), *head,
+                                 str(first), str(min(share, count - first)), *tail],
+                                cwd=Path(__file__).parent, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+               for first in range(0, count, share)]
+    summaries = []
+    try:
+        for client in clients:
+            out, err = client.communicate(timeout=500)
+            assert client.returncode == 0, f"{script} failed ({client.returncode}):\n{err[-3000:]}"
+            summaries.append(json.loads(out.strip().splitlines()[-1]))
+    finally:
+        for client in clients:
+            client.kill()
+    return summaries
+
+
 def run_python(gateway_factory, sessions: int) -> None:
     """The sessions spread over CLIENT_PROCESSES processes of node_scale_client.py, all at once."""
     gw = gateway_factory({"fixture": fixture_server()})
     pid = gw.proc.pid
     baseline_fds, baseline_rss = fds(pid), rss_mb(pid)
-    share = -(-sessions // CLIENT_PROCESSES)
-    clients = [subprocess.Popen([sys.executable, str(Path(__file__).with_name("node_scale_client.py")),
-                                 gw.mcp_url, str(first), str(min(share, sessions - first)), str(CALLS)],
-                                cwd=Path(__file__).parent, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-               for first in range(0, sessions, share)]
-    summaries = []
-    try:
-        for client in clients:
-            out, err = client.communicate(timeout=500)
-            assert client.returncode == 0, f"node_scale_client.py failed ({client.returncode}):\n{err[-3000:]}"
-            summaries.append(json.loads(out.strip().splitlines()[-1]))
-    finally:
-        for client in clients:
-            client.kill()
+    summaries = run_clients("node_scale_client.py", [gw.mcp_url], sessions, str(CALLS))
     errors = [e for summary in summaries for e in summary["errors"]]
     failed = sum(summary["failed"] for summary in summaries)
     assert failed == 0, f"{failed} failures of {sessions * CALLS} calls; first ones:\n" + "\n".join(errors[:10])
@@ -174,34 +180,18 @@ async def anyio_gather(coros: list) -> list:
 
 
 def run_router(tmp_path, streams: int) -> None:
-    """Concurrent streamed chat completions through the LLM router to 4 simulated workers."""
+    """Concurrent streamed chat completions through the LLM router to 4 simulated workers, from
+    CLIENT_PROCESSES processes of router_scale_client.py at once."""
     workers = start_workers(4, "--decode-ms-per-token", "1")
     gw = None
     try:
         gw = start_llm_gateway(tmp_path / "gw", {"sim": model_entry(workers, routing="affinity")})
         pid = gw.proc.pid
         baseline_fds, baseline_rss = fds(pid), rss_mb(pid)
-        system = " ".join(f"sys{i}" for i in range(300))
-
-        async def one(client: httpx.AsyncClient, i: int):
-            body = chat_body([{"role": "system", "content": system},
-                              {"role": "user", "content": f"task {i}"}], stream=True, max_tokens=8)
-            async with client.stream("POST", gw.base_url + "/v1/chat/completions", json=body,
-                                     headers={"X-Toolbridge-Trajectory": f"t{i}"}) as r:
-                text = (await r.aread()).decode()
-                events = sse_events(text)
-                if r.status_code != 200 or not events or events[-1] != "[DONE]":
-                    return f"stream {i}: HTTP {r.status_code} {text[:200]!r}"
-                return None
-
-        async def main() -> list:
-            limits = httpx.Limits(max_connections=streams, max_keepalive_connections=streams)
-            async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(300, pool=None)) as client:
-                return await anyio_gather([one(client, i) for i in range(streams)])
-
-        results = anyio.run(main)
-        problems = [r for r in results if r is not None]
-        assert not problems, f"{len(problems)} of {streams} streams failed; first ones: {problems[:5]}"
+        summaries = run_clients("router_scale_client.py", [gw.base_url], streams)
+        problems = [p for summary in summaries for p in summary["problems"]]
+        failed = sum(summary["failed"] for summary in summaries)
+        assert failed == 0, f"{failed} of {streams} streams failed; first ones: {problems[:5]}"
         served = sum(w.stats()["requests"] for w in workers)
         assert served == streams, (served, [w.stats() for w in workers])
         # The router keeps up to models.*.max_connections (256) connections per worker alive.
