@@ -97,15 +97,17 @@ std::unique_ptr<Turn> Parse::begin(ParseOptions options, Exchange& ex, bool stre
   }
   if (!refusal.empty()) return nullptr;
   // With span export on, the request is a span and the parent of its calls' spans.
+  // A stream's span lasts from its opening to its end (done, dropped or expired).
   std::optional<gateway::RequestSpan> span;
+  const std::string_view path = stream ? "/v1/parse/streams" : "/v1/parse";
   if (options.execute) {
-    span =
-        gateway::RequestSpan::begin(gateway_.otel(), gateway_.clock(), "POST /v1/parse",
-                                    scope.traceparent, scope.ephemeral ? std::string() : scope.key);
+    span = gateway::RequestSpan::begin(gateway_.otel(), gateway_.clock(),
+                                       fmt::format("POST {}", path), scope.traceparent,
+                                       scope.ephemeral ? std::string() : scope.key);
   }
   if (span) {
     span->span().add("http.request.method", "POST");
-    span->span().add("url.path", "/v1/parse");
+    span->span().add("url.path", path);
     scope.traceparent = span->child_traceparent();
   }
   auto turn = std::make_unique<Turn>(std::move(options), std::move(scope));
@@ -199,6 +201,11 @@ void Parse::drop(const std::string& id, const std::string& why) {
   Turn& turn = *it->second->turn;
   if (turn.run()) turn.run()->abandon(why);
   if (turn.scope().ephemeral) gateway_.release_session(turn.scope().key);
+  if (auto& span = turn.request_span()) {
+    span->span().add("toolbridge.parse.chunks", static_cast<std::int64_t>(it->second->chunks));
+    span->end(turn.calls(), true, why);
+    span.reset();
+  }
   streams_.erase(it);
 }
 
@@ -297,6 +304,7 @@ asio::awaitable<void> Parse::open(Exchange& ex) {
   s->owner = std::move(owner);
   s->last_used = gateway_.clock().now();
   std::string progress = turn->progress_json(0, 0);
+  if (auto& span = turn->request_span()) span->span().add("toolbridge.parse.stream", id);
   s->turn = std::move(turn);
   streams_.emplace(id, std::move(s));
   arm_sweep();
@@ -358,11 +366,27 @@ asio::awaitable<void> Parse::append(Exchange& ex, const std::string& id) {
   }
   Turn& turn = *s->turn;
   s->last_used = gateway_.clock().now();
+  ++s->chunks;
+  std::optional<otel::Span> chunk;
+  if (const auto& span = turn.request_span()) {
+    chunk = span->child("toolbridge.parse.chunk", otel::SpanKind::kInternal);
+  }
   const std::size_t calls_before = turn.calls(), unparsed_before = turn.unparsed();
   turn.extractor().feed(text);
   if (done) turn.extractor().finish();
   const bool execute = turn.options().execute;
   turn.settle(index_.get(gateway_.catalog(), gateway_.config()), next_call_id_, execute);
+  if (chunk) {
+    chunk->add("toolbridge.parse.chunk", static_cast<std::int64_t>(s->chunks));
+    chunk->add("toolbridge.parse.chunk_bytes", static_cast<std::int64_t>(text.size()));
+    chunk->add("toolbridge.calls", static_cast<std::int64_t>(turn.calls() - calls_before));
+    if (done) chunk->add("toolbridge.parse.done", true);
+    turn.request_span()->end_child(std::move(*chunk));
+    if (done) {
+      turn.request_span()->span().add("toolbridge.parse.chunks",
+                                      static_cast<std::int64_t>(s->chunks));
+    }
+  }
   if (!done) {
     ++*parsed_;
     std::string progress = turn.progress_json(calls_before, unparsed_before);

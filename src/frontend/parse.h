@@ -47,6 +47,7 @@ class Parse {
     std::string owner;
     base::Clock::time_point last_used;
     bool finishing = false;
+    std::size_t chunks = 0;  // appends so far (the stream span's toolbridge.parse.chunks)
   };
 
   // The request's options (from the body read as JSON), or a refusal (nullptr).

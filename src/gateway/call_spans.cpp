@@ -1,7 +1,11 @@
 #include "gateway/call_spans.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "llm/usage.h"
 #include "otel/ids.h"
+#include "policy/retry_attempts.h"
 
 namespace toolbridge::gateway {
 
@@ -80,6 +84,55 @@ void add_call_attributes(otel::SpanWriter& w, const Call& call, const Result& re
   }
 }
 
+// Why a retried attempt failed, for its span's status (the retry stage retries only these).
+std::string_view attempt_failure(Fault f) {
+  return f == Fault::kNotSent ? "the request never reached the server"
+                              : "the instance died with the call sent";
+}
+
+// One toolbridge.attempt span per attempt of a retried call, children of `parent`: the first
+// from `first_ns` (the execution's start) to its failure, each later one from the end of its
+// pause to its failure or, the last, to the call's end.
+void attempt_spans(const Call& call, const Result& result, const telemetry::CallRecord& r,
+                   const policy::RetryAttempts& attempts, const SpanContext& context,
+                   const otel::SpanId& parent, std::uint64_t first_ns, std::uint64_t start_ns,
+                   std::uint64_t end_ns, otel::SpanWriter& out) {
+  // A call's clock reading as an epoch time, within the call's span.
+  const auto at = [&](Call::Clock::time_point t) {
+    const auto since = std::chrono::duration_cast<std::chrono::nanoseconds>(t - call.started);
+    return std::clamp(start_ns + static_cast<std::uint64_t>(std::max<std::int64_t>(
+                                     0, static_cast<std::int64_t>(since.count()))),
+                      start_ns, end_ns);
+  };
+  const auto& retries = attempts.retries;
+  std::uint64_t begin_ns = std::clamp(first_ns, start_ns, end_ns);
+  for (std::size_t i = 0; i <= retries.size(); ++i) {
+    const bool last = i == retries.size();
+    const std::uint64_t attempt_end = last ? end_ns : std::max(begin_ns, at(retries[i].failed_at));
+    out.begin({.trace_id = context.trace_id,
+               .span_id = otel::random_span_id(),
+               .parent_id = parent,
+               .name = "toolbridge.attempt",
+               .kind = otel::SpanKind::kInternal,
+               .start_ns = begin_ns,
+               .end_ns = attempt_end});
+    out.add("toolbridge.attempt", static_cast<std::int64_t>(i + 1));
+    out.add("toolbridge.server", call.route.server);
+    if (i > 0) out.add("toolbridge.retry.backoff_ms", static_cast<std::int64_t>(retries[i - 1].backoff.count()));
+    const Fault fault = last ? result.fault : retries[i].fault;
+    if (fault != Fault::kNone) {
+      out.add("error.type", last ? r.outcome : outcome_label(fault));
+      out.add("toolbridge.fault", to_string(fault_class(fault)));
+    }
+    if (fault == Fault::kNone) {
+      out.end(otel::StatusCode::kOk);
+    } else {
+      out.end(otel::StatusCode::kError, last ? bounded(result.why) : attempt_failure(fault));
+    }
+    if (!last) begin_ns = std::max(attempt_end, at(retries[i].resumed_at));
+  }
+}
+
 }  // namespace
 
 SpanContext span_context(const Call& call, double ratio) {
@@ -128,9 +181,11 @@ void call_spans(const Call& call, const Result& result, const telemetry::CallRec
     out.add("toolbridge.server", call.route.server);
     out.end();
   }
+  otel::SpanId execution_id = id;  // the attempts' parent: the execution span, if written
   if (r.execution_s > 0) {
+    execution_id = otel::random_span_id();
     out.begin({.trace_id = context.trace_id,
-               .span_id = otel::random_span_id(),
+               .span_id = execution_id,
                .parent_id = id,
                .name = "toolbridge.execution",
                .kind = otel::SpanKind::kClient,
@@ -140,6 +195,13 @@ void call_spans(const Call& call, const Result& result, const telemetry::CallRec
     if (r.pid > 0) out.add("toolbridge.instance.pid", static_cast<std::int64_t>(r.pid));
     if (call.sends > 1) out.add("toolbridge.sends", static_cast<std::int64_t>(call.sends));
     out.end();
+  }
+  // A call sent once holds no slot: nothing more is written or made.
+  if (call.attempts > 0) {
+    if (const auto* attempts = call.slots.find<policy::RetryAttempts>()) {
+      attempt_spans(call, result, r, *attempts, context, execution_id, queue_end, start_ns, end_ns,
+                    out);
+    }
   }
 }
 

@@ -39,12 +39,31 @@ std::string RequestSpan::child_traceparent() const {
   return fmt::format("00-{}-{}-01", otel::hex(span_.trace_id), otel::hex(span_.span_id));
 }
 
-void RequestSpan::end(std::size_t calls, bool failed) {
+void RequestSpan::end(std::size_t calls, bool failed, std::string_view why) {
   span_.end_ns = std::max(span_.start_ns, wall_ns(*clock_));
   span_.add("toolbridge.calls", static_cast<std::int64_t>(calls));
   span_.status = failed ? otel::StatusCode::kError : otel::StatusCode::kOk;
+  if (failed) span_.status_message = std::string(why.substr(0, 256));
   std::vector<otel::Span> one;
   one.push_back(std::move(span_));
+  exporter_->submit(one);
+}
+
+otel::Span RequestSpan::child(std::string name, otel::SpanKind kind) const {
+  otel::Span c;
+  c.trace_id = span_.trace_id;
+  c.parent_id = span_.span_id;
+  c.span_id = otel::random_span_id();
+  c.name = std::move(name);
+  c.kind = kind;
+  c.start_ns = wall_ns(*clock_);
+  return c;
+}
+
+void RequestSpan::end_child(otel::Span child) const {
+  child.end_ns = std::max(child.start_ns, wall_ns(*clock_));
+  std::vector<otel::Span> one;
+  one.push_back(std::move(child));
   exporter_->submit(one);
 }
 

@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 
 #include "base/jitter.h"
+#include "policy/retry_attempts.h"
 #include "upstream/upstream.h"
 
 namespace toolbridge::policy {
@@ -53,10 +54,17 @@ asio::awaitable<gateway::Result> RetryStage::handle(gateway::Call& call, gateway
     spdlog::info("[{}] retrying {} (attempt {}): {}", call.route.server, call.route.display_name,
                  call.attempts + 1, result.why);
     if (first_failure.why.empty()) first_failure = result;
-    base::Timer pause(io_, clock_, pause_());
+    // Kept for the call's attempt spans; only a retried call makes the slot.
+    RetryAttempts::Retry& retry = call.slots.get<RetryAttempts>().retries.emplace_back();
+    retry.failed_at = clock_.now();
+    retry.fault = result.fault;
+    retry.backoff = pause_();
+    base::Timer pause(io_, clock_, retry.backoff);
     boost::system::error_code ec;
     co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     if (call.cancelled()) co_return gateway::Result::failure(Fault::kCancelled, "cancelled");
+    // Found again: no reference into the call is kept across a suspension.
+    call.slots.get<RetryAttempts>().retries.back().resumed_at = clock_.now();
     const int sends = call.sends;
     result = co_await next(call);
     if (call.sends == sends &&

@@ -223,3 +223,106 @@ def test_a_model_request_is_a_span_and_its_traceparent_reaches_the_worker(tmp_pa
     finally:
         gw.close()
         worker.kill()
+
+
+def test_a_retried_call_has_a_span_per_attempt(gateway_factory, jaeger, tmp_path):
+    # crash with once_file: the first attempt kills the server with the call sent; crash is
+    # declared idempotent, so the retry stage sends it again to the restarted server, which
+    # answers.
+    gw = gateway_factory({"fixture": fixture_server(idempotent_tools=["crash"], call_timeout="20s")},
+                         {"otel": {"endpoint": jaeger.endpoint}})
+    gw.wait_ready()
+    s = RawSession(gw.mcp_url).initialize()
+    try:
+        answer = call(s, "fixture__crash", {"once_file": str(tmp_path / "crashed-once")}, 1,
+                      **{"toolbridge/session": "traj-retry"})
+        assert text_of(answer["result"]) == "survived", answer
+        plain = call(s, "fixture__echo", {"text": "once"}, 2, **{"toolbridge/session": "traj-retry"})
+        assert text_of(plain["result"]) == "once", plain
+    finally:
+        s.close()
+
+    # The crash call, its execution, two attempts; the echo call and its execution.
+    trace = jaeger.trace(trajectory_trace_id("traj-retry"), want_spans=4 + 2)
+    spans = {sp["spanID"]: sp for sp in trace["spans"]}
+    [root] = [sp for sp in spans.values() if sp["operationName"] == "tools/call fixture__crash"]
+    assert tags(root)["toolbridge.outcome"] == "ok" and tags(root)["toolbridge.sends"] == 2
+    [execution] = [sp for sp in spans.values()
+                   if sp["operationName"] == "toolbridge.execution" and parent_of(sp) == root["spanID"]]
+    attempts = sorted((sp for sp in spans.values() if sp["operationName"] == "toolbridge.attempt"),
+                      key=lambda sp: tags(sp)["toolbridge.attempt"])
+    assert [tags(a)["toolbridge.attempt"] for a in attempts] == [1, 2]
+    assert all(parent_of(a) == execution["spanID"] for a in attempts)
+    first, second = (tags(a) for a in attempts)
+    assert first["error.type"] == "crashed" and first["toolbridge.fault"] == "infra"
+    assert first["otel.status_code"] == "ERROR"
+    assert "toolbridge.retry.backoff_ms" not in first
+    assert 50 <= second["toolbridge.retry.backoff_ms"] <= 150  # the default jittered pause
+    assert "error.type" not in second and second["otel.status_code"] == "OK"
+    # The second attempt starts after the first ended and the pause ran.
+    gap_us = attempts[1]["startTime"] - (attempts[0]["startTime"] + attempts[0]["duration"])
+    assert gap_us >= second["toolbridge.retry.backoff_ms"] * 1000 - 1000
+    # A call sent once has no attempt spans.
+    [echo] = [sp for sp in spans.values() if sp["operationName"] == "tools/call fixture__echo"]
+    assert not any(parent_of(sp) == echo["spanID"] and sp["operationName"] == "toolbridge.attempt"
+                   for sp in spans.values())
+    assert all(parent_of(a) != echo["spanID"] for a in attempts)
+
+
+def test_a_parse_stream_is_a_span_over_its_chunks_and_calls(gateway_factory, jaeger):
+    import httpx
+
+    gw = gateway_factory({"fixture": fixture_server()},
+                         {"otel": {"endpoint": jaeger.endpoint}})
+    headers = {"Content-Type": "application/json"}
+
+    def post(path: str, body: dict) -> dict:
+        resp = httpx.post(gw.base_url + path, content=json.dumps(body), headers=headers, timeout=30)
+        assert resp.status_code in (200, 201), resp.text[:300]
+        return resp.json()
+
+    def tool_call(text: str) -> str:
+        return "<tool_call>\n" + json.dumps({"name": "fixture__echo", "arguments": {"text": text}}) \
+            + "\n</tool_call>\n"
+
+    opened = post("/v1/parse/streams", {"format": "hermes", "execute": True,
+                                        "trajectory": "traj-stream"})
+    stream = opened["stream"]
+    first, second = tool_call("a"), tool_call("b")
+    post(f"/v1/parse/streams/{stream}", {"text": first[:20]})
+    post(f"/v1/parse/streams/{stream}", {"text": first[20:] + second})
+    final = post(f"/v1/parse/streams/{stream}", {"text": "", "done": True})
+    assert len(final["calls"]) == 2, final
+
+    # A stream dropped by its client still exports its span, as failed, with the reason.
+    dropped = post("/v1/parse/streams", {"format": "hermes", "execute": True,
+                                         "trajectory": "traj-dropped"})["stream"]
+    resp = httpx.delete(f"{gw.base_url}/v1/parse/streams/{dropped}", timeout=30)
+    assert resp.status_code == 200, resp.text[:300]
+
+    # The stream: one root span in its trajectory's trace, three chunk spans and the two calls
+    # (each with its execution span) its children.
+    trace = jaeger.trace(trajectory_trace_id("traj-stream"), want_spans=1 + 3 + 2 * 2)
+    by_name: dict[str, list[dict]] = {}
+    for sp in trace["spans"]:
+        by_name.setdefault(sp["operationName"], []).append(sp)
+    [request] = by_name["POST /v1/parse/streams"]
+    assert parent_of(request) is None
+    t = tags(request)
+    assert t["url.path"] == "/v1/parse/streams" and t["toolbridge.parse.stream"] == stream
+    assert t["toolbridge.calls"] == 2 and t["toolbridge.parse.chunks"] == 3
+    assert t["toolbridge.trajectory"] == "traj-stream" and t["otel.status_code"] == "OK"
+    calls = by_name["tools/call fixture__echo"]
+    assert len(calls) == 2 and all(parent_of(c) == request["spanID"] for c in calls)
+    chunks = sorted(by_name["toolbridge.parse.chunk"], key=lambda sp: tags(sp)["toolbridge.parse.chunk"])
+    assert [tags(c)["toolbridge.parse.chunk"] for c in chunks] == [1, 2, 3]
+    assert all(parent_of(c) == request["spanID"] for c in chunks)
+    # The second chunk completed both calls; the last one ended the output.
+    assert [tags(c)["toolbridge.calls"] for c in chunks] == [0, 2, 0]
+    assert tags(chunks[1])["toolbridge.parse.chunk_bytes"] == len(first) - 20 + len(second)
+    assert tags(chunks[2])["toolbridge.parse.done"] is True
+
+    trace = jaeger.trace(trajectory_trace_id("traj-dropped"), want_spans=1)
+    [span] = [sp for sp in trace["spans"] if sp["operationName"] == "POST /v1/parse/streams"]
+    assert tags(span)["otel.status_code"] == "ERROR"
+    assert tags(span)["toolbridge.parse.chunks"] == 0

@@ -8,6 +8,7 @@
 
 #include "../otel/proto_reader.h"
 #include "otel/ids.h"
+#include "policy/retry_attempts.h"
 
 namespace toolbridge::gateway {
 namespace {
@@ -174,6 +175,68 @@ TEST(CallSpans, AModelRequestFollowsTheGenAiConventions) {
   EXPECT_EQ(text(out[0], "gen_ai.operation.name"), "chat");
   EXPECT_EQ(text(out[0], "gen_ai.request.model"), "qwen");
   EXPECT_EQ(find(out[0], "mcp.method.name"), nullptr);
+}
+
+// A call the retry stage sent three times: one toolbridge.attempt span per attempt under the
+// execution span, with the attempt's number, how the failed ones ended and the pause before it.
+TEST(CallSpans, ARetriedCallHasAnAttemptSpanPerAttempt) {
+  using std::chrono::milliseconds;
+  Call call = tool_call();
+  call.started = Call::Clock::time_point{} + std::chrono::seconds(100);
+  call.attempts = 2;
+  call.sends = 3;
+  auto& retries = call.slots.get<policy::RetryAttempts>().retries;
+  retries.push_back({.failed_at = call.started + milliseconds(3),
+                     .fault = Fault::kCrashed,
+                     .backoff = milliseconds(60),
+                     .resumed_at = call.started + milliseconds(63)});
+  retries.push_back({.failed_at = call.started + milliseconds(64),
+                     .fault = Fault::kNotSent,
+                     .backoff = milliseconds(110),
+                     .resumed_at = call.started + milliseconds(174)});
+  telemetry::CallRecord r = record("ok");
+  r.queue_s = 0.002;
+  r.execution_s = 0.178;
+  const std::uint64_t t0 = 1'000'000'000;
+  const auto out = spans_of(call, Result{}, r, span_context(call, 1.0), t0, t0 + 180'000'000);
+  ASSERT_EQ(out.size(), 6u);  // call, queue, execution, three attempts
+  const otel::Span& exec = out[2];
+  ASSERT_EQ(exec.name, "toolbridge.execution");
+  const auto ms = [&](std::uint64_t n) { return t0 + n * 1'000'000; };
+  const std::uint64_t starts[] = {ms(2), ms(63), ms(174)};
+  const std::uint64_t ends[] = {ms(3), ms(64), ms(180)};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const otel::Span& a = out[3 + i];
+    SCOPED_TRACE(i);
+    EXPECT_EQ(a.name, "toolbridge.attempt");
+    EXPECT_EQ(a.kind, otel::SpanKind::kInternal);
+    EXPECT_EQ(a.trace_id, exec.trace_id);
+    EXPECT_EQ(a.parent_id, exec.span_id);
+    EXPECT_EQ(std::get<std::int64_t>(find(a, "toolbridge.attempt")->value),
+              static_cast<std::int64_t>(i + 1));
+    EXPECT_EQ(text(a, "toolbridge.server"), "fixture");
+    EXPECT_EQ(a.start_ns, starts[i]);
+    EXPECT_EQ(a.end_ns, ends[i]);
+  }
+  EXPECT_EQ(find(out[3], "toolbridge.retry.backoff_ms"), nullptr);  // the first had no pause
+  EXPECT_EQ(std::get<std::int64_t>(find(out[4], "toolbridge.retry.backoff_ms")->value), 60);
+  EXPECT_EQ(std::get<std::int64_t>(find(out[5], "toolbridge.retry.backoff_ms")->value), 110);
+  EXPECT_EQ(text(out[3], "error.type"), "crashed");
+  EXPECT_EQ(text(out[3], "toolbridge.fault"), "infra");
+  EXPECT_EQ(out[3].status, otel::StatusCode::kError);
+  EXPECT_EQ(out[3].status_message, "the instance died with the call sent");
+  EXPECT_EQ(out[4].status_message, "the request never reached the server");
+  EXPECT_EQ(find(out[5], "error.type"), nullptr);  // the last answered
+  EXPECT_EQ(out[5].status, otel::StatusCode::kOk);
+}
+
+TEST(CallSpans, ACallSentOnceHasNoAttemptSpans) {
+  Call call = tool_call();
+  call.sends = 1;
+  const auto out = spans_of(call, Result{}, record("ok"), span_context(call, 1.0), 1, 5'000'001);
+  ASSERT_EQ(out.size(), 3u);
+  for (const auto& s : out) EXPECT_NE(s.name, "toolbridge.attempt");
+  EXPECT_EQ(call.slots.find<policy::RetryAttempts>(), nullptr);
 }
 
 }  // namespace
