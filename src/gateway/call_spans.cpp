@@ -118,7 +118,10 @@ void attempt_spans(const Call& call, const Result& result, const telemetry::Call
                .end_ns = attempt_end});
     out.add("toolbridge.attempt", static_cast<std::int64_t>(i + 1));
     out.add("toolbridge.server", call.route.server);
-    if (i > 0) out.add("toolbridge.retry.backoff_ms", static_cast<std::int64_t>(retries[i - 1].backoff.count()));
+    if (i > 0) {
+      out.add("toolbridge.retry.backoff_ms",
+              static_cast<std::int64_t>(retries[i - 1].backoff.count()));
+    }
     const Fault fault = last ? result.fault : retries[i].fault;
     if (fault != Fault::kNone) {
       out.add("error.type", last ? r.outcome : outcome_label(fault));
