@@ -208,20 +208,12 @@ void OpenAi::start() {
 
 asio::awaitable<void> OpenAi::drain(std::chrono::milliseconds grace) {
   const auto until = gateway_.clock().now() + grace;
-  base::Timer tick(gateway_.io(), gateway_.clock());
-  for (;;) {
-    std::size_t in_flight = 0;
-    for (const auto& m : models_)
-      for (const auto& w : m->workers()) in_flight += w.in_flight;
-    if (in_flight == 0 || gateway_.clock().now() >= until) {
-      if (in_flight > 0)
-        spdlog::warn("shutdown: {} model requests still in flight after shutdown_grace", in_flight);
-      co_return;
-    }
-    tick.expires_after(std::chrono::milliseconds(20));
-    boost::system::error_code ec;
-    co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  std::size_t in_flight = 0;
+  for (const auto& m : models_) {
+    if (!co_await m->requests().until_zero(until)) in_flight += m->requests().count();
   }
+  if (in_flight > 0)
+    spdlog::warn("shutdown: {} model requests still in flight after shutdown_grace", in_flight);
 }
 
 void OpenAi::stop() {

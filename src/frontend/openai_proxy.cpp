@@ -118,7 +118,7 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
     req.header_timeout = left;
     req.body_timeout = std::min(left, cfg.stream_idle_timeout);
 
-    ++w.in_flight;
+    model_.sent(i);
     const auto sent_at = clock_.now();
     sent_at_ = sent_at;
     state_->upstream = std::make_unique<transport::HttpExchange>();
@@ -127,7 +127,7 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
     bool ok = !hx.failed() && !state_->client_gone;
     if (ok) ok = co_await hx.read_header();
     if (!ok || state_->client_gone) {
-      --w.in_flight;
+      model_.ended(i);
       if (state_->client_gone) {
         model_.released(i);
         co_return Result::failure(Fault::kCancelled, "");
@@ -157,7 +157,7 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
       // Not sent to the client yet: keep the worker's answer to pass on if no retry succeeds.
       std::string body;
       co_await hx.read_body(body, kMaxErrorBody);
-      --w.in_flight;
+      model_.ended(i);
       ++*w.requests_failed;
       if (code >= 500) {
         model_.failed(i);
@@ -174,7 +174,7 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
     model_.succeeded(i);
     std::string relay_why;
     const bool relayed = co_await relay(call, i, hx, relay_why);
-    --w.in_flight;
+    model_.ended(i);
     w.latency->observe(seconds(clock_.now() - sent_at));
     if (relayed) {
       ++*w.requests_ok;

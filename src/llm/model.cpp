@@ -27,6 +27,7 @@ Model::Model(const asio::any_io_executor& ex, const config::Model& config,
     : config_(config),
       clock_(clock),
       client_(std::make_unique<transport::HttpClient>(ex, client_options(config))),
+      requests_(clock),
       health_timer_(ex, clock) {
   std::vector<std::string> names;
   for (const auto& wc : config_.workers) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/in_flight.h"
 #include "config/model.h"
 #include "llm/routing.h"
 #include "telemetry/metrics.h"
@@ -61,6 +62,17 @@ class Model {
   // The attempt ended without telling (the client left, a 429): a probe slot is given back.
   void released(std::size_t worker) { workers_[worker].probing = false; }
   bool available(std::size_t worker) const;
+  // A request went out to `worker` / its exchange with the worker ended (each start ends once).
+  void sent(std::size_t worker) {
+    ++workers_[worker].in_flight;
+    requests_.add();
+  }
+  void ended(std::size_t worker) {
+    --workers_[worker].in_flight;
+    requests_.done();
+  }
+  // The requests in flight on every worker (a drain waits for zero).
+  base::InFlight& requests() { return requests_; }
 
   std::uint64_t& retries() { return *retries_; }
 
@@ -76,6 +88,7 @@ class Model {
   const base::Clock& clock_;
   std::unique_ptr<transport::HttpClient> client_;
   std::vector<Worker> workers_;
+  base::InFlight requests_;
   std::unique_ptr<RoutingPolicy> policy_;
   std::uint64_t* retries_ = nullptr;
   base::Timer health_timer_;

@@ -215,3 +215,37 @@ def test_model_requests_are_measured_traced_and_shown_in_their_trajectory(tmp_pa
         assert 'toolbridge_calls_total{server="sim",tool="chat/completions",outcome="ok"} 2' in metrics
     finally:
         gw.close()
+
+
+def test_a_stop_lets_a_streaming_model_request_finish_then_exits_at_once(tmp_path):
+    """SIGTERM while a completion streams: the stream still ends with [DONE], and the gateway
+    exits as soon as it has ended (the drain wakes when the last request ends), far inside
+    shutdown_grace."""
+    import signal
+    import time
+    ws = start_workers(1, "--decode-ms-per-token", "200")
+    try:
+        gw = start_llm_gateway(tmp_path / "gw", {"sim": model_entry(ws)}, {"shutdown_grace": "30s"})
+        try:
+            body = chat_body([{"role": "user", "content": "x"}], stream=True, max_tokens=8)
+            with httpx.stream("POST", gw.base_url + "/v1/chat/completions", json=body, timeout=30) as r:
+                text = b""
+                chunks = r.iter_raw()
+                while b"data: " not in text:
+                    text += next(chunks)
+                gw.proc.send_signal(signal.SIGTERM)
+                stopped_at = time.monotonic()
+                for chunk in chunks:
+                    text += chunk
+            ended_at = time.monotonic()
+            events = sse_events(text.decode())
+            assert r.status_code == 200 and events and events[-1] == "[DONE]", text[-300:]
+            # Seven decode steps of 200 ms were left when the stop began.
+            assert ended_at - stopped_at > 1.0, ended_at - stopped_at
+            assert gw.proc.wait(timeout=20) == 0
+            exited_after = time.monotonic() - ended_at
+            assert exited_after < 3.0, f"the gateway exited {exited_after:.1f} s after the last stream ended"
+        finally:
+            gw.close(check=False)
+    finally:
+        ws[0].kill()
