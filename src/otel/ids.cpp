@@ -7,7 +7,7 @@
 #include <functional>
 #include <random>
 #include <string>
-#include <unordered_map>
+#include <vector>
 
 namespace toolbridge::otel {
 
@@ -63,26 +63,35 @@ std::optional<TraceParent> parse_traceparent(std::string_view v) {
   return tp;
 }
 
-namespace {
-struct TextHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-}  // namespace
-
 TraceId trajectory_trace_id(std::string_view trajectory) {
-  // A trajectory makes many calls: its id is hashed once per thread, not once per call (a cache
-  // of at most kCached ids, emptied when full).
-  constexpr std::size_t kCached = 4096;
-  thread_local std::unordered_map<std::string, TraceId, TextHash, std::equal_to<>> cache;
-  if (auto it = cache.find(trajectory); it != cache.end()) return it->second;
-  if (cache.size() >= kCached) cache.clear();
+  // A trajectory makes many calls: its id is hashed once, not once per call. Each thread keeps
+  // the ids of recent trajectories in a table of sets of four slots (the name's hash picks the
+  // set; a new name takes the set's slot after the last one taken), so a lookup costs a hash
+  // and at most four compares, and the table never grows.
+  struct Slot {
+    std::size_t hash = 0;
+    std::string name;
+    TraceId id{};
+  };
+  constexpr std::size_t kWays = 4, kSets = 256;
+  thread_local std::vector<Slot> slots(kWays * kSets);
+  thread_local std::vector<std::uint8_t> next(kSets);
+  const std::size_t hash = std::hash<std::string_view>{}(trajectory);
+  const std::size_t set = hash % kSets;
+  for (std::size_t way = 0; way < kWays; ++way) {
+    const Slot& s = slots[set * kWays + way];
+    if (s.hash == hash && s.name == trajectory && !is_zero(s.id)) return s.id;
+  }
+  Slot& slot = slots[set * kWays + next[set]];
+  next[set] = static_cast<std::uint8_t>((next[set] + 1) % kWays);
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(trajectory.data()), trajectory.size(), digest);
   TraceId id;
   std::memcpy(id.data(), digest, id.size());
   if (is_zero(id)) id[15] = 1;  // an all-zero id is invalid (never happens in practice)
-  cache.emplace(std::string(trajectory), id);
+  slot.hash = hash;
+  slot.name.assign(trajectory);
+  slot.id = id;
   return id;
 }
 

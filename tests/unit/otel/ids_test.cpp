@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 namespace toolbridge::otel {
@@ -37,6 +38,26 @@ TEST(OtelIds, ATrajectoryHasOneTraceIdEverywhere) {
   EXPECT_NE(hex(trajectory_trace_id("rollout-7")), hex(trajectory_trace_id("rollout-8")));
   // SHA-256("abc") = ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad
   EXPECT_EQ(hex(trajectory_trace_id("abc")), "ba7816bf8f01cfea414140de5dae2223");
+}
+
+TEST(OtelIds, ATrajectorysIdIsTheSameWhenItsCacheSlotWasTaken) {
+  // Far more trajectories than the per-thread table holds (1,024): each one's id is still the
+  // digest of its name, first seen, evicted or cached.
+  const std::string first = hex(trajectory_trace_id("abc"));
+  std::map<std::string, std::string> ids;
+  for (int i = 0; i < 5000; ++i) {
+    const std::string name = "rollout-" + std::to_string(i);
+    ids[name] = hex(trajectory_trace_id(name));
+  }
+  for (int i = 4999; i >= 0; i -= 7) {
+    const std::string name = "rollout-" + std::to_string(i);
+    EXPECT_EQ(hex(trajectory_trace_id(name)), ids[name]) << name;
+  }
+  EXPECT_EQ(hex(trajectory_trace_id("abc")), first);
+  EXPECT_EQ(first, "ba7816bf8f01cfea414140de5dae2223");
+  std::set<std::string> distinct;
+  for (const auto& [name, id] : ids) distinct.insert(id);
+  EXPECT_EQ(distinct.size(), ids.size());
 }
 
 TEST(OtelIds, RandomIdsDifferAndAreNeverZero) {
