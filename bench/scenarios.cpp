@@ -197,7 +197,9 @@ void run_record_pairs(const Options& o, ScenarioResult& r, const std::vector<std
                   "call to a cassette on local disk, written by its writer thread), measured in turn."});
   // Replay against the cache: every worker's session is a new trajectory, paired with the
   // cassette's next one (the order of first use); a cassette deep enough for every window.
-  const std::size_t rounds = o.short_mode ? 2 : 6;
+  // As many trajectories as the windows will open sessions (run_cost_pairs' count of pairs):
+  // a session beyond them would find no trajectory of its own and every call would miss.
+  const std::size_t rounds = o.short_mode ? 2 : o.cost_pairs > 0 ? o.cost_pairs : 6;
   std::size_t sessions = 0;
   for (std::size_t c : levels) sessions += c * rounds + c;  // + the warm-up target's
   const std::size_t depth = 2000;  // calls one session may make in a window (0.5 s)
