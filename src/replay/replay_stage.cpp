@@ -74,7 +74,7 @@ std::uint64_t ReplayStage::next_occurrence(const Call& call, std::string_view ar
                                       std::string_view(call.route.tool), arguments}) {
     h = (h ^ (h >> 29)) * kMix + hash(part);
   }
-  return ++seen_[h];
+  return seen_.next(h);
 }
 
 const std::string& ReplayStage::tape_trajectory(const std::string& name) {

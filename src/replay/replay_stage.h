@@ -14,6 +14,7 @@
 #include "call/stage.h"
 #include "config/config.h"
 #include "replay/cassette.h"
+#include "replay/occurrences.h"
 #include "replay/recorder.h"
 #include "telemetry/metrics.h"
 
@@ -53,9 +54,9 @@ class ReplayStage final : public gateway::Stage {
   bool strict_;
   telemetry::Metrics& metrics_;
   const base::Clock& clock_;
-  // Calls so far, by a 64-bit hash of (trajectory, server, tool, canonical arguments): one lookup
+  // Calls so far, by a 64-bit hash of (trajectory, server, tool, canonical arguments): one probe
   // and no string kept per call (two distinct calls share a count only on a hash collision).
-  std::unordered_map<std::uint64_t, std::uint64_t> seen_;
+  Occurrences seen_;
   // The fallback of trajectory names (tape_trajectory).
   std::unordered_map<std::string, std::string> mapped_;
   std::unordered_set<std::string> claimed_;
