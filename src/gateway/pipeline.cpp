@@ -33,8 +33,10 @@ Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
         }
         return config::RepairMode::kOff;
       }));
-  chain_.push_back(std::make_unique<catalog::ResolveStage>(p.catalog, p.upstreams, p.stopping,
-                                                           p.config.gateway.separator));
+  auto resolve = std::make_unique<catalog::ResolveStage>(p.catalog, p.upstreams, p.stopping,
+                                                         p.config.gateway.separator);
+  resolve_ = resolve.get();
+  chain_.push_back(std::move(resolve));
   chain_.push_back(std::make_unique<policy::AuthorizeStage>());
   auto measure = std::make_unique<MeasureStage>(p.metrics, p.call_log, p.trace, p.clock, p.otel);
   measure_ = measure.get();
@@ -48,8 +50,8 @@ Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
                                                            p.metrics, p.clock));
   }
   // A retry with the key of a call already run takes no slot either, nor runs again.
-  chain_.push_back(std::make_unique<idempotency::IdempotencyStage>(p.io, p.config.gateway,
-                                                                   p.metrics, p.clock));
+  chain_.push_back(
+      std::make_unique<idempotency::IdempotencyStage>(p.io, p.config.gateway, p.metrics, p.clock));
   // A hit takes no admission slot (nor a share of its tenant's rate).
   chain_.push_back(
       std::make_unique<cache::CacheStage>(p.io, p.config, p.catalog, p.metrics, p.clock));
@@ -68,9 +70,13 @@ Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
 
 Pipeline::~Pipeline() = default;
 
+void Pipeline::servers_changed(const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
+                               std::unordered_set<std::string> removed) {
+  resolve_->set_upstreams(upstreams, std::move(removed));
+}
+
 const std::vector<MetaKey>& Pipeline::meta_keys() {
-  static const std::vector<MetaKey> keys{repair::request_meta_key(),
-                                         idempotency::key_meta_key(),
+  static const std::vector<MetaKey> keys{repair::request_meta_key(), idempotency::key_meta_key(),
                                          cache::request_meta_key()};
   return keys;
 }

@@ -4,6 +4,8 @@
 // next). Built in one place, in the order of the data flow.
 #include <boost/asio/io_context.hpp>
 #include <memory>
+#include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "base/clock.h"
@@ -17,6 +19,9 @@
 
 namespace toolbridge::otel {
 class Exporter;
+}
+namespace toolbridge::catalog {
+class ResolveStage;
 }
 
 namespace toolbridge::policy {
@@ -66,11 +71,16 @@ class Pipeline {
   // For front ends that run their own last stage: every request they answer is measured (metrics,
   // the call log, the trace) as a call is.
   Stage& measure_stage() const { return *measure_; }
+  // A reload changed the servers (PipelineParts::upstreams): resolve routes to them from now on;
+  // `removed` names the servers it took away.
+  void servers_changed(const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
+                       std::unordered_set<std::string> removed);
   // The clock every stage reads and waits on (and the calls' `started`).
   const base::Clock& clock() const { return clock_; }
 
  private:
   std::vector<std::unique_ptr<Stage>> chain_;
+  catalog::ResolveStage* resolve_ = nullptr;
   const policy::BreakerStage* breakers_ = nullptr;
   policy::AdmissionStage* admission_ = nullptr;
   Stage* measure_ = nullptr;
