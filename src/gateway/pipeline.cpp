@@ -42,8 +42,10 @@ Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
   measure_ = measure.get();
   chain_.push_back(std::move(measure));
   chain_.push_back(std::make_unique<policy::TrajectoryOwnerStage>(p.io, p.config.gateway, p.clock));
-  chain_.push_back(
-      std::make_unique<repair::RepairStage>(catalog::schemas_of(p.catalog), p.config, p.metrics));
+  auto repair =
+      std::make_unique<repair::RepairStage>(catalog::schemas_of(p.catalog), p.config, p.metrics);
+  repair_ = repair.get();
+  chain_.push_back(std::move(repair));
   // Record and replay: a replayed call takes no slot, reaches no cache and no server.
   if (p.cassette || p.recorder) {
     chain_.push_back(std::make_unique<replay::ReplayStage>(p.config, p.cassette, p.recorder,
@@ -53,8 +55,9 @@ Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
   chain_.push_back(
       std::make_unique<idempotency::IdempotencyStage>(p.io, p.config.gateway, p.metrics, p.clock));
   // A hit takes no admission slot (nor a share of its tenant's rate).
-  chain_.push_back(
-      std::make_unique<cache::CacheStage>(p.io, p.config, p.catalog, p.metrics, p.clock));
+  auto cache = std::make_unique<cache::CacheStage>(p.io, p.config, p.catalog, p.metrics, p.clock);
+  cache_ = cache.get();
+  chain_.push_back(std::move(cache));
   chain_.push_back(
       std::make_unique<policy::SharedRateStage>(p.io, p.config.gateway, p.metrics, p.clock));
   auto admission = std::make_unique<policy::AdmissionStage>(p.io, p.config, p.metrics, p.clock);
@@ -71,8 +74,12 @@ Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
 Pipeline::~Pipeline() = default;
 
 void Pipeline::servers_changed(const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
-                               std::unordered_set<std::string> removed) {
+                               std::unordered_set<std::string> removed,
+                               const std::vector<config::Server>& servers) {
   resolve_->set_upstreams(upstreams, std::move(removed));
+  repair_->set_servers(servers);
+  cache_->set_servers(servers);
+  breakers_->set_servers(servers);
 }
 
 const std::vector<MetaKey>& Pipeline::meta_keys() {

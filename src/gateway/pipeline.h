@@ -23,6 +23,12 @@ class Exporter;
 namespace toolbridge::catalog {
 class ResolveStage;
 }
+namespace toolbridge::repair {
+class RepairStage;
+}
+namespace toolbridge::cache {
+class CacheStage;
+}
 
 namespace toolbridge::policy {
 class AdmissionStage;
@@ -71,17 +77,21 @@ class Pipeline {
   // For front ends that run their own last stage: every request they answer is measured (metrics,
   // the call log, the trace) as a call is.
   Stage& measure_stage() const { return *measure_; }
-  // A reload changed the servers (PipelineParts::upstreams): resolve routes to them from now on;
-  // `removed` names the servers it took away.
+  // A reload changed the servers (PipelineParts::upstreams, configured as `servers`): resolve
+  // routes to them from now on, repair, cache and breaker take their settings; `removed` names
+  // the servers it took away.
   void servers_changed(const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
-                       std::unordered_set<std::string> removed);
+                       std::unordered_set<std::string> removed,
+                       const std::vector<config::Server>& servers);
   // The clock every stage reads and waits on (and the calls' `started`).
   const base::Clock& clock() const { return clock_; }
 
  private:
   std::vector<std::unique_ptr<Stage>> chain_;
   catalog::ResolveStage* resolve_ = nullptr;
-  const policy::BreakerStage* breakers_ = nullptr;
+  repair::RepairStage* repair_ = nullptr;
+  cache::CacheStage* cache_ = nullptr;
+  policy::BreakerStage* breakers_ = nullptr;
   policy::AdmissionStage* admission_ = nullptr;
   Stage* measure_ = nullptr;
   const base::Clock& clock_;

@@ -230,7 +230,7 @@ asio::awaitable<void> Reloader::apply(Plan& plan) {
   g.upstreams_ = std::move(next);
   std::unordered_set<std::string> removed(plan.diff.servers_removed.begin(),
                                           plan.diff.servers_removed.end());
-  g.pipeline_->servers_changed(g.upstreams_, std::move(removed));
+  g.pipeline_->servers_changed(g.upstreams_, std::move(removed), g.config_.servers);
   if (g.config_.gateway.log_level != old_level)
     spdlog::set_level(spdlog::level::from_str(g.config_.gateway.log_level));
   if (surfaces_changed) {

@@ -33,7 +33,7 @@ from tb_support import (
     RawSession,
 )
 
-SLOW_MS = 2500  # long enough that the reload happens while these calls run
+SLOW_MS = 4000  # long enough that the reload happens while these calls run
 
 
 def rewrite(gw, servers: dict, gateway: dict | None = None) -> None:
@@ -121,7 +121,15 @@ def test_a_reload_under_load_adds_removes_and_changes_servers_without_losing_a_c
                                               f"{('keep', 'gone', 'changed')[i % 3]}__sleep",
                                               {"ms": SLOW_MS}, next(rid)))
                      for i in range(300)]
-            await asyncio.sleep(0.8)
+            # Every one of them reached its server before the reload.
+            deadline = time.monotonic() + 20
+            while True:
+                health = (await client.get(gw.base_url + "/healthz")).json()
+                in_flight = sum(s["in_flight"] for s in health["servers"].values())
+                if in_flight >= 300 or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.05)
+            assert in_flight == 300, health
             assert not any(t.done() for t in first), "the load finished before the reload"
             # A steady stream of short calls while the reload is applied.
             stop = asyncio.Event()
@@ -312,4 +320,29 @@ def test_the_cli_and_the_file_watch(gateway_factory):
     assert out.returncode == 1
     assert "reload refused (HTTP 422)" in out.stderr and "toolbridge.yaml:" in out.stderr, out.stderr
     assert "(generation 3) stays" in out.stderr
+    gw.close()
+
+
+def test_a_servers_cache_settings_follow_a_reload(gateway_factory):
+    gw = gateway_factory({"fx": fixture_server()})
+    s = RawSession(gw.mcp_url).initialize()
+
+    def lookup(rid: int) -> dict:
+        answer = s.call_tool("fx__lookup", {"query": "reload"}, rid)
+        assert "result" in answer, answer
+        return answer["result"]
+
+    # Not cached: every call runs.
+    assert not (lookup(1).get("_meta") or {}).get("toolbridge/cache")
+    assert not (lookup(2).get("_meta") or {}).get("toolbridge/cache")
+    rewrite(gw, {"fx": fixture_server(cache={"tools": ["lookup"], "ttl": "10m"})})
+    answer = reload(gw)
+    assert answer.status_code == 200 and answer.json()["summary"] == "servers ~fx(cache)", answer.text
+    first = lookup(3)
+    assert not (first.get("_meta") or {}).get("toolbridge/cache")
+    second = lookup(4)
+    meta = (second.get("_meta") or {}).get("toolbridge/cache")
+    assert meta and meta["hit"] is True, second
+    assert text_of(second) == text_of(first)
+    s.close()
     gw.close()
