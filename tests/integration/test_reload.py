@@ -346,3 +346,67 @@ def test_a_servers_cache_settings_follow_a_reload(gateway_factory):
     assert text_of(second) == text_of(first)
     s.close()
     gw.close()
+
+
+def test_a_changed_per_session_server_gives_its_sessions_new_instances(gateway_factory):
+    def server(mark: str) -> dict:
+        return fixture_server(policy="per_session", spares=1,
+                              env={"RELOAD_MARK": mark, "SESSION_DIR": "${session.dir}"})
+
+    gw = gateway_factory({"ps": server("one")})
+    s = RawSession(gw.mcp_url).initialize()
+
+    def pid() -> int:
+        answer = s.call_tool("ps__pid", {}, 1)
+        assert "result" in answer, answer
+        return int(text_of(answer["result"]))
+
+    old = pid()
+    assert pid() == old  # bound to the session
+    old_env = environ_of(old)
+    assert old_env["RELOAD_MARK"] == "one"
+    old_pids = pids_of(gw, "ps")
+    rewrite(gw, {"ps": server("two")})
+    answer = reload(gw)
+    assert answer.status_code == 200 and answer.json()["summary"] == "servers ~ps(env)", answer.text
+    # The session's next call gets an instance of the new version, with a directory of its own
+    # (the old version's directories are still there while it drains).
+    new = pid()
+    assert new != old
+    new_env = environ_of(new)
+    assert new_env["RELOAD_MARK"] == "two"
+    assert new_env["SESSION_DIR"] != old_env["SESSION_DIR"] and Path(new_env["SESSION_DIR"]).is_dir()
+    assert pid() == new
+    print(f"\nper_session reload: {old_env['SESSION_DIR']} -> {new_env['SESSION_DIR']}")
+    # The old version's instances (the session's, its spare, the one that read the catalog) stop.
+    assert wait_exited(old_pids, 15) == []
+    assert not Path(old_env["SESSION_DIR"]).exists()
+    s.close()
+    gw.close()
+
+
+def test_a_reload_changes_surfaces_and_logs_a_fingerprint_that_moved(gateway_factory):
+    gw = gateway_factory({"fixture": fixture_server()})
+
+    def with_surface(description: str) -> None:
+        gw.config_path.write_text(to_yaml({"servers": {"fixture": fixture_server()}, "surfaces": {
+            "bench": {"tools": {"fixture__echo": {"name": "say", "description": description}}}}}))
+
+    with_surface("Repeats the text.")
+    answer = reload(gw)
+    assert answer.status_code == 200 and answer.json()["summary"] == "keys surfaces", answer.text
+    first = gw.health()["surfaces"]["bench"]["fingerprint"]
+    s = RawSession(gw.base_url + "/s/bench/mcp").initialize()
+    tools = s.request("tools/list", {}, 1)["result"]["tools"]
+    assert [(t["name"], t["description"]) for t in tools] == [("say", "Repeats the text.")]
+
+    with_surface("Repeats the text it is given, unchanged.")
+    assert reload(gw).status_code == 200
+    second = gw.health()["surfaces"]["bench"]["fingerprint"]
+    assert second != first
+    assert f"reload: surface bench fingerprint {first} -> {second}" in gw.stderr_path.read_text()
+    # The session keeps its surface by name and sees the new description.
+    tools = s.request("tools/list", {}, 2)["result"]["tools"]
+    assert [(t["name"], t["description"]) for t in tools] == [("say", "Repeats the text it is given, unchanged.")]
+    s.close()
+    gw.close()
