@@ -80,6 +80,7 @@ void Pipeline::servers_changed(const std::vector<std::shared_ptr<upstream::Upstr
   repair_->set_servers(servers);
   cache_->set_servers(servers);
   breakers_->set_servers(servers);
+  admission_->admission().set_servers(servers);
 }
 
 const std::vector<MetaKey>& Pipeline::meta_keys() {

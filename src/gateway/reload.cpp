@@ -187,72 +187,89 @@ asio::awaitable<ReloadReport> Reloader::reload(std::string trigger) {
 
 asio::awaitable<void> Reloader::apply(Plan& plan) {
   Gateway& g = gateway_;
-  std::unordered_set<std::string> fresh_names(plan.diff.servers_added.begin(),
-                                              plan.diff.servers_added.end());
-  for (const auto& c : plan.diff.servers_changed) fresh_names.insert(c.name);
   // New and changed servers start beside the running ones; the old keep serving meanwhile.
-  std::unordered_map<std::string, std::shared_ptr<upstream::Upstream>> fresh;
+  auto fresh = start_servers(plan);
+  const auto ready_by = g.clock_.now() + plan.next.gateway.ready_timeout;
+  for (const auto& [name, up] : fresh) co_await up->until_started(ready_by);
+
+  const bool surfaces_changed =
+      std::find(plan.diff.keys_changed.begin(), plan.diff.keys_changed.end(), "surfaces") !=
+      plan.diff.keys_changed.end();
+  const std::string old_level = g.config_.gateway.log_level;
+  auto retired = swap_servers(plan, std::move(fresh));
+  // From here the gateway's config is the new one (the old is kept: see replaced_).
+  replaced_.push_back(std::make_unique<config::Config>(std::move(g.config_)));
+  g.config_ = std::move(plan.next);
+  std::unordered_set<std::string> removed(plan.diff.servers_removed.begin(),
+                                          plan.diff.servers_removed.end());
+  g.pipeline_->servers_changed(g.upstreams_, std::move(removed), g.config_.servers);
+  if (g.config_.gateway.log_level != old_level)
+    spdlog::set_level(spdlog::level::from_str(g.config_.gateway.log_level));
+  if (surfaces_changed) swap_surfaces();
+  const std::uint64_t version = g.catalog_.version();
+  g.rebuild_catalog();  // tells the sessions when the tools changed
+  if (surfaces_changed && g.catalog_.version() == version)
+    g.broadcast(json::make_notification("notifications/tools/list_changed", {}));
+  for (auto& up : retired) {
+    up->on_catalog_changed = nullptr;
+    ++retiring_;  // now, so that stop() waits for it even before it runs
+    asio::co_spawn(g.io_, retire(std::move(up)), base::log_failure("retire a server"));
+  }
+}
+
+Reloader::Upstreams Reloader::start_servers(const Plan& plan) {
+  Gateway& g = gateway_;
+  std::unordered_set<std::string> names(plan.diff.servers_added.begin(),
+                                        plan.diff.servers_added.end());
+  for (const auto& c : plan.diff.servers_changed) names.insert(c.name);
+  Upstreams fresh;
   for (const auto& configured : plan.next.servers) {
-    if (!fresh_names.contains(configured.name)) continue;
+    if (!names.contains(configured.name)) continue;
     config::Server s = configured;
-    if (g.replay_only()) s.enabled = false;
+    if (g.replay_only()) s.enabled = false;  // strict replay: answered from the cassette
     auto up = std::make_shared<upstream::Upstream>(g.io_, s, g.gate_, g.metrics_,
                                                    g.session_dir_root_, g.clock_);
     up->on_catalog_changed = [&g]() { g.rebuild_catalog(); };
     asio::co_spawn(g.io_, up->start(), base::log_failure("server start"));
     fresh.emplace(s.name, std::move(up));
   }
-  const auto ready_by = g.clock_.now() + plan.next.gateway.ready_timeout;
-  for (const auto& [name, up] : fresh) co_await up->until_started(ready_by);
+  return fresh;
+}
 
-  std::unordered_map<std::string, std::shared_ptr<upstream::Upstream>> running;
+std::vector<std::shared_ptr<upstream::Upstream>> Reloader::swap_servers(const Plan& plan,
+                                                                        Upstreams fresh) {
+  Gateway& g = gateway_;
+  Upstreams running;
   for (auto& up : g.upstreams_) running.emplace(up->name(), std::move(up));
   std::vector<std::shared_ptr<upstream::Upstream>> next;
   for (const auto& s : plan.next.servers) {
     auto it = fresh.find(s.name);
+    auto kept = running.find(s.name);
     if (it != fresh.end()) {
       next.push_back(std::move(it->second));
-      continue;
-    }
-    auto kept = running.find(s.name);
-    if (kept != running.end()) {
+    } else if (kept != running.end()) {
       next.push_back(std::move(kept->second));
       running.erase(kept);
     }
   }
-  // What is left in `running`: removed servers and the old versions of changed ones.
-  const bool surfaces_changed =
-      std::find(plan.diff.keys_changed.begin(), plan.diff.keys_changed.end(), "surfaces") !=
-      plan.diff.keys_changed.end();
-  const std::string old_level = g.config_.gateway.log_level;
-  replaced_.push_back(std::make_unique<config::Config>(std::move(g.config_)));
-  g.config_ = std::move(plan.next);
   g.upstreams_ = std::move(next);
-  std::unordered_set<std::string> removed(plan.diff.servers_removed.begin(),
-                                          plan.diff.servers_removed.end());
-  g.pipeline_->servers_changed(g.upstreams_, std::move(removed), g.config_.servers);
-  if (g.config_.gateway.log_level != old_level)
-    spdlog::set_level(spdlog::level::from_str(g.config_.gateway.log_level));
-  if (surfaces_changed) {
-    const auto before = fingerprints(*g.surfaces_);
-    g.surfaces_ = std::make_shared<const surfaces::Registry>(g.config_.surfaces, g.catalog_);
-    for (const auto& [name, fp] : fingerprints(*g.surfaces_)) {
-      auto it = before.find(name);
-      if (it == before.end()) {
-        spdlog::info("reload: surface {} added (fingerprint {})", name, fp);
-      } else if (it->second != fp) {
-        spdlog::info("reload: surface {} fingerprint {} -> {}", name, it->second, fp);
-      }
+  // What is left: removed servers and the old versions of changed ones.
+  std::vector<std::shared_ptr<upstream::Upstream>> retired;
+  for (auto& [name, up] : running) retired.push_back(std::move(up));
+  return retired;
+}
+
+void Reloader::swap_surfaces() {
+  Gateway& g = gateway_;
+  const auto before = fingerprints(*g.surfaces_);
+  g.surfaces_ = std::make_shared<const surfaces::Registry>(g.config_.surfaces, g.catalog_);
+  for (const auto& [name, fp] : fingerprints(*g.surfaces_)) {
+    auto it = before.find(name);
+    if (it == before.end()) {
+      spdlog::info("reload: surface {} added (fingerprint {})", name, fp);
+    } else if (it->second != fp) {
+      spdlog::info("reload: surface {} fingerprint {} -> {}", name, it->second, fp);
     }
-  }
-  const std::uint64_t version = g.catalog_.version();
-  g.rebuild_catalog();  // tells the sessions when the tools changed
-  if (surfaces_changed && g.catalog_.version() == version)
-    g.broadcast(json::make_notification("notifications/tools/list_changed", {}));
-  for (auto& [name, up] : running) {
-    up->on_catalog_changed = nullptr;
-    ++retiring_;  // now, so that stop() waits for it even before it runs
-    asio::co_spawn(g.io_, retire(std::move(up)), base::log_failure("retire a server"));
   }
 }
 

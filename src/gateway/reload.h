@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/clock.h"
@@ -70,8 +71,16 @@ class Reloader {
 
  private:
   struct Plan;
+  using Upstreams = std::unordered_map<std::string, std::shared_ptr<upstream::Upstream>>;
   std::string check(const config::Config& next) const;
   boost::asio::awaitable<void> apply(Plan& plan);
+  // Starts the servers the plan adds or changes (their new versions), by name.
+  Upstreams start_servers(const Plan& plan);
+  // The gateway's servers become the plan's (`fresh` where started); returns the ones left out:
+  // removed servers and the old versions of changed ones.
+  std::vector<std::shared_ptr<upstream::Upstream>> swap_servers(const Plan& plan, Upstreams fresh);
+  // The surfaces of the new config; a fingerprint that moved is logged.
+  void swap_surfaces();
   // Waits until no call holds `up` (or its longest deadline passed, or the gateway stops),
   // then stops it with its stop ladder.
   boost::asio::awaitable<void> retire(std::shared_ptr<upstream::Upstream> up);

@@ -43,25 +43,7 @@ Admission::Admission(const config::Config& config, const base::Clock& clock)
     tenant_limits = tenant_limits || t.limit > 0;
   }
   limits_everywhere_ = global_.limit > 0 || tenant_limits || trajectory_limit_ > 0;
-  for (const auto& cfg : config.servers) {
-    auto s = std::make_unique<Server>();
-    s->name = cfg.name;
-    if (cfg.adaptive_limit) {
-      s->adaptive.emplace(cfg.adaptive, clock_.now());
-      s->slot.limit = s->adaptive->limit();
-    } else if (cfg.concurrency_limit > 0) {
-      s->slot.limit = cfg.concurrency_limit;
-    } else if (cfg.policy != config::Policy::kPerSession) {
-      // No limit configured: the server's own capacity (max_in_flight on each instance it may
-      // run) is the limit, so calls past it wait in the fair queue instead of being refused by
-      // a full instance. per_session instances each serve one trajectory: no shared capacity.
-      s->slot.limit = cfg.max_in_flight * cfg.effective_max_instances();
-      s->capacity = true;
-    }
-    for (const auto& [tool, limit] : cfg.tool_limits) s->tools[tool].limit = limit;
-    by_name_[cfg.name] = s.get();
-    servers_.push_back(std::move(s));
-  }
+  for (const auto& cfg : config.servers) configure(server(cfg.name), cfg);
   // Models (LLM routing) are admitted like servers, by name: concurrency_limit per model.
   for (const auto& model : config.models) {
     auto s = std::make_unique<Server>();
@@ -70,6 +52,37 @@ Admission::Admission(const config::Config& config, const base::Clock& clock)
     by_name_[model.name] = s.get();
     servers_.push_back(std::move(s));
   }
+}
+
+void Admission::configure(Server& s, const config::Server& cfg) {
+  s.capacity = false;
+  s.slot.limit = 0;
+  if (!cfg.adaptive_limit) s.adaptive.reset();
+  if (cfg.adaptive_limit) {
+    // An adaptive limit keeps what it learnt across a reload.
+    if (!s.adaptive) s.adaptive.emplace(cfg.adaptive, clock_.now());
+    s.slot.limit = s.adaptive->limit();
+  } else if (cfg.concurrency_limit > 0) {
+    s.slot.limit = cfg.concurrency_limit;
+  } else if (cfg.policy != config::Policy::kPerSession) {
+    // No limit configured: the server's own capacity (max_in_flight on each instance it may
+    // run) is the limit, so calls past it wait in the fair queue instead of being refused by
+    // a full instance. per_session instances each serve one trajectory: no shared capacity.
+    s.slot.limit = cfg.max_in_flight * cfg.effective_max_instances();
+    s.capacity = true;
+  }
+  configure_tools(s, cfg);
+}
+
+void Admission::configure_tools(Server& s, const config::Server& cfg) {
+  // A tool whose limit is gone keeps its slot (calls in flight release into it), unlimited.
+  for (auto& [tool, slot] : s.tools) slot.limit = 0;
+  for (const auto& [tool, limit] : cfg.tool_limits) s.tools[tool].limit = limit;
+}
+
+void Admission::set_servers(const std::vector<config::Server>& servers) {
+  for (const auto& cfg : servers) configure(server(cfg.name), cfg);
+  pump();  // a limit that grew lets waiting calls in now
 }
 
 Admission::Server* Admission::find(std::string_view server) {

@@ -140,6 +140,12 @@ class Admission : public std::enable_shared_from_this<Admission> {
   std::size_t trajectory_in_flight(std::string_view trajectory) const;
   std::size_t queued_total() const { return queued_total_; }
 
+  // A reload (docs/reload.md): the servers' limits (`concurrency_limit`, `adaptive`,
+  // `tool_limits`) become those of `servers`. Calls in flight keep their permits; a limit that
+  // shrank admits no new call until enough of them have finished, one that grew admits waiting
+  // calls at once. A removed server's state stays (its last calls release into it).
+  void set_servers(const std::vector<config::Server>& servers);
+
  private:
   friend class Permit;
   struct TenantQueue {
@@ -166,6 +172,9 @@ class Admission : public std::enable_shared_from_this<Admission> {
   enum class Block { kNone, kShared, kOwn };
 
   Server& server(std::string_view name);
+  // Sets `s`'s limits from its config (at start and at a reload).
+  void configure(Server& s, const config::Server& cfg);
+  void configure_tools(Server& s, const config::Server& cfg);
   Server* find(std::string_view server);
   const Server* find(std::string_view server) const;
   Block blocked(const Server& s, const AdmissionRequest& r) const;
