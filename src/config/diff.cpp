@@ -15,7 +15,12 @@ namespace toolbridge::config {
 namespace {
 
 // Gateway keys a reload applies in place; every other one needs a restart.
-constexpr std::array<std::string_view, 11> kLiveGatewayKeys{
+// `tenants` is not: its `rate` decides at start whether the shared rate stage runs at all.
+constexpr std::array<std::string_view, 15> kLiveGatewayKeys{
+    "max_calls_in_flight",
+    "tenant_limit",
+    "trajectory_limit",
+    "admission_queue_size",
     "auth",
     "allow_unauthenticated",
     "log_level",

@@ -75,12 +75,12 @@ Pipeline::~Pipeline() = default;
 
 void Pipeline::servers_changed(const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
                                std::unordered_set<std::string> removed,
-                               const std::vector<config::Server>& servers) {
+                               const config::Config& config) {
   resolve_->set_upstreams(upstreams, std::move(removed));
-  repair_->set_servers(servers);
-  cache_->set_servers(servers);
-  breakers_->set_servers(servers);
-  admission_->admission().set_servers(servers);
+  repair_->set_servers(config.servers);
+  cache_->set_servers(config.servers);
+  breakers_->set_servers(config.servers);
+  admission_->admission().reconfigure(config);
 }
 
 const std::vector<MetaKey>& Pipeline::meta_keys() {

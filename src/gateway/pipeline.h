@@ -77,12 +77,11 @@ class Pipeline {
   // For front ends that run their own last stage: every request they answer is measured (metrics,
   // the call log, the trace) as a call is.
   Stage& measure_stage() const { return *measure_; }
-  // A reload changed the servers (PipelineParts::upstreams, configured as `servers`): resolve
-  // routes to them from now on, repair, cache and breaker take their settings; `removed` names
-  // the servers it took away.
+  // A reload changed the configuration (its content is `config`) and the servers
+  // (PipelineParts::upstreams): resolve routes to them from now on; repair, cache, breaker and
+  // admission take their settings; `removed` names the servers it took away.
   void servers_changed(const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
-                       std::unordered_set<std::string> removed,
-                       const std::vector<config::Server>& servers);
+                       std::unordered_set<std::string> removed, const config::Config& config);
   // The clock every stage reads and waits on (and the calls' `started`).
   const base::Clock& clock() const { return clock_; }
 

@@ -160,6 +160,9 @@ asio::awaitable<ReloadReport> Reloader::reload(std::string trigger) {
     plan.watch_config = config::watch_config_of(plan.text, path_, json);
   } catch (const config::ConfigError& e) {
     co_return refuse(ReloadReport::Outcome::kInvalid, e.what());
+  } catch (const std::exception& e) {
+    // Start-up would have stopped on it; a running gateway keeps what it has.
+    co_return refuse(ReloadReport::Outcome::kInvalid, path_ + ": " + e.what());
   }
   if (std::string why = check(plan.next); !why.empty())
     co_return refuse(ReloadReport::Outcome::kInvalid, path_ + ": " + why);
@@ -202,7 +205,7 @@ asio::awaitable<void> Reloader::apply(Plan& plan) {
   g.config_ = std::move(plan.next);
   std::unordered_set<std::string> removed(plan.diff.servers_removed.begin(),
                                           plan.diff.servers_removed.end());
-  g.pipeline_->servers_changed(g.upstreams_, std::move(removed), g.config_.servers);
+  g.pipeline_->servers_changed(g.upstreams_, std::move(removed), g.config_);
   if (g.config_.gateway.log_level != old_level)
     spdlog::set_level(spdlog::level::from_str(g.config_.gateway.log_level));
   if (surfaces_changed) swap_surfaces();

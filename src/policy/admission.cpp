@@ -28,21 +28,8 @@ void Permit::release() {
   owner->release(*this);
 }
 
-Admission::Admission(const config::Config& config, const base::Clock& clock)
-    : clock_(clock),
-      default_tenant_limit_(config.gateway.tenant_limit),
-      trajectory_limit_(config.gateway.trajectory_limit),
-      queue_size_(config.gateway.admission_queue_size) {
-  global_.limit = config.gateway.max_calls_in_flight;
-  bool tenant_limits = default_tenant_limit_ > 0;
-  for (const auto& [name, t] : config.gateway.tenants) {
-    TenantSlot& slot = tenants_[name];
-    slot.configured = true;
-    slot.weight = t.weight;
-    slot.slot.limit = t.limit;
-    tenant_limits = tenant_limits || t.limit > 0;
-  }
-  limits_everywhere_ = global_.limit > 0 || tenant_limits || trajectory_limit_ > 0;
+Admission::Admission(const config::Config& config, const base::Clock& clock) : clock_(clock) {
+  configure_gateway(config.gateway);
   for (const auto& cfg : config.servers) configure(server(cfg.name), cfg);
   // Models (LLM routing) are admitted like servers, by name: concurrency_limit per model.
   for (const auto& model : config.models) {
@@ -80,8 +67,29 @@ void Admission::configure_tools(Server& s, const config::Server& cfg) {
   for (const auto& [tool, limit] : cfg.tool_limits) s.tools[tool].limit = limit;
 }
 
-void Admission::set_servers(const std::vector<config::Server>& servers) {
-  for (const auto& cfg : servers) configure(server(cfg.name), cfg);
+void Admission::configure_gateway(const config::Gateway& g) {
+  global_.limit = g.max_calls_in_flight;
+  default_tenant_limit_ = g.tenant_limit;
+  trajectory_limit_ = g.trajectory_limit;
+  queue_size_ = g.admission_queue_size;
+  for (auto& [name, t] : tenants_) t = TenantSlot{.slot = {.limit = 0, .in_use = t.slot.in_use}};
+  bool tenant_limits = default_tenant_limit_ > 0;
+  for (const auto& [name, t] : g.tenants) {
+    TenantSlot& slot = tenants_[name];
+    slot.configured = true;
+    slot.weight = t.weight;
+    slot.slot.limit = t.limit;
+    tenant_limits = tenant_limits || t.limit > 0;
+  }
+  // A tenant a reload took out of the config lives on only while it holds calls.
+  std::erase_if(tenants_,
+                [](const auto& e) { return !e.second.configured && e.second.slot.in_use == 0; });
+  limits_everywhere_ = global_.limit > 0 || tenant_limits || trajectory_limit_ > 0;
+}
+
+void Admission::reconfigure(const config::Config& config) {
+  configure_gateway(config.gateway);
+  for (const auto& cfg : config.servers) configure(server(cfg.name), cfg);
   pump();  // a limit that grew lets waiting calls in now
 }
 

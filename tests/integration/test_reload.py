@@ -410,3 +410,31 @@ def test_a_reload_changes_surfaces_and_logs_a_fingerprint_that_moved(gateway_fac
     assert [(t["name"], t["description"]) for t in tools] == [("say", "Repeats the text it is given, unchanged.")]
     s.close()
     gw.close()
+
+
+def test_a_reload_raises_the_gateway_limit_and_waiting_calls_go_at_once(gateway_factory):
+    gw = gateway_factory({"fx": fixture_server()}, gateway={"max_calls_in_flight": 1})
+
+    async def scenario():
+        async with httpx.AsyncClient(timeout=60) as client:
+            sid = await open_session(client, gw.mcp_url)
+            calls = [asyncio.create_task(call(client, gw.mcp_url, sid, "fx__sleep", {"ms": 2500}, i))
+                     for i in range(1, 4)]
+            deadline = time.monotonic() + 15
+            while (await client.get(gw.base_url + "/healthz")).json()["admission"]["queued"] < 2:
+                assert time.monotonic() < deadline, "the calls did not queue behind the limit"
+                await asyncio.sleep(0.05)
+            rewrite(gw, {"fx": fixture_server()}, gateway={"max_calls_in_flight": 3})
+            answer = await client.post(gw.base_url + "/admin/reload")
+            reloaded = time.monotonic()
+            answers = await asyncio.gather(*calls)
+            return answer, time.monotonic() - reloaded, answers
+
+    answer, after_reload, answers = asyncio.run(scenario())
+    assert answer.status_code == 200 and answer.json()["summary"] == "keys gateway.max_calls_in_flight"
+    for msg in answers:
+        assert text_of(msg["result"]) == "slept 2500 ms", msg
+    # The two waiting calls were admitted by the reload, not one after the other (2 x 2.5 s).
+    assert after_reload < 4.0, after_reload
+    assert gw.health()["admission"]["max_calls_in_flight"] == 3
+    gw.close()

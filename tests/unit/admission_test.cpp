@@ -137,14 +137,14 @@ TEST_F(AdmissionTest, AReloadChangesServerLimitsInPlace) {
   added.name = "added";
   added.concurrency_limit = 5;
   grown.servers.push_back(added);
-  admission->set_servers(grown.servers);
+  admission->reconfigure(grown);
   EXPECT_TRUE(b.permit);
   EXPECT_TRUE(c.permit);
   EXPECT_EQ(admission->servers()[0].in_flight, 3u);
   ASSERT_EQ(admission->servers().size(), 2u);
   EXPECT_EQ(admission->servers()[1].limit, 5u);
 
-  admission->set_servers(with_server(1).servers);
+  admission->reconfigure(with_server(1));
   EXPECT_EQ(admission->servers()[0].limit, 1u);
   EXPECT_EQ(admission->servers()[0].in_flight, 3u);  // calls in flight keep their permits
   a.release();

@@ -75,6 +75,7 @@ TEST(ConfigDiff, GatewayKeysOneByOneAndWhichNeedARestart) {
 gateway:
   max_sessions: 20
   listen: 127.0.0.1:9000
+  max_calls_in_flight: 8
   auth: {keys: [{name: k, token: abcdefghijklmnopq}]}
 servers:
   a: {command: ./a, env: {X: "1"}}
@@ -83,9 +84,11 @@ servers:
 )";
   const Diff d = yaml_diff(kBase, next);
   EXPECT_TRUE(d.servers_added.empty() && d.servers_removed.empty() && d.servers_changed.empty());
-  EXPECT_EQ(d.keys_changed, (Names{"gateway.auth", "gateway.listen", "gateway.max_sessions"}));
+  EXPECT_EQ(d.keys_changed, (Names{"gateway.auth", "gateway.listen", "gateway.max_calls_in_flight",
+                                   "gateway.max_sessions"}));
   EXPECT_EQ(restart_only_keys(d), Names{"gateway.listen"});
-  EXPECT_EQ(d.summary(), "keys gateway.auth, gateway.listen, gateway.max_sessions");
+  EXPECT_EQ(d.summary(),
+            "keys gateway.auth, gateway.listen, gateway.max_calls_in_flight, gateway.max_sessions");
 }
 
 TEST(ConfigDiff, SectionsAsAWholeAndTheirAliases) {
