@@ -17,7 +17,9 @@
 #include "base/memory.h"
 #include "base/spawn.h"
 #include "config/config.h"
+#include "config/file.h"
 #include "frontend/server.h"
+#include "gateway/reload.h"
 #include "process/cgroup_tree.h"
 #include "process/child.h"
 
@@ -55,25 +57,39 @@ bool apply_listen(const std::string& listen, config::Gateway& g) {
   return true;
 }
 
-int serve(const std::string& config_path, const std::string& listen, const std::string& log_level,
-          bool wait_ready, const std::string& record_dir) {
-  config::Config cfg;
-  try {
-    cfg = load(config_path);
-  } catch (const config::ConfigError& e) {
-    std::cerr << "toolbridge: " << e.what() << "\n";
-    return 2;
-  }
-  if (!listen.empty() && !apply_listen(listen, cfg.gateway)) {
-    std::cerr << "toolbridge: --listen expects HOST:PORT, got '" << listen << "'\n";
-    return 2;
-  }
+// The command line's overrides of the file: --listen and --record.
+std::string apply_overrides(const std::string& listen, const std::string& record_dir,
+                            config::Config& cfg) {
+  if (!listen.empty() && !apply_listen(listen, cfg.gateway))
+    return "--listen expects HOST:PORT, got '" + listen + "'";
   if (!record_dir.empty()) {
     // --record DIR: gateway.record.path, made absolute.
     std::error_code ec;
     cfg.gateway.record.path = std::filesystem::absolute(record_dir, ec).lexically_normal().string();
     if (cfg.gateway.record.path.size() > 1 && cfg.gateway.record.path.back() == '/')
       cfg.gateway.record.path.pop_back();
+  }
+  return {};
+}
+
+int serve(const std::string& config_path, const std::string& listen, const std::string& log_level,
+          bool wait_ready, const std::string& record_dir) {
+  config::Config cfg;
+  std::string text;  // of the config file, kept for a reload to compare with
+  try {
+    if (config_path.empty()) {
+      cfg = load(config_path);
+    } else {
+      text = config::read_file_text(config_path);
+      cfg = config::load_text(text, config_path, config::looks_like_json(config_path, text));
+    }
+  } catch (const config::ConfigError& e) {
+    std::cerr << "toolbridge: " << e.what() << "\n";
+    return 2;
+  }
+  if (std::string err = apply_overrides(listen, record_dir, cfg); !err.empty()) {
+    std::cerr << "toolbridge: " << err << "\n";
+    return 2;
   }
   spdlog::set_level(spdlog::level::from_str(log_level.empty() ? cfg.gateway.log_level : log_level));
   ::signal(SIGPIPE, SIG_IGN);
@@ -94,6 +110,17 @@ int serve(const std::string& config_path, const std::string& listen, const std::
 
   asio::io_context io(1);
   frontend::Server gw(io, cfg);
+  if (!config_path.empty()) {
+    // A reload reads the file as start-up did, with the same command line overrides.
+    gw.gateway().reloader().set_source(
+        config_path, text, [config_path, listen, record_dir](const std::string& next_text) {
+          config::Config next = config::load_text(next_text, config_path,
+                                                  config::looks_like_json(config_path, next_text));
+          if (std::string err = apply_overrides(listen, record_dir, next); !err.empty())
+            throw config::ConfigError(err);
+          return next;
+        });
+  }
   if (std::string err = gw.start(); !err.empty()) {
     std::cerr << "toolbridge: " << err << "\n";
     return 1;
@@ -140,15 +167,25 @@ int serve(const std::string& config_path, const std::string& listen, const std::
     signals.async_wait(on_signal);
   };
   signals.async_wait(on_signal);
-  // SIGHUP: a renewed certificate is taken without a restart (open connections keep theirs).
+  // SIGHUP: a renewed certificate is taken without a restart (open connections keep theirs),
+  // and the config file is read again (docs/reload.md).
   asio::signal_set hangup(io, SIGHUP);
   std::function<void(boost::system::error_code, int)> on_hangup = [&](boost::system::error_code ec,
                                                                       int) {
     if (ec) return;
-    if (std::string err = gw.reload_tls(); !err.empty()) {
-      spdlog::error("SIGHUP: {}; the previous certificate stays in use", err);
-    } else {
-      spdlog::info("SIGHUP: TLS certificate and key reloaded");
+    if (gw.tls()) {
+      if (std::string err = gw.reload_tls(); !err.empty()) {
+        spdlog::error("SIGHUP: {}; the previous certificate stays in use", err);
+      } else {
+        spdlog::info("SIGHUP: TLS certificate and key reloaded");
+      }
+    }
+    if (!config_path.empty()) {
+      // The outcome is logged by the reload itself.
+      asio::co_spawn(io, gw.gateway().reloader().reload("SIGHUP"),
+                     [](std::exception_ptr e, gateway::ReloadReport) {
+                       base::log_failure("reload (SIGHUP)")(e);
+                     });
     }
     hangup.async_wait(on_hangup);
   };
@@ -251,6 +288,10 @@ int main(int argc, char** argv) {
   stdio_cmd->add_option("-s,--server", only_server,
                         "expose only this server's tools and prompts, unprefixed");
 
+  auto* reload_cmd = app.add_subcommand(
+      "reload", "Make a running gateway re-read its config file (POST /admin/reload)");
+  reload_cmd->add_option("-u,--url", url, "gateway MCP endpoint or base URL (env TOOLBRIDGE_URL)");
+
   auto* cassette_cmd = app.add_subcommand("cassette", "Read recorded runs (gateway.record)");
   cassette_cmd->require_subcommand(1);
   std::string cassette_a, cassette_b;
@@ -269,6 +310,7 @@ int main(int argc, char** argv) {
   if (*check_cmd) return check_config(check_path);
   if (*tools_cmd) return app::run_tools(url, json_output);
   if (*call_cmd) return app::run_call(url, name, kv, json_args, raw);
+  if (*reload_cmd) return app::run_reload(url);
   if (*stdio_cmd) return app::run_stdio_shim(url, only_server);
   return 2;
 }

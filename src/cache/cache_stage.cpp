@@ -31,7 +31,9 @@ std::int64_t wall_ms(const base::Clock& clock) {
       .count();
 }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 void skip_space(std::string_view s, std::size_t& p) {
   while (p < s.size() && is_space(s[p])) ++p;
@@ -199,14 +201,7 @@ CacheStage::CacheStage(asio::io_context& io, const config::Config& config,
                               static_cast<double>(static_cast<RedisTier&>(*redis_).failures()));
                         });
   }
-  for (const auto& s : config.servers) {
-    ServerPolicy p;
-    p.server = &s;
-    p.idempotent_all = std::find(s.idempotent_tools.begin(), s.idempotent_tools.end(), "*") !=
-                       s.idempotent_tools.end();
-    p.annotated = s.cache.defaults;
-    servers_.emplace(s.name, p);
-  }
+  set_servers(config.servers);
   metrics_.describe(kHits, "counter", "Tool calls answered from the result cache, by tier.");
   metrics_.describe(kMisses, "counter",
                     "Calls of cached tools that found no fresh entry (or were told to refresh).");
@@ -238,6 +233,18 @@ CacheStage::CacheStage(asio::io_context& io, const config::Config& config,
 }
 
 CacheStage::~CacheStage() = default;
+
+void CacheStage::set_servers(const std::vector<config::Server>& servers) {
+  servers_.clear();
+  for (const auto& s : servers) {
+    ServerPolicy p;
+    p.server = &s;
+    p.idempotent_all = std::find(s.idempotent_tools.begin(), s.idempotent_tools.end(), "*") !=
+                       s.idempotent_tools.end();
+    p.annotated = s.cache.defaults;
+    servers_.emplace(s.name, p);
+  }
+}
 
 bool CacheStage::applies(const Call& call) const {
   if (!call.is_tool_call()) return false;

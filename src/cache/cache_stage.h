@@ -37,6 +37,10 @@ class CacheStage final : public gateway::Stage {
              const base::Clock& clock);
   ~CacheStage() override;
 
+  // A reload replaced the servers: their cache settings are those of `servers` from now on
+  // (entries already stored stay, under their keys).
+  void set_servers(const std::vector<config::Server>& servers);
+
   std::string_view name() const override { return "cache"; }
   bool applies(const gateway::Call& call) const override;
   boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;

@@ -22,6 +22,14 @@ ResolveStage::ResolveStage(const Catalog& catalog,
   for (const auto& up : upstreams) upstreams_.emplace(up->name(), up);
 }
 
+void ResolveStage::set_upstreams(const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
+                                 std::unordered_set<std::string> removed) {
+  upstreams_.clear();
+  for (const auto& up : upstreams) upstreams_.emplace(up->name(), up);
+  for (const auto& up : upstreams) removed.erase(up->name());  // removed, then added again
+  removed_ = std::move(removed);
+}
+
 boost::asio::awaitable<Result> ResolveStage::handle(gateway::Call& call, gateway::Next next) {
   // Not a coroutine: a call that resolves costs no frame of its own.
   if (auto answer = resolve(call)) {
@@ -179,6 +187,10 @@ config::RepairMode ResolveStage::repair_mode(const Entry& e) const {
 
 std::string ResolveStage::unknown_tool_message(const std::string& name) const {
   std::string msg = "Unknown tool: '" + name + "'";
+  if (const std::size_t cut = name.find(separator_); cut != std::string::npos && cut > 0) {
+    if (const std::string server = name.substr(0, cut); removed_.contains(server))
+      msg += " (server '" + server + "' was removed from the configuration by a reload)";
+  }
   const auto close = catalog_.suggest_tools(name);
   if (!close.empty()) {
     msg += "; did you mean ";

@@ -5,6 +5,7 @@
 // refuses new calls while the gateway stops.
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "call/stage.h"
@@ -26,6 +27,11 @@ class ResolveStage final : public gateway::Stage {
   // a completion nobody serves). Separate from handle() so it can be tested without a chain.
   std::optional<gateway::Result> resolve(gateway::Call& call) const;
 
+  // A reload changed the servers: routes go to `upstreams` from now on (calls already routed
+  // keep theirs); a tool of a server in `removed` is refused as such rather than as unknown.
+  void set_upstreams(const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
+                     std::unordered_set<std::string> removed);
+
  private:
   bool route_to(gateway::Call& call, const std::string& server, std::string label,
                 std::string display_name, std::string tool) const;
@@ -43,6 +49,7 @@ class ResolveStage final : public gateway::Stage {
 
   const Catalog& catalog_;
   std::unordered_map<std::string, std::shared_ptr<upstream::Upstream>> upstreams_;
+  std::unordered_set<std::string> removed_;  // servers a reload removed
   const bool& stopping_;
   std::string separator_;
 };

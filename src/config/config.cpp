@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "config/duration.h"
+#include "config/file.h"
 #include "config/gateway_section.h"
 #include "config/model_keys.h"
 #include "config/node_reader.h"
@@ -66,7 +67,9 @@ Config read_config(const NodeReader& r, const Node& root) {
   return config;
 }
 
-std::string read_whole_file(const std::string& path) {
+}  // namespace
+
+std::string read_file_text(const std::string& path) {
   // Large enough for any config; small enough that pointing at /dev/zero fails quickly.
   constexpr std::size_t kLimit = 16u << 20;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"),
@@ -85,22 +88,6 @@ std::string read_whole_file(const std::string& path) {
     throw ConfigError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
   return text;
 }
-
-bool looks_like_json(std::string_view path, std::string_view text) {
-  std::string extension;
-  if (const std::size_t dot = path.rfind('.');
-      dot != std::string_view::npos && path.find('/', dot) == std::string_view::npos) {
-    for (char c : path.substr(dot + 1))
-      extension += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
-  }
-  if (extension == "yaml" || extension == "yml") return false;
-  if (extension == "json" || extension == "jsonc") return true;
-  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
-  const std::size_t first = text.find_first_not_of(" \t\r\n");
-  return first != std::string_view::npos && text[first] == '{';
-}
-
-}  // namespace
 
 std::string_view to_string(Policy p) {
   switch (p) {
@@ -122,8 +109,22 @@ Config load_text(const std::string& text, const std::string& source_name, bool j
   return read_config(NodeReader(source_name, true), parse_json(body, source_name));
 }
 
+bool looks_like_json(std::string_view path, std::string_view text) {
+  std::string extension;
+  if (const std::size_t dot = path.rfind('.');
+      dot != std::string_view::npos && path.find('/', dot) == std::string_view::npos) {
+    for (char c : path.substr(dot + 1))
+      extension += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  }
+  if (extension == "yaml" || extension == "yml") return false;
+  if (extension == "json" || extension == "jsonc") return true;
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && text[first] == '{';
+}
+
 Config load_file(const std::string& path) {
-  const std::string text = read_whole_file(path);
+  const std::string text = read_file_text(path);
   return load_text(text, path, looks_like_json(path, text));
 }
 

@@ -10,7 +10,7 @@
 namespace toolbridge::config {
 namespace {
 
-constexpr std::array<std::string_view, 58> kGatewayKeys{
+constexpr std::array<std::string_view, 59> kGatewayKeys{
     "listen",
     "allowed_origins",
     "max_body_bytes",
@@ -69,6 +69,7 @@ constexpr std::array<std::string_view, 58> kGatewayKeys{
     "tenant_rate",
     "shared_limits",
     "admin_listen",
+    "watch_config",
 };
 constexpr std::array<std::string_view, 3> kTenantKeys{"limit", "weight", "rate"};
 constexpr std::size_t kMaxLimit = 1'000'000;
@@ -206,7 +207,9 @@ void read_tenants(const NodeReader& r, const Node& node, const std::string& path
 
 }  // namespace
 
-std::span<const std::string_view> gateway_keys() { return kGatewayKeys; }
+std::span<const std::string_view> gateway_keys() {
+  return kGatewayKeys;
+}
 
 void read_gateway(const NodeReader& r, const Node& node, const std::string& path, Gateway& g) {
   NodeReader::Seen seen;
@@ -349,6 +352,8 @@ void read_gateway(const NodeReader& r, const Node& node, const std::string& path
       Gateway admin;
       read_listen(r, v, p, admin);
       g.admin_listen = r.text(v, p);
+    } else if (e.key == "watch_config") {
+      r.boolean(v, p);  // checked here; the reloader reads it (config/diff.h watch_config_of)
     }
   }
 }

@@ -6,6 +6,7 @@
 #include "frontend/client_identity.h"
 #include "frontend/router.h"
 #include "frontend/trajectory_key.h"
+#include "gateway/reload.h"
 #include "json/envelope.h"
 
 namespace toolbridge::frontend {
@@ -62,10 +63,23 @@ asio::awaitable<void> Admin::release(transport::Exchange& ex, std::string_view p
   co_await ex.reply(http::status::ok, "application/json", body, {});
 }
 
+asio::awaitable<void> Admin::reload(transport::Exchange& ex) {
+  std::string trigger = "admin";
+  const gateway::ReloadReport report = co_await gateway_.reloader().reload(std::move(trigger));
+  using Outcome = gateway::ReloadReport::Outcome;
+  http::status status = http::status::ok;
+  if (report.outcome == Outcome::kInvalid || report.outcome == Outcome::kRestartNeeded)
+    status = http::status::unprocessable_entity;
+  if (report.outcome == Outcome::kBusy || report.outcome == Outcome::kNoFile)
+    status = http::status::conflict;
+  const std::string body = report.to_json();
+  co_await ex.reply(status, "application/json", body, {});
+}
+
 asio::awaitable<void> Admin::not_found(transport::Exchange& ex) {
   const std::string body =
       "not found; MCP is served at /mcp (or /t/TRAJECTORY/mcp), health at /healthz, metrics at "
-      "/metrics, trajectories "
+      "/metrics, the config is reloaded with POST /admin/reload, trajectories "
       "are released with DELETE /sessions/NAME and shown at /v1/trajectories, the dashboard is "
       "at /dashboard\n";
   co_await ex.reply(http::status::not_found, "text/plain", body, {});

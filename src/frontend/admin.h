@@ -19,6 +19,9 @@ class Admin {
   boost::asio::awaitable<void> health(transport::Exchange& ex);
   boost::asio::awaitable<void> metrics(transport::Exchange& ex);
   boost::asio::awaitable<void> release(transport::Exchange& ex, std::string_view path);
+  // POST /admin/reload: re-reads the config file (docs/reload.md); 200 with the generation, hash
+  // and what changed, or 422 (invalid file, a key that needs a restart) / 409 (busy) with why.
+  boost::asio::awaitable<void> reload(transport::Exchange& ex);
   boost::asio::awaitable<void> not_found(transport::Exchange& ex);
 
   // Told the name of every trajectory DELETE /sessions/NAME released (token records age out).

@@ -4,6 +4,7 @@
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/beast/http.hpp>
 #include <cstring>
@@ -44,8 +45,19 @@ bool same(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-Auth::Auth(const config::Auth& auth) : realm_(auth.realm) {
+Auth::Auth(const config::Auth& auth) {
+  replace(auth);
+}
+
+void Auth::replace(const config::Auth& auth) {
+  keys_.clear();
+  realm_ = auth.realm;
   for (const auto& key : auth.keys) keys_.emplace(prefix_of(key.sha256.data()), &key);
+}
+
+bool Auth::current(const config::ApiKey* key) const {
+  const auto [begin, end] = keys_.equal_range(prefix_of(key->sha256.data()));
+  return std::any_of(begin, end, [key](const auto& entry) { return entry.second == key; });
 }
 
 const config::ApiKey* Auth::find(std::string_view token) const {
@@ -66,7 +78,7 @@ const config::ApiKey* Auth::verify(transport::Exchange& ex, std::string& problem
     return nullptr;
   }
   transport::Exchange::Verified* memo = ex.verified();
-  if (memo && memo->key && same(memo->credential, value)) return memo->key;
+  if (memo && memo->key && same(memo->credential, value) && current(memo->key)) return memo->key;
   const std::string_view token = bearer_token(value);
   const config::ApiKey* key = token.empty() ? nullptr : find(token);
   if (!key) {

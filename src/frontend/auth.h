@@ -18,6 +18,11 @@ class Auth {
  public:
   explicit Auth(const config::Auth& auth);
 
+  // A reload's keys (docs/reload.md): from now on the new ones are let in and the old ones kept
+  // out, also on connections that verified an old one. `auth` must outlive this (the gateway
+  // keeps replaced configurations).
+  void replace(const config::Auth& auth);
+
   // No keys configured: every request goes on, and nothing here runs.
   bool enabled() const { return !keys_.empty(); }
   // The key the request carries (`Authorization: Bearer TOKEN`), or null with `problem` set.
@@ -32,6 +37,9 @@ class Auth {
   static bool open_path(std::string_view path) { return path == "/healthz"; }
 
  private:
+  // `key` is one of the current keys (a connection's memo may name a replaced one).
+  bool current(const config::ApiKey* key) const;
+
   std::unordered_multimap<std::uint64_t, const config::ApiKey*> keys_;
   std::string realm_;
 };

@@ -9,6 +9,7 @@
 #include "frontend/origin_guard.h"
 #include "frontend/surface_key.h"
 #include "frontend/trajectory_key.h"
+#include "gateway/reload.h"
 #include "json/envelope.h"
 #include "surfaces/registry.h"
 
@@ -92,6 +93,10 @@ Server::Server(asio::io_context& io, config::Config config)
   add_routes();
   add_admin_listener();
   register_metrics();
+  // A reload (docs/reload.md) is checked as start() checks, and its API keys apply at once.
+  gateway_.reloader().add_check(
+      [](const config::Config& next) { return unauthenticated_refusal(next.gateway); });
+  gateway_.reloader().on_applied([this] { auth_.replace(gateway_.config().gateway.auth); });
 }
 
 void Server::add_admin_listener() {
@@ -126,6 +131,8 @@ void Server::add_admin_listener() {
         [this](Exchange& ex, std::string_view) { return observe_.dashboard(ex); });
   r.add(http::verb::get, "/dashboard/state",
         [this](Exchange& ex, std::string_view) { return observe_.state(ex); });
+  r.add(http::verb::post, "/admin/reload",
+        [this](Exchange& ex, std::string_view) { return admin_.reload(ex); });
   r.fallback([this](Exchange& ex, std::string_view) { return admin_.not_found(ex); });
   admin_http_ = std::make_unique<transport::HttpServer>(
       gateway_.io(), std::move(o),
@@ -134,22 +141,22 @@ void Server::add_admin_listener() {
 
 void Server::register_metrics() {
   auto& m = gateway_.metrics();
-  m.gauge("toolbridge_tasks",
-          "Tasks of the MCP tasks extension the gateway keeps, running (working or "
-          "input_required) and finished (within gateway.task_ttl).",
-          [this](auto& out) {
-            const auto& store = mcp_.task_store();
-            const std::size_t running = store.running();
-            out.emplace_back(telemetry::labels({{"state", "running"}}), static_cast<double>(running));
-            out.emplace_back(telemetry::labels({{"state", "finished"}}),
-                             static_cast<double>(store.size() - running));
-          });
-  m.gauge("toolbridge_task_bytes",
-          "Bytes of results, errors and input requests tasks keep (gateway.task_max_bytes bounds "
-          "them).",
-          [this](auto& out) {
-            out.emplace_back("", static_cast<double>(mcp_.task_store().bytes()));
-          });
+  m.gauge(
+      "toolbridge_tasks",
+      "Tasks of the MCP tasks extension the gateway keeps, running (working or "
+      "input_required) and finished (within gateway.task_ttl).",
+      [this](auto& out) {
+        const auto& store = mcp_.task_store();
+        const std::size_t running = store.running();
+        out.emplace_back(telemetry::labels({{"state", "running"}}), static_cast<double>(running));
+        out.emplace_back(telemetry::labels({{"state", "finished"}}),
+                         static_cast<double>(store.size() - running));
+      });
+  m.gauge(
+      "toolbridge_task_bytes",
+      "Bytes of results, errors and input requests tasks keep (gateway.task_max_bytes bounds "
+      "them).",
+      [this](auto& out) { out.emplace_back("", static_cast<double>(mcp_.task_store().bytes())); });
   m.gauge("toolbridge_connections", "Open downstream HTTP connections.",
           [this](auto& out) { out.emplace_back("", static_cast<double>(http_.connections())); });
   m.gauge("toolbridge_connections_closed_total",
@@ -232,6 +239,8 @@ void Server::add_routes() {
   router_.add(std::nullopt, "/sessions/",
               guarded([this](Exchange& ex, std::string_view p) { return admin_.release(ex, p); }),
               true);
+  router_.add(http::verb::post, "/admin/reload",
+              guarded([this](Exchange& ex, std::string_view) { return admin_.reload(ex); }));
   // The OpenAI-compatible LLM endpoints, when models are configured.
   if (openai_.enabled()) {
     for (const char* path : {"/v1/chat/completions", "/v1/completions"}) {

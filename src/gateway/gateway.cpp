@@ -12,6 +12,7 @@
 
 #include "base/spawn.h"
 #include "gateway/methods.h"
+#include "gateway/reload.h"
 #include "json/envelope.h"
 #include "otel/exporter.h"
 #include "policy/admission_stage.h"
@@ -89,6 +90,7 @@ Gateway::Gateway(asio::io_context& io, config::Config config, const base::Clock&
       PipelineParts{io_, config_, catalog_, upstreams_, metrics_, stopping_, call_log_,
                     trace_.get(), clock_, otel_.get(), cassette_.get(), recorder_.get()});
   methods_ = std::make_unique<Methods>(*this);
+  reloader_ = std::make_unique<Reloader>(*this);
   register_metrics();
 }
 
@@ -255,6 +257,7 @@ std::string Gateway::start() {
     });
   }
   expire_sessions();
+  reloader_->update_watch();
   return {};
 }
 
@@ -278,7 +281,7 @@ asio::awaitable<void> Gateway::drain() {
   const auto drain_until = clock_.now() + config_.gateway.shutdown_grace;
   base::Timer tick(io_, clock_);
   for (;;) {
-    std::size_t in_flight = 0;
+    std::size_t in_flight = reloader_->in_flight();  // on servers a reload retired
     for (const auto& up : upstreams_) in_flight += up->in_flight();
     if (in_flight == 0 || clock_.now() >= drain_until) {
       if (in_flight > 0)
@@ -292,6 +295,8 @@ asio::awaitable<void> Gateway::drain() {
 }
 
 asio::awaitable<void> Gateway::stop_servers() {
+  // A reload being applied finishes first; servers it retired stop now.
+  co_await reloader_->stop();
   for (auto& [id, s] : sessions_) {
     if (s->get_stream) s->get_stream->close();
     s->fail_all_outbound("the gateway is shutting down");
@@ -494,14 +499,16 @@ std::string Gateway::health_json() const {
     }
     servers[up->name()] = std::move(s);
   }
-  bj::object out{{"status", stopping_   ? "stopping"
-                            : all_ready ? "ok"
-                                        : "degraded"},
-                 {"sessions", sessions_.size()},
-                 {"trajectories", trajectory_owners_.size()},
-                 {"tools", catalog_.tool_count()},
-                 {"servers", std::move(servers)},
-                 {"admission", pipeline_->admission().health()}};
+  bj::object out{
+      {"status", stopping_   ? "stopping"
+                 : all_ready ? "ok"
+                             : "degraded"},
+      {"sessions", sessions_.size()},
+      {"trajectories", trajectory_owners_.size()},
+      {"tools", catalog_.tool_count()},
+      {"servers", std::move(servers)},
+      {"admission", pipeline_->admission().health()},
+      {"config", bj::object{{"generation", reloader_->generation()}, {"hash", reloader_->hash()}}}};
   // Tools whose inputSchema does not compile: their calls are not validated.
   if (!catalog_.schema_errors().empty()) {
     bj::array errors;

@@ -35,6 +35,7 @@ class Registry;
 namespace toolbridge::gateway {
 
 class Methods;
+class Reloader;
 
 class Gateway {
  public:
@@ -70,6 +71,8 @@ class Gateway {
   Methods& methods() { return *methods_; }
   telemetry::Metrics& metrics() { return metrics_; }
   std::string health_json() const;
+  // Live reload of the config file (gateway/reload.h, docs/reload.md).
+  Reloader& reloader() { return *reloader_; }
   // Every call's record while it runs and after (trajectory view, dashboard).
   const telemetry::CallLog& call_log() const { return call_log_; }
   // The call trace file, null when `trace` is not configured.
@@ -94,6 +97,7 @@ class Gateway {
   std::size_t release_for(const std::string& name, const std::string& owner, std::string& refused);
 
  private:
+  friend class Reloader;  // swaps the config, the servers and the surfaces
   void rebuild_catalog();
   void broadcast(const std::string& message);
   void expire_sessions();
@@ -138,6 +142,7 @@ class Gateway {
   base::Timer settled_;           // expires at ready_timeout; cancelled when settled
   base::Clock::time_point settle_by_{};
   std::string session_dir_root_;  // per_session servers' ${session.dir} directories go here
+  std::unique_ptr<Reloader> reloader_;
 };
 
 }  // namespace toolbridge::gateway

@@ -33,26 +33,31 @@ Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
         }
         return config::RepairMode::kOff;
       }));
-  chain_.push_back(std::make_unique<catalog::ResolveStage>(p.catalog, p.upstreams, p.stopping,
-                                                           p.config.gateway.separator));
+  auto resolve = std::make_unique<catalog::ResolveStage>(p.catalog, p.upstreams, p.stopping,
+                                                         p.config.gateway.separator);
+  resolve_ = resolve.get();
+  chain_.push_back(std::move(resolve));
   chain_.push_back(std::make_unique<policy::AuthorizeStage>());
   auto measure = std::make_unique<MeasureStage>(p.metrics, p.call_log, p.trace, p.clock, p.otel);
   measure_ = measure.get();
   chain_.push_back(std::move(measure));
   chain_.push_back(std::make_unique<policy::TrajectoryOwnerStage>(p.io, p.config.gateway, p.clock));
-  chain_.push_back(
-      std::make_unique<repair::RepairStage>(catalog::schemas_of(p.catalog), p.config, p.metrics));
+  auto repair =
+      std::make_unique<repair::RepairStage>(catalog::schemas_of(p.catalog), p.config, p.metrics);
+  repair_ = repair.get();
+  chain_.push_back(std::move(repair));
   // Record and replay: a replayed call takes no slot, reaches no cache and no server.
   if (p.cassette || p.recorder) {
     chain_.push_back(std::make_unique<replay::ReplayStage>(p.config, p.cassette, p.recorder,
                                                            p.metrics, p.clock));
   }
   // A retry with the key of a call already run takes no slot either, nor runs again.
-  chain_.push_back(std::make_unique<idempotency::IdempotencyStage>(p.io, p.config.gateway,
-                                                                   p.metrics, p.clock));
-  // A hit takes no admission slot (nor a share of its tenant's rate).
   chain_.push_back(
-      std::make_unique<cache::CacheStage>(p.io, p.config, p.catalog, p.metrics, p.clock));
+      std::make_unique<idempotency::IdempotencyStage>(p.io, p.config.gateway, p.metrics, p.clock));
+  // A hit takes no admission slot (nor a share of its tenant's rate).
+  auto cache = std::make_unique<cache::CacheStage>(p.io, p.config, p.catalog, p.metrics, p.clock);
+  cache_ = cache.get();
+  chain_.push_back(std::move(cache));
   chain_.push_back(
       std::make_unique<policy::SharedRateStage>(p.io, p.config.gateway, p.metrics, p.clock));
   auto admission = std::make_unique<policy::AdmissionStage>(p.io, p.config, p.metrics, p.clock);
@@ -68,9 +73,18 @@ Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
 
 Pipeline::~Pipeline() = default;
 
+void Pipeline::servers_changed(const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
+                               std::unordered_set<std::string> removed,
+                               const config::Config& config) {
+  resolve_->set_upstreams(upstreams, std::move(removed));
+  repair_->set_servers(config.servers);
+  cache_->set_servers(config.servers);
+  breakers_->set_servers(config.servers);
+  admission_->admission().reconfigure(config);
+}
+
 const std::vector<MetaKey>& Pipeline::meta_keys() {
-  static const std::vector<MetaKey> keys{repair::request_meta_key(),
-                                         idempotency::key_meta_key(),
+  static const std::vector<MetaKey> keys{repair::request_meta_key(), idempotency::key_meta_key(),
                                          cache::request_meta_key()};
   return keys;
 }

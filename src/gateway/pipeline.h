@@ -4,6 +4,8 @@
 // next). Built in one place, in the order of the data flow.
 #include <boost/asio/io_context.hpp>
 #include <memory>
+#include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "base/clock.h"
@@ -17,6 +19,15 @@
 
 namespace toolbridge::otel {
 class Exporter;
+}
+namespace toolbridge::catalog {
+class ResolveStage;
+}
+namespace toolbridge::repair {
+class RepairStage;
+}
+namespace toolbridge::cache {
+class CacheStage;
 }
 
 namespace toolbridge::policy {
@@ -66,12 +77,20 @@ class Pipeline {
   // For front ends that run their own last stage: every request they answer is measured (metrics,
   // the call log, the trace) as a call is.
   Stage& measure_stage() const { return *measure_; }
+  // A reload changed the configuration (its content is `config`) and the servers
+  // (PipelineParts::upstreams): resolve routes to them from now on; repair, cache, breaker and
+  // admission take their settings; `removed` names the servers it took away.
+  void servers_changed(const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
+                       std::unordered_set<std::string> removed, const config::Config& config);
   // The clock every stage reads and waits on (and the calls' `started`).
   const base::Clock& clock() const { return clock_; }
 
  private:
   std::vector<std::unique_ptr<Stage>> chain_;
-  const policy::BreakerStage* breakers_ = nullptr;
+  catalog::ResolveStage* resolve_ = nullptr;
+  repair::RepairStage* repair_ = nullptr;
+  cache::CacheStage* cache_ = nullptr;
+  policy::BreakerStage* breakers_ = nullptr;
   policy::AdmissionStage* admission_ = nullptr;
   Stage* measure_ = nullptr;
   const base::Clock& clock_;

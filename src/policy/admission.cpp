@@ -28,40 +28,9 @@ void Permit::release() {
   owner->release(*this);
 }
 
-Admission::Admission(const config::Config& config, const base::Clock& clock)
-    : clock_(clock),
-      default_tenant_limit_(config.gateway.tenant_limit),
-      trajectory_limit_(config.gateway.trajectory_limit),
-      queue_size_(config.gateway.admission_queue_size) {
-  global_.limit = config.gateway.max_calls_in_flight;
-  bool tenant_limits = default_tenant_limit_ > 0;
-  for (const auto& [name, t] : config.gateway.tenants) {
-    TenantSlot& slot = tenants_[name];
-    slot.configured = true;
-    slot.weight = t.weight;
-    slot.slot.limit = t.limit;
-    tenant_limits = tenant_limits || t.limit > 0;
-  }
-  limits_everywhere_ = global_.limit > 0 || tenant_limits || trajectory_limit_ > 0;
-  for (const auto& cfg : config.servers) {
-    auto s = std::make_unique<Server>();
-    s->name = cfg.name;
-    if (cfg.adaptive_limit) {
-      s->adaptive.emplace(cfg.adaptive, clock_.now());
-      s->slot.limit = s->adaptive->limit();
-    } else if (cfg.concurrency_limit > 0) {
-      s->slot.limit = cfg.concurrency_limit;
-    } else if (cfg.policy != config::Policy::kPerSession) {
-      // No limit configured: the server's own capacity (max_in_flight on each instance it may
-      // run) is the limit, so calls past it wait in the fair queue instead of being refused by
-      // a full instance. per_session instances each serve one trajectory: no shared capacity.
-      s->slot.limit = cfg.max_in_flight * cfg.effective_max_instances();
-      s->capacity = true;
-    }
-    for (const auto& [tool, limit] : cfg.tool_limits) s->tools[tool].limit = limit;
-    by_name_[cfg.name] = s.get();
-    servers_.push_back(std::move(s));
-  }
+Admission::Admission(const config::Config& config, const base::Clock& clock) : clock_(clock) {
+  configure_gateway(config.gateway);
+  for (const auto& cfg : config.servers) configure(server(cfg.name), cfg);
   // Models (LLM routing) are admitted like servers, by name: concurrency_limit per model.
   for (const auto& model : config.models) {
     auto s = std::make_unique<Server>();
@@ -70,6 +39,58 @@ Admission::Admission(const config::Config& config, const base::Clock& clock)
     by_name_[model.name] = s.get();
     servers_.push_back(std::move(s));
   }
+}
+
+void Admission::configure(Server& s, const config::Server& cfg) {
+  s.capacity = false;
+  s.slot.limit = 0;
+  if (!cfg.adaptive_limit) s.adaptive.reset();
+  if (cfg.adaptive_limit) {
+    // An adaptive limit keeps what it learnt across a reload.
+    if (!s.adaptive) s.adaptive.emplace(cfg.adaptive, clock_.now());
+    s.slot.limit = s.adaptive->limit();
+  } else if (cfg.concurrency_limit > 0) {
+    s.slot.limit = cfg.concurrency_limit;
+  } else if (cfg.policy != config::Policy::kPerSession) {
+    // No limit configured: the server's own capacity (max_in_flight on each instance it may
+    // run) is the limit, so calls past it wait in the fair queue instead of being refused by
+    // a full instance. per_session instances each serve one trajectory: no shared capacity.
+    s.slot.limit = cfg.max_in_flight * cfg.effective_max_instances();
+    s.capacity = true;
+  }
+  configure_tools(s, cfg);
+}
+
+void Admission::configure_tools(Server& s, const config::Server& cfg) {
+  // A tool whose limit is gone keeps its slot (calls in flight release into it), unlimited.
+  for (auto& [tool, slot] : s.tools) slot.limit = 0;
+  for (const auto& [tool, limit] : cfg.tool_limits) s.tools[tool].limit = limit;
+}
+
+void Admission::configure_gateway(const config::Gateway& g) {
+  global_.limit = g.max_calls_in_flight;
+  default_tenant_limit_ = g.tenant_limit;
+  trajectory_limit_ = g.trajectory_limit;
+  queue_size_ = g.admission_queue_size;
+  for (auto& [name, t] : tenants_) t = TenantSlot{.slot = {.limit = 0, .in_use = t.slot.in_use}};
+  bool tenant_limits = default_tenant_limit_ > 0;
+  for (const auto& [name, t] : g.tenants) {
+    TenantSlot& slot = tenants_[name];
+    slot.configured = true;
+    slot.weight = t.weight;
+    slot.slot.limit = t.limit;
+    tenant_limits = tenant_limits || t.limit > 0;
+  }
+  // A tenant a reload took out of the config lives on only while it holds calls.
+  std::erase_if(tenants_,
+                [](const auto& e) { return !e.second.configured && e.second.slot.in_use == 0; });
+  limits_everywhere_ = global_.limit > 0 || tenant_limits || trajectory_limit_ > 0;
+}
+
+void Admission::reconfigure(const config::Config& config) {
+  configure_gateway(config.gateway);
+  for (const auto& cfg : config.servers) configure(server(cfg.name), cfg);
+  pump();  // a limit that grew lets waiting calls in now
 }
 
 Admission::Server* Admission::find(std::string_view server) {

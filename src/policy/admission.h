@@ -140,6 +140,15 @@ class Admission : public std::enable_shared_from_this<Admission> {
   std::size_t trajectory_in_flight(std::string_view trajectory) const;
   std::size_t queued_total() const { return queued_total_; }
 
+  // A reload (docs/reload.md): the limits become those of `config`: the gateway's
+  // (`max_calls_in_flight`, `tenant_limit`, `tenants`, `trajectory_limit`,
+  // `admission_queue_size`) and the servers' (`concurrency_limit`, `adaptive`, `tool_limits`).
+  // Calls in flight keep their permits (a limit that did not exist when they were admitted does
+  // not count them); a limit that shrank admits no new call until enough have finished, one that
+  // grew admits waiting calls at once. A removed server's state stays (its last calls release
+  // into it). Models keep their start-up limits.
+  void reconfigure(const config::Config& config);
+
  private:
   friend class Permit;
   struct TenantQueue {
@@ -166,6 +175,10 @@ class Admission : public std::enable_shared_from_this<Admission> {
   enum class Block { kNone, kShared, kOwn };
 
   Server& server(std::string_view name);
+  void configure_gateway(const config::Gateway& g);
+  // Sets `s`'s limits from its config (at start and at a reload).
+  void configure(Server& s, const config::Server& cfg);
+  void configure_tools(Server& s, const config::Server& cfg);
   Server* find(std::string_view server);
   const Server* find(std::string_view server) const;
   Block blocked(const Server& s, const AdmissionRequest& r) const;
@@ -180,10 +193,10 @@ class Admission : public std::enable_shared_from_this<Admission> {
 
   const base::Clock& clock_;
   AdmissionSlot global_;
-  std::size_t default_tenant_limit_;
-  std::size_t trajectory_limit_;
-  std::size_t queue_size_;
-  bool limits_everywhere_;  // a global, tenant or trajectory limit applies to every server
+  std::size_t default_tenant_limit_ = 0;
+  std::size_t trajectory_limit_ = 0;
+  std::size_t queue_size_ = 0;
+  bool limits_everywhere_ = false;  // a global, tenant or trajectory limit applies to every server
   std::vector<std::unique_ptr<Server>> servers_;
   AdmissionMap<Server*> by_name_;
   AdmissionMap<TenantSlot> tenants_;

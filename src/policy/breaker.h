@@ -31,6 +31,7 @@ class Breaker {
         cooldown_(options.cooldown) {}
 
   bool enabled() const { return options_.threshold > 0; }
+  const BreakerOptions& options() const { return options_; }
   // Empty to admit a call; else why it is refused (an agent can act on the message).
   std::string admit();
   // The outcome of an admitted call: `fault` when it timed out; `why` is kept for refusals.

@@ -6,21 +6,51 @@ namespace toolbridge::policy {
 
 using gateway::Fault;
 
+namespace {
+
+BreakerOptions options_of(const config::Server& s) {
+  return BreakerOptions{s.breaker_threshold, s.breaker_cooldown,
+                        std::max<std::chrono::milliseconds>(s.call_timeout, s.breaker_cooldown)};
+}
+
+bool same(const BreakerOptions& a, const BreakerOptions& b) {
+  return a.threshold == b.threshold && a.cooldown == b.cooldown &&
+         a.probe_lost_after == b.probe_lost_after;
+}
+
+}  // namespace
+
 BreakerStage::BreakerStage(const std::vector<config::Server>& servers, telemetry::Metrics& metrics,
-                           const base::Clock& clock) {
+                           const base::Clock& clock)
+    : metrics_(metrics), clock_(clock) {
+  for (const auto& s : servers) breakers_.emplace(s.name, make_breaker(s));
+}
+
+std::unique_ptr<Breaker> BreakerStage::make_breaker(const config::Server& s) const {
+  auto breaker = std::make_unique<Breaker>(s.name, options_of(s), clock_);
+  const std::string labels = telemetry::labels({{"server", s.name}});
+  // The counter exists from the start, so a dashboard sees 0 rather than no series.
+  metrics_.add("toolbridge_breaker_opened_total", labels, 0);
+  breaker->on_open = [&metrics = metrics_, labels] {
+    metrics.add("toolbridge_breaker_opened_total", labels);
+  };
+  return breaker;
+}
+
+void BreakerStage::set_servers(const std::vector<config::Server>& servers) {
+  std::unordered_map<std::string, std::unique_ptr<Breaker>> next;
   for (const auto& s : servers) {
-    const BreakerOptions options{
-        s.breaker_threshold, s.breaker_cooldown,
-        std::max<std::chrono::milliseconds>(s.call_timeout, s.breaker_cooldown)};
-    auto breaker = std::make_unique<Breaker>(s.name, options, clock);
-    const std::string labels = telemetry::labels({{"server", s.name}});
-    // The counter exists from the start, so a dashboard sees 0 rather than no series.
-    metrics.add("toolbridge_breaker_opened_total", labels, 0);
-    breaker->on_open = [&metrics, labels] {
-      metrics.add("toolbridge_breaker_opened_total", labels);
-    };
-    breakers_.emplace(s.name, std::move(breaker));
+    auto it = breakers_.find(s.name);
+    if (it != breakers_.end() && same(it->second->options(), options_of(s))) {
+      next.emplace(s.name, std::move(it->second));
+    } else {
+      next.emplace(s.name, make_breaker(s));
+    }
   }
+  for (auto& [name, breaker] : breakers_) {
+    if (breaker) replaced_.push_back(std::move(breaker));
+  }
+  breakers_ = std::move(next);
 }
 
 const Breaker* BreakerStage::find(const std::string& server) const {

@@ -24,8 +24,17 @@ class BreakerStage final : public gateway::Stage {
   // The breaker of a configured server (for /healthz); null for an unknown name.
   const Breaker* find(const std::string& server) const;
 
+  // A reload replaced the servers: a new server gets a breaker, a server whose breaker settings
+  // changed a fresh one, a removed server none (a call still in one finishes with it).
+  void set_servers(const std::vector<config::Server>& servers);
+
  private:
+  std::unique_ptr<Breaker> make_breaker(const config::Server& s) const;
+
+  telemetry::Metrics& metrics_;
+  const base::Clock& clock_;
   std::unordered_map<std::string, std::unique_ptr<Breaker>> breakers_;
+  std::vector<std::unique_ptr<Breaker>> replaced_;  // calls in flight may still report to them
 };
 
 }  // namespace toolbridge::policy

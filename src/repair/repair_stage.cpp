@@ -45,7 +45,7 @@ std::string describe(const Violation& v, const ToolSchema& schema) {
 RepairStage::RepairStage(SchemaOf schema_of, const config::Config& config,
                          telemetry::Metrics& metrics)
     : schema_of_(std::move(schema_of)), metrics_(metrics) {
-  for (const auto& s : config.servers) servers_.emplace(s.name, &s);
+  set_servers(config.servers);
   metrics_.describe(std::string(kRepairsMetric), "counter",
                     "Changes repair made to tool calls, by server, tool and kind (tool_name, "
                     "param_name, param_alias, type_coerced, ...).");
@@ -68,6 +68,11 @@ boost::asio::awaitable<Result> RepairStage::report(Call& call, gateway::Next nex
     result.response = with_repairs(result.response, repairs_json(call.repairs));
   }
   co_return result;
+}
+
+void RepairStage::set_servers(const std::vector<config::Server>& servers) {
+  servers_.clear();
+  for (const auto& s : servers) servers_.emplace(s.name, &s);
 }
 
 std::optional<Result> RepairStage::prepare(Call& call) {

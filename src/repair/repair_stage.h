@@ -21,6 +21,9 @@ class RepairStage final : public gateway::Stage {
  public:
   // `schema_of`: the schemas of the catalog (catalog::schemas_of).
   RepairStage(SchemaOf schema_of, const config::Config& config, telemetry::Metrics& metrics);
+  // A reload replaced the servers: their repair settings are those of `servers` from now on
+  // (a call already past this stage keeps what it was given).
+  void set_servers(const std::vector<config::Server>& servers);
   std::string_view name() const override { return "repair"; }
   bool applies(const gateway::Call& call) const override { return call.is_tool_call(); }
   boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;

@@ -74,9 +74,15 @@ std::string SessionDirs::make(std::uint64_t number, std::string& error) {
     return {};
   }
   std::string dir = fmt::format("{}/{}-{}", root_, server_name_, number);
-  if (::mkdir(dir.c_str(), 0700) != 0) {
-    error = fmt::format("cannot create session directory {}: {}", dir, std::strerror(errno));
-    return {};
+  // A directory of that name may still be in use: the older version of this server that a
+  // reload replaced numbered its instances from 1 too (docs/reload.md). Never share it.
+  constexpr int kMaxSuffix = 1000;
+  for (int suffix = 2; ::mkdir(dir.c_str(), 0700) != 0; ++suffix) {
+    if (errno != EEXIST || suffix > kMaxSuffix) {
+      error = fmt::format("cannot create session directory {}: {}", dir, std::strerror(errno));
+      return {};
+    }
+    dir = fmt::format("{}/{}-{}.{}", root_, server_name_, number, suffix);
   }
   return dir;
 }

@@ -122,6 +122,38 @@ TEST_F(AdmissionTest, AServerLimitAdmitsUpToItThenQueuesAndAReleaseAdmitsTheNext
   EXPECT_EQ(admission->servers()[0].in_flight, 0u);
 }
 
+// A reload (docs/reload.md): a limit that grew admits waiting calls at once; one that shrank
+// lets calls in flight finish and admits none until they are under it; a new server is known.
+TEST_F(AdmissionTest, AReloadChangesServerLimitsInPlace) {
+  build(with_server(1));
+  Permit a = admission->try_admit({"search", "q", "x", "1"});
+  ASSERT_TRUE(a);
+  Waiter& b = queue("x", "2");
+  Waiter& c = queue("x", "3");
+  EXPECT_FALSE(b.permit);
+
+  config::Config grown = with_server(3);
+  config::Server added;
+  added.name = "added";
+  added.concurrency_limit = 5;
+  grown.servers.push_back(added);
+  admission->reconfigure(grown);
+  EXPECT_TRUE(b.permit);
+  EXPECT_TRUE(c.permit);
+  EXPECT_EQ(admission->servers()[0].in_flight, 3u);
+  ASSERT_EQ(admission->servers().size(), 2u);
+  EXPECT_EQ(admission->servers()[1].limit, 5u);
+
+  admission->reconfigure(with_server(1));
+  EXPECT_EQ(admission->servers()[0].limit, 1u);
+  EXPECT_EQ(admission->servers()[0].in_flight, 3u);  // calls in flight keep their permits
+  a.release();
+  b.permit.release();
+  EXPECT_FALSE(admission->try_admit({"search", "q", "x", "4"}));  // still one in flight
+  c.permit.release();
+  EXPECT_TRUE(admission->try_admit({"search", "q", "x", "5"}));
+}
+
 TEST_F(AdmissionTest, ANewcomerDoesNotOvertakeCallsThatWait) {
   build(with_server(1));
   Permit a = admission->try_admit({"search", "q", "x", "1"});

@@ -45,12 +45,24 @@ TEST_F(SessionDirsTest, KeepSessionDirLeavesThemInPlace) {
   EXPECT_TRUE(fs::is_directory(a));
 }
 
-TEST_F(SessionDirsTest, AnExistingDirectoryIsAnErrorThatNamesIt) {
+// A directory of that name is never shared: the older version of a server that a reload
+// replaced (docs/reload.md) numbered its instances from 1 too, and may still run them.
+TEST_F(SessionDirsTest, AnExistingDirectoryIsNeverSharedButSuffixed) {
   SessionDirs dirs(root_.string(), "mem", false);
   std::string error;
-  ASSERT_NE(dirs.make(3, error), "");
-  EXPECT_EQ(dirs.make(3, error), "");
-  EXPECT_NE(error.find("cannot create session directory " + (root_ / "mem-3").string()),
+  ASSERT_EQ(dirs.make(3, error), (root_ / "mem-3").string());
+  EXPECT_EQ(dirs.make(3, error), (root_ / "mem-3.2").string()) << error;
+  EXPECT_EQ(dirs.make(3, error), (root_ / "mem-3.3").string()) << error;
+  EXPECT_TRUE(error.empty()) << error;
+}
+
+TEST_F(SessionDirsTest, WhenEverySuffixIsTakenTheErrorNamesTheLastTried) {
+  SessionDirs dirs(root_.string(), "mem", false);
+  std::string error;
+  ASSERT_NE(dirs.make(4, error), "");
+  for (int i = 2; i <= 1000; ++i) fs::create_directory(root_ / ("mem-4." + std::to_string(i)));
+  EXPECT_EQ(dirs.make(4, error), "");
+  EXPECT_NE(error.find("cannot create session directory " + (root_ / "mem-4.1000").string()),
             std::string::npos)
       << error;
 }

@@ -88,5 +88,26 @@ TEST_F(BreakerStageTest, AProbeThatExpiredBeforeBeingSentLeavesTheProbeToTheNext
   EXPECT_EQ(state(), Breaker::State::kClosed);
 }
 
+// A reload (docs/reload.md): a server whose breaker settings did not change keeps its breaker
+// and its state; one whose settings changed gets a fresh one; a new server gets one; a removed
+// server none.
+TEST_F(BreakerStageTest, AReloadKeepsUnchangedBreakersAndRenewsChangedOnes) {
+  for (int i = 0; i < 2; ++i) sent_call(gateway::Result::failure(Fault::kTimeout, "timed out"));
+  ASSERT_EQ(state(), Breaker::State::kOpen);
+  config::Server added = server;
+  added.name = "added";
+  breakers->set_servers({server, added});
+  EXPECT_EQ(state(), Breaker::State::kOpen);
+  ASSERT_NE(breakers->find("added"), nullptr);
+  EXPECT_EQ(breakers->find("added")->state(), Breaker::State::kClosed);
+
+  config::Server changed = server;
+  changed.breaker_threshold = 3;
+  breakers->set_servers({changed});
+  EXPECT_EQ(state(), Breaker::State::kClosed);
+  EXPECT_EQ(breakers->find("srv")->options().threshold, 3u);
+  EXPECT_EQ(breakers->find("added"), nullptr);
+}
+
 }  // namespace
 }  // namespace toolbridge::policy
