@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <boost/json.hpp>
 #include <charconv>
 #include <cmath>
@@ -130,20 +129,6 @@ std::string_view outcome_name(Fault f) {
   // class (agent) tells it apart.
   if (f == Fault::kInvalidCall) return "tool_error";
   return gateway::to_string(f);
-}
-
-void append_quoted(std::string& out, std::string_view s) {
-  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
-    const auto b = static_cast<unsigned char>(c);
-    return b >= 0x20 && b < 0x7f && c != '"' && c != '\\';
-  });
-  if (!plain) {
-    out += json::quote(s);
-    return;
-  }
-  out += '"';
-  out += s;
-  out += '"';
 }
 
 namespace {

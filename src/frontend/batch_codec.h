@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "call/call.h"
+#include "json/quote.h"
 
 namespace toolbridge::frontend {
 
@@ -36,9 +37,8 @@ struct BatchEntry {
 // "ok" for a result, else the fault's name (tool_error, timeout, shed, ...).
 std::string_view outcome_name(gateway::Fault f);
 
-// The JSON string literal of `s` (quotes included) appended to `out`: a tool name usually needs
-// no escaping, and then no temporary string either.
-void append_quoted(std::string& out, std::string_view s);
+// The JSON string literal of `s` appended to `out` (json/quote.h).
+using json::append_quoted;
 
 // `ms` with three decimals, exactly as fmt's {:.3f} writes it (to nearest, ties to even), at a
 // fraction of its cost: an answer writes three per entry.

@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 
 #include "json/envelope.h"
+#include "json/quote.h"
 
 namespace toolbridge::json {
 
@@ -33,16 +34,6 @@ bool needs_escaping(std::string_view s) {
   return false;
 }
 
-void append_quoted(std::string& out, std::string_view s) {
-  if (needs_escaping(s)) {
-    out += boost::json::serialize(boost::json::string(s));
-    return;
-  }
-  out += '"';
-  out += s;
-  out += '"';
-}
-
 // {"jsonrpc":"2.0"[,"id":ID],"method":"M"[,"params":P]}: requests and notifications alike,
 // built in one allocation (this runs for every forwarded call).
 std::string method_message(std::string_view id, std::string_view method, std::string_view params) {
@@ -63,6 +54,16 @@ std::string method_message(std::string_view id, std::string_view method, std::st
   return out;
 }
 }  // namespace
+
+void append_quoted(std::string& out, std::string_view s) {
+  if (needs_escaping(s)) {
+    out += boost::json::serialize(boost::json::string(s));
+    return;
+  }
+  out += '"';
+  out += s;
+  out += '"';
+}
 
 std::string quote(std::string_view s) {
   std::string out;

@@ -7,13 +7,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <filesystem>
 
 #include "json/envelope.h"
+#include "json/quote.h"
 #include "replay/record_format.h"
 
 namespace toolbridge::replay {
@@ -38,22 +38,6 @@ std::string run_name(const base::Clock& clock, int attempt) {
   return name;
 }
 
-// A JSON string for `s`: as it is when it needs no escaping (trajectory, server and tool names
-// nearly always), else through json::quote.
-void append_string(std::string& out, std::string_view s) {
-  const bool plain = std::all_of(s.begin(), s.end(), [](char ch) {
-    const auto u = static_cast<unsigned char>(ch);
-    return u >= 0x20 && u < 0x7f && ch != '"' && ch != '\\';
-  });
-  if (!plain) {
-    out += json::quote(s);
-    return;
-  }
-  out += '"';
-  out += s;
-  out += '"';
-}
-
 template <class T>
 void append_number(std::string& out, T v) {
   char buf[32];
@@ -73,11 +57,11 @@ void append_call(std::string& out, std::uint64_t seq, const CallEntry& c) {
   out += R"({"kind":"call","seq":)";
   append_number(out, seq);
   out += R"(,"trajectory":)";
-  append_string(out, c.trajectory);
+  json::append_quoted(out, c.trajectory);
   out += R"(,"server":)";
-  append_string(out, c.server);
+  json::append_quoted(out, c.server);
   out += R"(,"tool":)";
-  append_string(out, c.tool);
+  json::append_quoted(out, c.tool);
   out += R"(,"arguments":)";
   out += c.arguments;
   out += R"(,"occurrence":)";
@@ -89,7 +73,7 @@ void append_call(std::string& out, std::uint64_t seq, const CallEntry& c) {
   out += R"(,"duration_ms":)";
   append_ms(out, c.duration_ms);
   out += R"(,"fingerprint":)";
-  append_string(out, c.fingerprint);
+  json::append_quoted(out, c.fingerprint);
   out += c.error ? R"(,"error":)" : R"(,"result":)";
   out += c.answer;
 }
