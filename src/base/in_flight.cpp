@@ -13,9 +13,15 @@ void InFlight::done() {
   for (Timer* t : waiters_) t->cancel();
 }
 
+void InFlight::wake_all() {
+  ++wakes_;
+  for (Timer* t : waiters_) t->cancel();
+}
+
 boost::asio::awaitable<bool> InFlight::until_zero(Clock::time_point until) {
   Timer timer(co_await boost::asio::this_coro::executor, clock_, until);
-  while (count_ > 0 && clock_.now() < until) {
+  const std::uint64_t wakes = wakes_;
+  while (count_ > 0 && clock_.now() < until && wakes_ == wakes) {
     waiters_.push_back(&timer);
     boost::system::error_code ec;
     co_await timer.async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));

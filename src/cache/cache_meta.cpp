@@ -40,8 +40,8 @@ std::string read_cache_meta(const boost::json::value& v, std::string& mode,
   return {};
 }
 
-gateway::MetaKey request_meta_key() {
-  return {kCacheMetaKey, [](gateway::Call& call, const boost::json::value& v) {
+call::MetaKey request_meta_key() {
+  return {kCacheMetaKey, [](call::Call& call, const boost::json::value& v) {
             Request& r = call.slots.get<Request>();
             return read_cache_meta(v, r.mode, r.max_age_ms);
           }};

@@ -22,7 +22,7 @@ struct Request {
   std::int64_t max_age_ms = -1;  // the oldest cached result it accepts, in ms (-1: any)
 };
 // kCacheMetaKey, read into the call's Request.
-gateway::MetaKey request_meta_key();
+call::MetaKey request_meta_key();
 
 // Reads "bypass", "refresh", {"max_age_ms": N} or N (a max age in ms) into `mode` and
 // `max_age_ms`; returns why the value is not one of those (empty if it is).

@@ -14,9 +14,9 @@
 namespace toolbridge::cache {
 
 namespace asio = boost::asio;
-using gateway::Call;
-using gateway::Fault;
-using gateway::Result;
+using call::Call;
+using call::Fault;
+using call::Result;
 
 namespace {
 
@@ -323,7 +323,7 @@ void CacheStage::count(Counter which, const Call& call) {
   ++*cell;
 }
 
-asio::awaitable<Result> CacheStage::handle(Call& call, gateway::Next next) {
+asio::awaitable<Result> CacheStage::handle(Call& call, call::Next next) {
   // Not a coroutine: a call this stage leaves alone, and a memory hit, cost no frame of their own.
   Plan p = plan(call);
   const Request& asked = request_of(call);
@@ -336,7 +336,7 @@ asio::awaitable<Result> CacheStage::handle(Call& call, gateway::Next next) {
     if (const Entry* e = memory_->find(k, now)) {
       if (fresh_enough(asked, now, e->stored_ms)) {
         call.cached = true;
-        return gateway::ready(hit(call, *e, *memory_, now));
+        return call::ready(hit(call, *e, *memory_, now));
       }
     }
     looked_up = true;
@@ -363,7 +363,7 @@ Result CacheStage::hit(const Call& call, const Entry& e, const Tier& tier, std::
   return r;
 }
 
-asio::awaitable<Result> CacheStage::run(Call& call, gateway::Next next, Plan plan, std::string k,
+asio::awaitable<Result> CacheStage::run(Call& call, call::Next next, Plan plan, std::string k,
                                         bool looked_up) {
   const Request& asked = request_of(call);
   if (plan.cache && asked.mode != "refresh" && !looked_up) {

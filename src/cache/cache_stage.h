@@ -30,7 +30,7 @@ struct Plan {
   Scope scope = Scope::kGlobal;  // who shares a key
 };
 
-class CacheStage final : public gateway::Stage {
+class CacheStage final : public call::Stage {
  public:
   CacheStage(boost::asio::io_context& io, const config::Config& config,
              const catalog::Catalog& catalog, telemetry::Metrics& metrics,
@@ -42,12 +42,12 @@ class CacheStage final : public gateway::Stage {
   void set_servers(const std::vector<config::Server>& servers);
 
   std::string_view name() const override { return "cache"; }
-  bool applies(const gateway::Call& call) const override;
-  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
+  bool applies(const call::Call& call) const override;
+  boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next next) override;
 
-  Plan plan(const gateway::Call& call) const;
+  Plan plan(const call::Call& call) const;
   // The key of `call` under `plan`; empty if its arguments have no canonical form.
-  static std::string key(const gateway::Call& call, const Plan& plan);
+  static std::string key(const call::Call& call, const Plan& plan);
 
   MemoryTier& memory() { return *memory_; }
 
@@ -57,17 +57,16 @@ class CacheStage final : public gateway::Stage {
     bool idempotent_all = false;
     config::ToolCache annotated;  // a readOnlyHint tool's settings when annotations are on
   };
-  boost::asio::awaitable<gateway::Result> run(gateway::Call& call, gateway::Next next, Plan plan,
-                                              std::string key, bool looked_up);
+  boost::asio::awaitable<call::Result> run(call::Call& call, call::Next next, Plan plan,
+                                           std::string key, bool looked_up);
   // The answer from a cached entry, with _meta["toolbridge/cache"] {hit, tier, age_ms}.
-  gateway::Result hit(const gateway::Call& call, const Entry& e, const Tier& tier,
-                      std::int64_t now_ms);
+  call::Result hit(const call::Call& call, const Entry& e, const Tier& tier, std::int64_t now_ms);
   Tier* tier_for(config::CacheTier t) const;
   std::array<const Tier*, 3> tiers() const { return {memory_.get(), disk_.get(), redis_.get()}; }
-  void store(const gateway::Call& call, const Plan& plan, const std::string& key,
-             const gateway::Result& r, double upstream_seconds);
+  void store(const call::Call& call, const Plan& plan, const std::string& key,
+             const call::Result& r, double upstream_seconds);
   enum class Counter { kHitMemory, kHitDisk, kHitRedis, kMiss, kCoalesced, kCount };
-  void count(Counter which, const gateway::Call& call);
+  void count(Counter which, const call::Call& call);
 
   const catalog::Catalog& catalog_;
   telemetry::Metrics& metrics_;

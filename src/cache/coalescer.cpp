@@ -11,9 +11,9 @@
 namespace toolbridge::cache {
 
 namespace asio = boost::asio;
-using gateway::Call;
-using gateway::Fault;
-using gateway::Result;
+using call::Call;
+using call::Fault;
+using call::Result;
 
 struct Coalescer::Flight {
   bool done = false;
@@ -83,7 +83,7 @@ asio::awaitable<Coalescer::Join> Coalescer::join(const std::string& key, Call& c
   join.joined = true;
   std::shared_ptr<Flight> flight = it->second;
   auto timer = std::make_shared<base::Timer>(io_, clock_, call.deadline);
-  auto wait = std::make_shared<gateway::TimerWait>(timer);
+  auto wait = std::make_shared<call::TimerWait>(timer);
   call.set_in_flight(wait);
   flight->waiting.push_back(timer);
   ++flight->followers;
@@ -94,7 +94,7 @@ asio::awaitable<Coalescer::Join> Coalescer::join(const std::string& key, Call& c
     join.result = Result::failure(Fault::kCancelled, wait->why);
   } else if (flight->done) {
     if (flight->result) {
-      join.result = gateway::under_own_id(*flight->result, call);
+      join.result = call::under_own_id(*flight->result, call);
       join.upstream_seconds = flight->upstream_seconds;
     }
   } else {

@@ -24,10 +24,10 @@ class Coalescer {
   // kCancelled Result: this caller's own deadline or cancel).
   struct Join {
     bool joined = false;
-    std::optional<gateway::Result> result;
+    std::optional<call::Result> result;
     double upstream_seconds = 0;  // what the shared execution took upstream
   };
-  boost::asio::awaitable<Join> join(const std::string& key, gateway::Call& call);
+  boost::asio::awaitable<Join> join(const std::string& key, call::Call& call);
 
   // Marks `key` in flight with the caller as its leader; finish() hands the result to the
   // followers. One Lead per key; destroying it unfinished releases the followers (nullopt).
@@ -37,7 +37,7 @@ class Coalescer {
     Lead(Lead&&) noexcept;
     Lead& operator=(Lead&&) noexcept;
     ~Lead();
-    void finish(const gateway::Result& result, double upstream_seconds);
+    void finish(const call::Result& result, double upstream_seconds);
     explicit operator bool() const { return owner_ != nullptr; }
 
    private:
@@ -53,7 +53,7 @@ class Coalescer {
 
  private:
   struct Flight;
-  void complete(const std::string& key, const gateway::Result* result, double seconds);
+  void complete(const std::string& key, const call::Result* result, double seconds);
 
   boost::asio::io_context& io_;
   const base::Clock& clock_;

@@ -4,7 +4,7 @@
 
 #include "upstream/upstream.h"
 
-namespace toolbridge::gateway {
+namespace toolbridge::call {
 
 std::chrono::milliseconds call_budget(const config::Server& server, const std::string& tool,
                                       std::chrono::milliseconds requested) {
@@ -20,6 +20,7 @@ std::chrono::milliseconds call_budget(const config::Server& server, const std::s
 void Call::set_route(Route r) {
   route = std::move(r);
   if (!route.upstream) return;
+  holder_ = base::InFlight::Token(route.upstream->holders());
   timeout = call_budget(route.upstream->config(), route.tool, requested_timeout);
   deadline = started + timeout;
 }
@@ -190,4 +191,4 @@ void Call::cancel(const std::string& reason) {
   if (auto attempt = in_flight_.lock()) attempt->abandon(reason);
 }
 
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::call

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/in_flight.h"
 #include "call/slots.h"
 #include "json/envelope.h"
 #include "upstream/instance.h"
@@ -20,7 +21,7 @@ namespace toolbridge::upstream {
 class Upstream;
 }
 
-namespace toolbridge::gateway {
+namespace toolbridge::call {
 
 // How a call ended. Front ends turn a fault into their own answer (a JSON-RPC error, an isError
 // tool result, a batch entry); metrics label outcomes with outcome_label().
@@ -177,7 +178,10 @@ class Call {
   bool is_tool_call() const { return method == "tools/call"; }
   // Routes the call (the resolve stage) and gives it its budget and deadline from `started` and
   // requested_timeout, once. A route without an upstream (a stage tested alone) sets neither.
+  // The call holds its upstream (Upstream::holders) until answered() or its end.
   void set_route(Route r);
+  // The call has its answer: it no longer holds its upstream (a drain stops waiting for it).
+  void answered() { holder_.release(); }
   // upstream_params, built from params, server_name and meta if it is not yet.
   const std::string& server_params();
   // The raw value of a top-level member of params; empty if absent.
@@ -195,6 +199,7 @@ class Call {
  private:
   bool cancelled_ = false;
   std::weak_ptr<Abandonable> in_flight_;
+  base::InFlight::Token holder_;  // after `route`: released before its upstream can go
 };
 
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::call

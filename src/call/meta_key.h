@@ -9,7 +9,7 @@
 
 #include "call/call.h"
 
-namespace toolbridge::gateway {
+namespace toolbridge::call {
 
 struct MetaKey {
   std::string_view name;
@@ -18,4 +18,4 @@ struct MetaKey {
   std::string (*read)(Call& call, const boost::json::value& value);
 };
 
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::call

@@ -2,7 +2,7 @@
 
 #include "json/envelope.h"
 
-namespace toolbridge::gateway {
+namespace toolbridge::call {
 
 Result under_own_id(const Result& shared, const Call& call) {
   Result r = shared;
@@ -13,4 +13,4 @@ Result under_own_id(const Result& shared, const Call& call) {
   return r;
 }
 
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::call

@@ -8,7 +8,7 @@
 #include "base/clock.h"
 #include "call/call.h"
 
-namespace toolbridge::gateway {
+namespace toolbridge::call {
 
 // A wait on `timer` (set to the waiter's deadline), abandoned by Call::cancel: the timer is
 // cancelled and `abandoned`/`why` say so.
@@ -30,4 +30,4 @@ class TimerWait final : public Abandonable {
 // `shared`, another call's result, with its response's id replaced by `call`'s.
 Result under_own_id(const Result& shared, const Call& call);
 
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::call

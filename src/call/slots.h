@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-namespace toolbridge::gateway {
+namespace toolbridge::call {
 
 class Slots {
  public:
@@ -60,4 +60,4 @@ class Slots {
   std::vector<std::pair<const void*, std::unique_ptr<Base>>> slots_;
 };
 
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::call

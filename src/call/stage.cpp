@@ -1,6 +1,6 @@
 #include "call/stage.h"
 
-namespace toolbridge::gateway {
+namespace toolbridge::call {
 
 namespace {
 
@@ -25,4 +25,4 @@ boost::asio::awaitable<Result> Next::operator()(Call& call) const {
   return no_stage_answered(call);
 }
 
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::call

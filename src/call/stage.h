@@ -7,7 +7,7 @@
 
 #include "call/call.h"
 
-namespace toolbridge::gateway {
+namespace toolbridge::call {
 
 class Stage;
 
@@ -51,4 +51,4 @@ class BorrowedStage final : public Stage {
   Stage& stage_;
 };
 
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::call

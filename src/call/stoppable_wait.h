@@ -7,7 +7,7 @@
 #include "call/call.h"
 #include "upstream/upstream.h"
 
-namespace toolbridge::gateway {
+namespace toolbridge::call {
 
 class StoppableWait final : public Abandonable {
  public:
@@ -15,4 +15,4 @@ class StoppableWait final : public Abandonable {
   upstream::WaitStop stop;
 };
 
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::call

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace toolbridge::gateway {
+namespace toolbridge::call {
 
 namespace {
 
@@ -26,4 +26,4 @@ bool valid_traceparent(std::string_view v) {
          !all_zero(trace_id) && !all_zero(parent_id);
 }
 
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::call

@@ -5,10 +5,10 @@
 // 00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>, lowercase, ids not all zero.
 #include <string_view>
 
-namespace toolbridge::gateway {
+namespace toolbridge::call {
 
 inline constexpr std::string_view kTraceparent = "traceparent";
 
 bool valid_traceparent(std::string_view value);
 
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::call

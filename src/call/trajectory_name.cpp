@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <optional>
 
-namespace toolbridge::gateway {
+namespace toolbridge::call {
 
 namespace {
 
@@ -93,4 +93,4 @@ std::string trajectory_name_error(std::string_view name) {
   return problem + "; " + std::string(kTrajectoryNameRule);
 }
 
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::call

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace toolbridge::gateway {
+namespace toolbridge::call {
 
 inline constexpr std::size_t kMaxTrajectoryNameChars = 256;
 
@@ -20,4 +20,4 @@ inline constexpr std::string_view kTrajectoryNameRule =
 // followed by the rule.
 std::string trajectory_name_error(std::string_view name);
 
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::call

@@ -12,8 +12,8 @@
 namespace toolbridge::catalog {
 
 namespace bj = boost::json;
-using gateway::Fault;
-using gateway::Result;
+using call::Fault;
+using call::Result;
 
 ResolveStage::ResolveStage(const Catalog& catalog,
                            const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
@@ -30,20 +30,19 @@ void ResolveStage::set_upstreams(const std::vector<std::shared_ptr<upstream::Ups
   removed_ = std::move(removed);
 }
 
-boost::asio::awaitable<Result> ResolveStage::handle(gateway::Call& call, gateway::Next next) {
+boost::asio::awaitable<Result> ResolveStage::handle(call::Call& call, call::Next next) {
   // Not a coroutine: a call that resolves costs no frame of its own.
   if (auto answer = resolve(call)) {
     if (answer->fault == Fault::kInvalidParams) {
       // Not "Unknown tool" for a server that has not listed its tools yet: wait for its start.
       if (auto up = unlisted_server_of(call)) return after_start(call, std::move(up), next);
     }
-    return gateway::ready(std::move(*answer));
+    return call::ready(std::move(*answer));
   }
   return next(call);
 }
 
-std::shared_ptr<upstream::Upstream> ResolveStage::unlisted_server_of(
-    const gateway::Call& call) const {
+std::shared_ptr<upstream::Upstream> ResolveStage::unlisted_server_of(const call::Call& call) const {
   if (!call.is_tool_call() && call.method != "prompts/get") return nullptr;
   const std::string name = call.string_member("name");
   const std::size_t cut = name.find(separator_);
@@ -53,14 +52,14 @@ std::shared_ptr<upstream::Upstream> ResolveStage::unlisted_server_of(
   return it->second;
 }
 
-boost::asio::awaitable<Result> ResolveStage::after_start(gateway::Call& call,
+boost::asio::awaitable<Result> ResolveStage::after_start(call::Call& call,
                                                          std::shared_ptr<upstream::Upstream> up,
-                                                         gateway::Next next) {
+                                                         call::Next next) {
   // The call's own budget (the server's call_timeout, shortened by toolbridge/timeout_ms).
-  const auto budget = gateway::call_budget(up->config(), {}, call.requested_timeout);
+  const auto budget = call::call_budget(up->config(), {}, call.requested_timeout);
   const auto deadline = call.started + budget;
   if (!call.cancelled()) {
-    const auto waiting = std::make_shared<gateway::StoppableWait>();
+    const auto waiting = std::make_shared<call::StoppableWait>();
     call.set_in_flight(waiting);
     co_await up->until_started(deadline, &waiting->stop);
   }
@@ -86,7 +85,7 @@ boost::asio::awaitable<Result> ResolveStage::after_start(gateway::Call& call,
   co_return result;
 }
 
-std::optional<Result> ResolveStage::resolve(gateway::Call& call) const {
+std::optional<Result> ResolveStage::resolve(call::Call& call) const {
   if (stopping_) {
     return Result::failure(Fault::kShuttingDown,
                            "the gateway is shutting down; no new calls are accepted");
@@ -95,16 +94,16 @@ std::optional<Result> ResolveStage::resolve(gateway::Call& call) const {
   return resolve_named(call);
 }
 
-bool ResolveStage::route_to(gateway::Call& call, const std::string& server, std::string label,
+bool ResolveStage::route_to(call::Call& call, const std::string& server, std::string label,
                             std::string display_name, std::string tool) const {
   auto it = upstreams_.find(server);
   if (it == upstreams_.end()) return false;
-  call.set_route(gateway::Route{it->second, server, std::move(tool), std::move(label),
-                                std::move(display_name)});
+  call.set_route(
+      call::Route{it->second, server, std::move(tool), std::move(label), std::move(display_name)});
   return true;
 }
 
-std::optional<Result> ResolveStage::resolve_named(gateway::Call& call) const {
+std::optional<Result> ResolveStage::resolve_named(call::Call& call) const {
   const bool tool = call.method == "tools/call";
   if (tool || call.method == "prompts/get") {
     const std::string name = call.string_member("name");
@@ -140,7 +139,7 @@ std::optional<Result> ResolveStage::resolve_named(gateway::Call& call) const {
   return std::nullopt;  // params go as they are, but for _meta: Call::server_params()
 }
 
-std::optional<Result> ResolveStage::resolve_completion(gateway::Call& call) const {
+std::optional<Result> ResolveStage::resolve_completion(call::Call& call) const {
   // The reference is small: it is parsed, renamed and put back; the rest stays raw.
   boost::system::error_code ec;
   bj::value ref = json::parse(call.member("ref"), ec);

@@ -13,7 +13,7 @@
 
 namespace toolbridge::catalog {
 
-class ResolveStage final : public gateway::Stage {
+class ResolveStage final : public call::Stage {
  public:
   // `separator`: between server and tool names (a name with a configured server's prefix is
   // that server's, even before its tools are listed).
@@ -21,11 +21,11 @@ class ResolveStage final : public gateway::Stage {
                const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
                const bool& stopping, std::string separator = "__");
   std::string_view name() const override { return "resolve"; }
-  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
+  boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next next) override;
 
   // The route of `call` with its upstream params, or a Result that answers it (an unknown name,
   // a completion nobody serves). Separate from handle() so it can be tested without a chain.
-  std::optional<gateway::Result> resolve(gateway::Call& call) const;
+  std::optional<call::Result> resolve(call::Call& call) const;
 
   // A reload changed the servers: routes go to `upstreams` from now on (calls already routed
   // keep theirs); a tool of a server in `removed` is refused as such rather than as unknown.
@@ -33,18 +33,18 @@ class ResolveStage final : public gateway::Stage {
                      std::unordered_set<std::string> removed);
 
  private:
-  bool route_to(gateway::Call& call, const std::string& server, std::string label,
+  bool route_to(call::Call& call, const std::string& server, std::string label,
                 std::string display_name, std::string tool) const;
-  std::optional<gateway::Result> resolve_named(gateway::Call& call) const;
-  std::optional<gateway::Result> resolve_completion(gateway::Call& call) const;
+  std::optional<call::Result> resolve_named(call::Call& call) const;
+  std::optional<call::Result> resolve_completion(call::Call& call) const;
   std::string unknown_tool_message(const std::string& name) const;
   // The configured server whose prefix `call`'s tool name has, if that server has not listed
   // its tools yet (starting, failed to start, disabled); else null.
-  std::shared_ptr<upstream::Upstream> unlisted_server_of(const gateway::Call& call) const;
+  std::shared_ptr<upstream::Upstream> unlisted_server_of(const call::Call& call) const;
   // Waits for that server's start (within the call's budget), then resolves again.
-  boost::asio::awaitable<gateway::Result> after_start(gateway::Call& call,
-                                                      std::shared_ptr<upstream::Upstream> up,
-                                                      gateway::Next next);
+  boost::asio::awaitable<call::Result> after_start(call::Call& call,
+                                                   std::shared_ptr<upstream::Upstream> up,
+                                                   call::Next next);
   config::RepairMode repair_mode(const Entry& e) const;
 
   const Catalog& catalog_;

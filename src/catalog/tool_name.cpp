@@ -48,7 +48,7 @@ ToolNameMatch match_tool_name(const Catalog& catalog, std::string_view name, con
   return m;
 }
 
-ToolNameRepair repair_tool_name(const Catalog& catalog, gateway::Call& call, std::string_view name,
+ToolNameRepair repair_tool_name(const Catalog& catalog, call::Call& call, std::string_view name,
                                 const ModeOf& mode_of) {
   const ToolNameMatch m = match_tool_name(catalog, name, mode_of,
                                           repair::effective_mode(RepairMode::kAggressive, call));

@@ -29,12 +29,12 @@ ToolNameMatch match_tool_name(const Catalog& catalog, std::string_view name, con
 
 struct ToolNameRepair {
   const Entry* entry = nullptr;           // the tool meant; the repair is recorded in the call
-  std::optional<gateway::Result> answer;  // several candidates: an isError result naming them
+  std::optional<call::Result> answer;     // several candidates: an isError result naming them
 };
 
 // For the resolve stage: `name` (not in the catalog) matched for `call`. Neither set: no
 // candidate, the unknown-tool error stands.
-ToolNameRepair repair_tool_name(const Catalog& catalog, gateway::Call& call, std::string_view name,
+ToolNameRepair repair_tool_name(const Catalog& catalog, call::Call& call, std::string_view name,
                                 const ModeOf& mode_of);
 
 }  // namespace toolbridge::catalog

@@ -38,7 +38,7 @@ asio::awaitable<void> Admin::release(transport::Exchange& ex, std::string_view p
   std::string refused;
   const std::string owner = owner_of(ex, refused);
   const bool bad_method = req.method() != http::verb::delete_;
-  const std::string bad_name = gateway::trajectory_name_error(name);
+  const std::string bad_name = call::trajectory_name_error(name);
   if (bad_method || !bad_name.empty() || owner.empty()) {
     const auto status = bad_method ? http::status::method_not_allowed : http::status::bad_request;
     std::string message =

@@ -27,9 +27,9 @@ namespace toolbridge::frontend {
 namespace asio = boost::asio;
 namespace bj = boost::json;
 namespace http = boost::beast::http;
-using gateway::Call;
-using gateway::Fault;
-using gateway::Result;
+using call::Call;
+using call::Fault;
+using call::Result;
 using transport::Exchange;
 
 Batch::Batch(gateway::Gateway& gateway) : gateway_(gateway) {

@@ -16,7 +16,7 @@
 namespace toolbridge::frontend {
 
 namespace bj = boost::json;
-using gateway::Fault;
+using call::Fault;
 
 Encoding encoding_of(std::string_view content_type) {
   if (content_type.empty() || content_type.find("application/json") != std::string_view::npos) {
@@ -128,7 +128,7 @@ std::string_view outcome_name(Fault f) {
   // An isError result the gateway wrote (schema under enforce): tool_error as before; its
   // class (agent) tells it apart.
   if (f == Fault::kInvalidCall) return "tool_error";
-  return gateway::to_string(f);
+  return call::to_string(f);
 }
 
 namespace {
@@ -188,7 +188,7 @@ struct Answer {
 // The result value `r.result_at` frames, if it still does: a stage that rewrote the response
 // after it was set (repair reporting its changes, an id of another length spliced in) moved or
 // changed what it framed, and then the response is scanned.
-std::string_view known_result(const gateway::Result& r) {
+std::string_view known_result(const call::Result& r) {
   constexpr std::string_view kName = R"("result":)";
   const json::Span at = r.result_at;
   const std::string_view response = r.response;
@@ -199,7 +199,7 @@ std::string_view known_result(const gateway::Result& r) {
   return at.in(response);
 }
 
-Answer answer_of(const gateway::Result& r) {
+Answer answer_of(const call::Result& r) {
   if (r.response.empty()) return {};
   if (const std::string_view known = known_result(r); !known.empty()) return {known, {}};
   const json::Envelope env = json::parse_envelope(r.response);
@@ -220,7 +220,7 @@ void append_outcome(std::string& out, const BatchEntry& e) {
   out += R"("outcome":")";
   out += outcome_name(e.result.fault);
   out += R"(","fault":")";
-  out += gateway::to_string(gateway::fault_class(e.result.fault));
+  out += call::to_string(call::fault_class(e.result.fault));
   out += '"';
   // The server's own answer: its result (tool results, isError ones included) or its error
   // object, as it sent it.
@@ -233,7 +233,7 @@ void append_outcome(std::string& out, const BatchEntry& e) {
     out += answer.error;
   } else {
     out += R"(,"error":{"code":)";
-    out += std::to_string(gateway::error_code(e.result.fault));
+    out += std::to_string(call::error_code(e.result.fault));
     out += R"(,"message":)";
     append_quoted(out, e.result.why);
     out += '}';
@@ -312,7 +312,7 @@ std::string encode_msgpack(const std::vector<BatchEntry>& entries, double total_
     pack_str(p, "outcome");
     pack_str(p, outcome_name(e.result.fault));
     pack_str(p, "fault");
-    pack_str(p, gateway::to_string(gateway::fault_class(e.result.fault)));
+    pack_str(p, call::to_string(call::fault_class(e.result.fault)));
     const Answer answer = answer_of(e.result);
     if (!answer.result.empty() || !answer.error.empty()) {
       const bool ok = !answer.result.empty();
@@ -322,7 +322,7 @@ std::string encode_msgpack(const std::vector<BatchEntry>& entries, double total_
       pack_str(p, "error");
       p.pack_map(2);
       pack_str(p, "code");
-      p.pack_int(gateway::error_code(e.result.fault));
+      p.pack_int(call::error_code(e.result.fault));
       pack_str(p, "message");
       pack_str(p, e.result.why);
     }

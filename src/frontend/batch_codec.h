@@ -28,14 +28,14 @@ boost::json::value decode_body(Encoding e, std::string_view body, std::string& p
 // One call's answer, in request order.
 struct BatchEntry {
   std::string tool;
-  gateway::Result result;
+  call::Result result;
   double queue_ms = 0;
   double execution_ms = 0;
   double total_ms = 0;
 };
 
 // "ok" for a result, else the fault's name (tool_error, timeout, shed, ...).
-std::string_view outcome_name(gateway::Fault f);
+std::string_view outcome_name(call::Fault f);
 
 // The JSON string literal of `s` appended to `out` (json/quote.h).
 using json::append_quoted;

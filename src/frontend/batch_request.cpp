@@ -162,7 +162,7 @@ class PlainReader {
         return calls(out.calls);
       case 1: {
         const auto trajectory = plain_string();
-        if (!trajectory || !gateway::trajectory_name_error(*trajectory).empty()) return false;
+        if (!trajectory || !call::trajectory_name_error(*trajectory).empty()) return false;
         out.trajectory = *trajectory;
         return true;
       }
@@ -302,7 +302,7 @@ BatchRefusal read_batch_request(const bj::value& body, BatchRequest& out, std::s
       calls = &value.as_array();
     } else if (key == "trajectory") {
       if (!value.is_string()) return bad("trajectory must be a string");
-      if (std::string why = gateway::trajectory_name_error(value.as_string()); !why.empty()) {
+      if (std::string why = call::trajectory_name_error(value.as_string()); !why.empty()) {
         return bad("trajectory: " + why);
       }
       out.trajectory = std::string(value.as_string());

@@ -15,9 +15,9 @@ namespace toolbridge::frontend {
 
 namespace asio = boost::asio;
 namespace http = boost::beast::http;
-using gateway::Call;
-using gateway::Fault;
-using gateway::Result;
+using call::Call;
+using call::Fault;
+using call::Result;
 using transport::Exchange;
 
 namespace {

@@ -19,9 +19,9 @@
 namespace toolbridge::frontend {
 
 namespace asio = boost::asio;
-using gateway::Call;
-using gateway::Fault;
-using gateway::Result;
+using call::Call;
+using call::Fault;
+using call::Result;
 using transport::Exchange;
 
 namespace {
@@ -101,8 +101,8 @@ BatchRefusal call_scope(Exchange& ex, gateway::Gateway& gateway, const std::stri
   out.principal = ex.principal;
   // The caller's trace context (W3C traceparent header) goes to every call's trace line and to
   // its server in _meta; a malformed one is ignored.
-  out.traceparent = std::string(header(req, gateway::kTraceparent));
-  if (!gateway::valid_traceparent(out.traceparent)) out.traceparent.clear();
+  out.traceparent = std::string(header(req, call::kTraceparent));
+  if (!call::valid_traceparent(out.traceparent)) out.traceparent.clear();
   return {};
 }
 

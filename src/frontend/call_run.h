@@ -35,7 +35,7 @@ struct CallScope {
   // The tool surface the calls name their tools by (X-Toolbridge-Surface or the body's
   // `surface`); null: the gateway's catalog.
   std::shared_ptr<const surfaces::View> surface;
-  gateway::Call::Clock::time_point arrived{};  // on the gateway's clock
+  call::Call::Clock::time_point arrived{};  // on the gateway's clock
 };
 
 // The scope of the request in `ex` from its headers and the trajectory, tenant and surface its
@@ -54,20 +54,20 @@ BatchRefusal surface_scope(transport::Exchange& ex, const gateway::Gateway& gate
                            const std::string& body_surface, CallScope& out);
 
 // A tools/call of `tool` with `arguments` (a JSON object), numbered `index` in its request.
-std::shared_ptr<gateway::Call> make_tool_call(std::size_t index, std::string_view tool,
-                                              std::string_view arguments, const CallScope& scope,
-                                              std::chrono::milliseconds timeout);
+std::shared_ptr<call::Call> make_tool_call(std::size_t index, std::string_view tool,
+                                           std::string_view arguments, const CallScope& scope,
+                                           std::chrono::milliseconds timeout);
 
 // Arguments known to be exactly one valid JSON object, no whitespace around it (a batch's, read
 // and checked with its body): the call's members are known without scanning its params again.
 struct CheckedArguments {
   std::string_view text;
 };
-std::shared_ptr<gateway::Call> make_tool_call(std::size_t index, std::string_view tool,
-                                              CheckedArguments arguments, const CallScope& scope,
-                                              std::chrono::milliseconds timeout);
+std::shared_ptr<call::Call> make_tool_call(std::size_t index, std::string_view tool,
+                                           CheckedArguments arguments, const CallScope& scope,
+                                           std::chrono::milliseconds timeout);
 // The same, made in `call` (a new Call): for a request that allocates its calls together.
-void set_tool_call(gateway::Call& call, std::size_t index, std::string_view tool,
+void set_tool_call(call::Call& call, std::size_t index, std::string_view tool,
                    CheckedArguments arguments, const CallScope& scope,
                    std::chrono::milliseconds timeout);
 
@@ -78,15 +78,15 @@ class CallRun : public std::enable_shared_from_this<CallRun> {
   CallRun(boost::asio::io_context& io, const gateway::Pipeline& pipeline, bool fail_fast,
           bool sequential, std::size_t max_result_bytes);
 
-  std::vector<std::shared_ptr<gateway::Call>> calls;    // null for an entry that cannot run
-  std::vector<std::optional<gateway::Result>> results;  // preset: an entry that cannot run
-  std::vector<gateway::Call::Clock::time_point> done_at;
+  std::vector<std::shared_ptr<call::Call>> calls;    // null for an entry that cannot run
+  std::vector<std::optional<call::Result>> results;  // preset: an entry that cannot run
+  std::vector<call::Call::Clock::time_point> done_at;
 
   // Runs every call in `calls`.
   void start();
   // Adds one more call (or, with `preset`, an entry that cannot run) and starts it at once
   // (concurrent runs only). Returns its index.
-  std::size_t add(std::shared_ptr<gateway::Call> call, std::optional<gateway::Result> preset);
+  std::size_t add(std::shared_ptr<call::Call> call, std::optional<call::Result> preset);
   // Returns once every call started so far has its result.
   boost::asio::awaitable<void> wait();
   bool done() const { return pending_ == 0; }
@@ -96,11 +96,11 @@ class CallRun : public std::enable_shared_from_this<CallRun> {
   // Every result is kShed (the request as a whole gets 429).
   bool all_shed() const;
   // Call i's answer with its timing, measured from `arrived`.
-  BatchEntry entry(std::size_t i, std::string tool, gateway::Call::Clock::time_point arrived);
+  BatchEntry entry(std::size_t i, std::string tool, call::Call::Clock::time_point arrived);
 
   std::optional<std::size_t> stopped_by;  // the call whose failure stopped a fail_fast run
   // Called as each call gets its result (batch mode "tasks": the call's task ends then).
-  std::function<void(std::size_t, const gateway::Result&)> on_result;
+  std::function<void(std::size_t, const call::Result&)> on_result;
 
  private:
   // Answers call i without running it if it cannot run (preset), the client left or a fail_fast
@@ -111,7 +111,7 @@ class CallRun : public std::enable_shared_from_this<CallRun> {
   // without waiting (cache hits): a coroutine is started only for a call that waits.
   static boost::asio::awaitable<void> run_from(std::shared_ptr<CallRun> self, std::size_t i);
   void next();
-  void finish(std::size_t i, gateway::Result result);
+  void finish(std::size_t i, call::Result result);
   std::string skipped_why() const;
   void cancel_all(const std::string& reason);
 
@@ -128,7 +128,7 @@ class CallRun : public std::enable_shared_from_this<CallRun> {
   bool starting_ = false;  // start() is launching the calls of a concurrent run
   // Calls answered while start() launched them, finished once it has launched every call (as
   // each call's own coroutine would have finished it).
-  std::vector<std::pair<std::size_t, gateway::Result>> answered_;
+  std::vector<std::pair<std::size_t, call::Result>> answered_;
 };
 
 }  // namespace toolbridge::frontend

@@ -212,8 +212,7 @@ McpHttp::Accepted McpHttp::accept_post(const Exchange& ex, std::string_view traj
   out.session->last_seen = gateway_.clock().now();
   out.stream = std::make_shared<gateway::PostStream>(gateway_.io(), out.session, accepts_sse);
   // A malformed traceparent is ignored, as W3C Trace Context says a receiver must.
-  if (const std::string_view tp = header(req, gateway::kTraceparent);
-      gateway::valid_traceparent(tp))
+  if (const std::string_view tp = header(req, call::kTraceparent); call::valid_traceparent(tp))
     out.stream->traceparent = std::string(tp);
   out.batch = messages.batch;
   if (!messages.batch &&
@@ -237,7 +236,7 @@ McpHttp::Accepted McpHttp::accept_post(const Exchange& ex, std::string_view traj
 
 asio::awaitable<void> McpHttp::post(Exchange& ex, std::string_view trajectory,
                                     std::string_view surface) {
-  if (McpModern::claims(ex.request())) {
+  if (McpStateless::claims(ex.request())) {
     if (!surface.empty() || !header(ex.request(), kSurfaceHeader).empty()) {
       // Not yet: the stateless revision has no session to hold the surface.
       const std::string body = json::make_error(
@@ -247,7 +246,7 @@ asio::awaitable<void> McpHttp::post(Exchange& ex, std::string_view trajectory,
       co_await ex.reply(http::status::bad_request, "application/json", body, {});
       co_return;
     }
-    co_await modern_.post(ex, trajectory);
+    co_await stateless_.post(ex, trajectory);
     co_return;
   }
   // Everything up to the wait for answers is done outside this coroutine: its frame stays small.
@@ -299,7 +298,7 @@ asio::awaitable<void> McpHttp::post(Exchange& ex, std::string_view trajectory,
   } writer{*this, ex, a};
   a.stream->on_first_event = [&writer] { writer.start(); };
   std::exception_ptr failure;
-  gateway::Result result;
+  call::Result result;
   try {
     result = co_await gateway_.pipeline().run(*a.call);
   } catch (...) {
@@ -378,8 +377,8 @@ asio::awaitable<void> McpHttp::answer(Exchange& ex, std::shared_ptr<gateway::Pos
 asio::awaitable<void> McpHttp::get(Exchange& ex, std::string_view trajectory,
                                    std::string_view surface) {
   const auto& req = ex.request();
-  if (McpModern::claims(req)) {
-    co_await modern_.not_allowed(ex);
+  if (McpStateless::claims(req)) {
+    co_await stateless_.not_allowed(ex);
     co_return;
   }
   if (header(req, "Accept").find("text/event-stream") == std::string::npos) {
@@ -433,8 +432,8 @@ asio::awaitable<void> McpHttp::get(Exchange& ex, std::string_view trajectory,
 
 asio::awaitable<void> McpHttp::del(Exchange& ex, std::string_view trajectory,
                                    std::string_view surface) {
-  if (McpModern::claims(ex.request())) {
-    co_await modern_.not_allowed(ex);
+  if (McpStateless::claims(ex.request())) {
+    co_await stateless_.not_allowed(ex);
     co_return;
   }
   const std::string id(header(ex.request(), "Mcp-Session-Id"));

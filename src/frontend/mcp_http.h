@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "frontend/mcp_modern.h"
 #include "frontend/mcp_session_tasks.h"
+#include "frontend/mcp_stateless.h"
 #include "gateway/gateway.h"
 #include "json/envelope.h"
 #include "transport/http_server.h"
@@ -19,9 +19,9 @@ namespace toolbridge::frontend {
 class McpHttp {
  public:
   explicit McpHttp(gateway::Gateway& gateway)
-      : gateway_(gateway), modern_(gateway), session_tasks_(gateway, modern_) {}
+      : gateway_(gateway), stateless_(gateway), session_tasks_(gateway, stateless_) {}
   // The tasks of the MCP tasks extension (also those of /v1/batch mode "tasks").
-  tasks::Store& task_store() { return modern_.task_store(); }
+  tasks::Store& task_store() { return stateless_.task_store(); }
 
   // `trajectory`: the name in a /t/NAME/mcp path (percent-decoded, unchecked), else empty;
   // `surface`: the name in a /s/NAME/mcp path (checked by the caller), else empty.
@@ -58,7 +58,7 @@ class McpHttp {
     transport::Headers headers;
     std::shared_ptr<gateway::Session> session;
     std::shared_ptr<gateway::PostStream> stream;
-    std::shared_ptr<gateway::Call> call;  // the one call of a POST that is not a batch, to run
+    std::shared_ptr<call::Call> call;  // the one call of a POST that is not a batch, to run
     bool batch = false;
     bool owed = false;  // some message is a request: answers are owed
     bool task = false;  // the one message is for session_tasks_ (not handed to the methods)
@@ -74,7 +74,7 @@ class McpHttp {
                                       const transport::Headers& headers);
 
   gateway::Gateway& gateway_;
-  McpModern modern_;            // stateless (2026-07-28) requests on the same endpoint
+  McpStateless stateless_;      // stateless (2026-07-28) requests on the same endpoint
   SessionTasks session_tasks_;  // tasks of 2025-11-25 sessions
 };
 

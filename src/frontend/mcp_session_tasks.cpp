@@ -85,11 +85,11 @@ bool runs_on_session_instance(gateway::Gateway& gateway, const gateway::Session&
 
 // Takes the call `stream` runs out of the session's calls, so that the session's end does not
 // cancel it; returns it (null if it is not running, e.g. already answered).
-std::weak_ptr<gateway::Call> take_out_of_session(gateway::Session& session,
-                                                 const std::shared_ptr<gateway::PostStream>& s) {
+std::weak_ptr<call::Call> take_out_of_session(gateway::Session& session,
+                                              const std::shared_ptr<gateway::PostStream>& s) {
   for (auto it = session.in_flight.begin(); it != session.in_flight.end(); ++it) {
     if (it->second.stream.lock() != s) continue;
-    std::weak_ptr<gateway::Call> call = it->second.call;
+    std::weak_ptr<call::Call> call = it->second.call;
     session.in_flight.erase(it);
     return call;
   }
@@ -118,9 +118,9 @@ std::string task_json(const tasks::Task& t, std::chrono::milliseconds ttl) {
 
 }  // namespace
 
-SessionTasks::SessionTasks(gateway::Gateway& gateway, McpModern& modern)
-    : gateway_(gateway), modern_(modern) {
-  modern_.on_task_change = [this](const tasks::Task& t) { changed(t); };
+SessionTasks::SessionTasks(gateway::Gateway& gateway, McpStateless& stateless)
+    : gateway_(gateway), stateless_(stateless) {
+  stateless_.on_task_change = [this](const tasks::Task& t) { changed(t); };
 }
 
 bool SessionTasks::claims(const gateway::Session& session, const json::Envelope& env,
@@ -180,7 +180,7 @@ std::string SessionTasks::call(const Request& r) {
                             "params.task (an object)");
   }
   const std::string tool(name->as_string());
-  if (modern_.task_support(tool).empty()) {
+  if (stateless_.task_support(tool).empty()) {
     return json::make_error(r.id, json::kMethodNotFound,
                             "tool '" + tool +
                                 "' does not run as a task (its server marks no "
@@ -194,26 +194,26 @@ std::string SessionTasks::call(const Request& r) {
   // A task outlives its session (DELETE, idle end) unless its call runs on the session's own
   // instance, which ends with it.
   const bool bound = runs_on_session_instance(gateway_, *r.session, tool);
-  std::weak_ptr<gateway::Call> detached;
+  std::weak_ptr<call::Call> detached;
   if (!bound) detached = take_out_of_session(*r.session, stream);
   std::string error;
-  tasks::Task* t = modern_.adopt(stream, r.session, r.session->owner, error, detached);
+  tasks::Task* t = stateless_.adopt(stream, r.session, r.session->owner, error, detached);
   if (!t) return json::make_error(r.id, json::kOverloaded, error);
   stream->task_id = t->id;
   stream->on_asking = [this, id = t->id](bool asking) {
     if (asking) {
-      modern_.task_store().input_required(id, "{}");
+      stateless_.task_store().input_required(id, "{}");
     } else {
-      modern_.task_store().working(id);
+      stateless_.task_store().working(id);
     }
   };
   if (creators_.size() >= 4096) {  // tasks forgotten at their TTL while running
     std::erase_if(creators_,
-                  [this](const auto& kv) { return !modern_.task_store().by_id(kv.first); });
+                  [this](const auto& kv) { return !stateless_.task_store().by_id(kv.first); });
   }
   creators_[t->id] = Creator{r.session, r.session->id(), r.id, bound};
-  return json::make_result(r.id,
-                           R"({"task":)" + task_json(*t, modern_.task_store().limits().ttl) + "}");
+  return json::make_result(
+      r.id, R"({"task":)" + task_json(*t, stateless_.task_store().limits().ttl) + "}");
 }
 
 tasks::Task* SessionTasks::task_of(const Request& r, std::string& error) {
@@ -227,7 +227,7 @@ tasks::Task* SessionTasks::task_of(const Request& r, std::string& error) {
     error = json::make_error(r.id, json::kInvalidParams, "taskId must be a string");
     return nullptr;
   }
-  tasks::Task* t = modern_.task_store().find(id->as_string(), r.session->owner);
+  tasks::Task* t = stateless_.task_store().find(id->as_string(), r.session->owner);
   if (!t) {
     error = json::make_error(r.id, json::kInvalidParams, unknown_task_message(id->as_string()));
   }
@@ -235,7 +235,7 @@ tasks::Task* SessionTasks::task_of(const Request& r, std::string& error) {
 }
 
 std::string SessionTasks::get(const Request& r, tasks::Task& t) {
-  return json::make_result(r.id, task_json(t, modern_.task_store().limits().ttl));
+  return json::make_result(r.id, task_json(t, stateless_.task_store().limits().ttl));
 }
 
 std::string SessionTasks::cancel(const Request& r, tasks::Task& t) {
@@ -244,17 +244,17 @@ std::string SessionTasks::cancel(const Request& r, tasks::Task& t) {
                             "Cannot cancel task: already in terminal status '" +
                                 std::string(tasks::to_string(t.status)) + "'");
   }
-  modern_.task_store().cancel(t, "the agent cancelled the task (tasks/cancel)");
-  return json::make_result(r.id, task_json(t, modern_.task_store().limits().ttl));
+  stateless_.task_store().cancel(t, "the agent cancelled the task (tasks/cancel)");
+  return json::make_result(r.id, task_json(t, stateless_.task_store().limits().ttl));
 }
 
 std::string SessionTasks::list(const Request& r) {
   std::string out = R"({"tasks":[)";
   bool first = true;
-  for (const tasks::Task* t : modern_.task_store().of_owner(r.session->owner)) {
+  for (const tasks::Task* t : stateless_.task_store().of_owner(r.session->owner)) {
     if (!first) out += ',';
     first = false;
-    out += task_json(*t, modern_.task_store().limits().ttl);
+    out += task_json(*t, stateless_.task_store().limits().ttl);
   }
   return json::make_result(r.id, out + "]}");
 }
@@ -277,7 +277,7 @@ asio::awaitable<std::string> SessionTasks::result(Exchange& ex, const Request& r
   });
   tasks::Task* t = nullptr;
   for (;;) {
-    t = modern_.task_store().find(task_id, r.session->owner);
+    t = stateless_.task_store().find(task_id, r.session->owner);
     if (!t || tasks::is_terminal(t->status) || wait->left) break;
     wait->wake.expires_at(t->expires);  // a task is forgotten at its TTL at the latest
     boost::system::error_code ec;
@@ -306,7 +306,7 @@ void SessionTasks::changed(const tasks::Task& t) {
   auto creator = creators_.find(t.id);
   if (creator == creators_.end()) return;
   if (auto session = creator->second.session.lock()) {
-    const std::string params = task_json(t, modern_.task_store().limits().ttl);
+    const std::string params = task_json(t, stateless_.task_store().limits().ttl);
     session->push_unsolicited(json::make_notification("notifications/tasks/status", params));
   }
   if (tasks::is_terminal(t.status)) creators_.erase(creator);
@@ -325,12 +325,12 @@ bool SessionTasks::cancels_task(const gateway::Session& session, const json::Env
   const std::string request_id = bj::serialize(*rid);
   for (const auto& [task_id, c] : creators_) {
     if (c.session_id != session.id() || c.request_id != request_id) continue;
-    tasks::Task* t = modern_.task_store().find(task_id, session.owner);
+    tasks::Task* t = stateless_.task_store().find(task_id, session.owner);
     if (!t) return false;
     const bj::value* reason = p.as_object().if_contains("reason");
     std::string why = reason && reason->is_string() ? std::string(reason->as_string()) : "";
     if (why.empty() || why.size() > 512) why = "the agent cancelled the task's request";
-    modern_.task_store().cancel(*t, why);  // changed() may erase c: nothing of it is used after
+    stateless_.task_store().cancel(*t, why);  // changed() may erase c: nothing of it is used after
     return true;
   }
   return false;
@@ -342,8 +342,9 @@ void SessionTasks::ending(const gateway::Session& session) {
     if (c.bound && c.session_id == session.id()) ids.push_back(task_id);
   }
   for (const auto& id : ids) {
-    if (tasks::Task* t = modern_.task_store().by_id(id))
-      modern_.task_store().cancel(*t, "the agent ended the session whose instance runs the task");
+    if (tasks::Task* t = stateless_.task_store().by_id(id))
+      stateless_.task_store().cancel(*t,
+                                     "the agent ended the session whose instance runs the task");
   }
 }
 

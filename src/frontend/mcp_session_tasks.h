@@ -4,7 +4,7 @@
 // initialize result; a tools/call whose params carry `task` becomes a task at once
 // (CreateTaskResult `{task}`), and tasks/get, tasks/result, tasks/list and tasks/cancel reach it
 // for its owner. The call runs through the same store and follower as the stateless tasks
-// (McpModern::adopt): only the wire differs. Progress keeps flowing to the session's stream
+// (McpStateless::adopt): only the wire differs. Progress keeps flowing to the session's stream
 // (with the task's related-task _meta) until the task ends; status changes are sent there as
 // notifications/tasks/status. docs/tasks.md has the rules.
 #include <boost/asio/awaitable.hpp>
@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "frontend/mcp_modern.h"
+#include "frontend/mcp_stateless.h"
 #include "gateway/gateway.h"
 #include "json/envelope.h"
 #include "transport/http_server.h"
@@ -22,7 +22,7 @@ namespace toolbridge::frontend {
 
 class SessionTasks {
  public:
-  SessionTasks(gateway::Gateway& gateway, McpModern& modern);
+  SessionTasks(gateway::Gateway& gateway, McpStateless& stateless);
 
   // Whether this message of `session` is one of these tasks' (a tasks/* request, or a tools/call
   // with a `task` param) on a revision that has tasks.
@@ -61,7 +61,7 @@ class SessionTasks {
   void changed(const tasks::Task& t);
 
   gateway::Gateway& gateway_;
-  McpModern& modern_;
+  McpStateless& stateless_;
   std::multimap<std::string, base::Timer*, std::less<>> waiters_;  // by task id
   // Who started each running task (by task id): its status notifications go to that session;
   // notifications/cancelled of the request that started it and the session's end reach it.

@@ -13,7 +13,7 @@
 #include "base/spawn.h"
 #include "frontend/client_identity.h"
 #include "frontend/event_stream.h"
-#include "frontend/mcp_modern.h"
+#include "frontend/mcp_stateless.h"
 #include "gateway/methods.h"
 #include "json/envelope.h"
 #include "json/parse.h"
@@ -35,7 +35,7 @@ constexpr auto kIdleWake = std::chrono::seconds(15);
 class CallRun final : public tasks::Run {
  public:
   CallRun(gateway::Methods& methods, std::weak_ptr<gateway::PostStream> stream,
-          std::weak_ptr<gateway::Session> session, std::weak_ptr<gateway::Call> call)
+          std::weak_ptr<gateway::Session> session, std::weak_ptr<call::Call> call)
       : methods_(methods),
         stream_(std::move(stream)),
         session_(std::move(session)),
@@ -68,7 +68,7 @@ class CallRun final : public tasks::Run {
   gateway::Methods& methods_;
   std::weak_ptr<gateway::PostStream> stream_;
   std::weak_ptr<gateway::Session> session_;
-  std::weak_ptr<gateway::Call> call_;  // set when the call is no longer the session's
+  std::weak_ptr<call::Call> call_;  // set when the call is no longer the session's
 };
 
 // The statusMessage a notifications/progress gives a running task: its message, else "P of T"
@@ -137,12 +137,12 @@ std::string unknown_task_message(std::string_view task_id) {
          "' (never made, expired after gateway.task_ttl, or another tenant's)";
 }
 
-bool negotiates_tasks(const mcp::ModernEnvelope& envelope) {
+bool negotiates_tasks(const mcp::StatelessEnvelope& envelope) {
   const bj::value* ext = envelope.capabilities.if_contains("extensions");
   return ext && ext->is_object() && ext->as_object().contains(kTasksExtension);
 }
 
-std::string McpModern::task_support(std::string_view tool) const {
+std::string McpStateless::task_support(std::string_view tool) const {
   const catalog::Entry* entry = gateway_.catalog().tool(tool);
   if (!entry) return {};
   if (!entry->task_support.empty()) return entry->task_support;
@@ -155,10 +155,10 @@ std::string McpModern::task_support(std::string_view tool) const {
   return {};
 }
 
-tasks::Task* McpModern::adopt(const std::shared_ptr<gateway::PostStream>& stream,
-                              const std::shared_ptr<gateway::Session>& session,
-                              const std::string& owner, std::string& error,
-                              std::weak_ptr<gateway::Call> call) {
+tasks::Task* McpStateless::adopt(const std::shared_ptr<gateway::PostStream>& stream,
+                                 const std::shared_ptr<gateway::Session>& session,
+                                 const std::string& owner, std::string& error,
+                                 std::weak_ptr<call::Call> call) {
   auto run = std::make_shared<CallRun>(gateway_.methods(), stream, session, std::move(call));
   tasks::Task* task = tasks_.create(owner, run, error);
   if (!task) {
@@ -169,7 +169,8 @@ tasks::Task* McpModern::adopt(const std::shared_ptr<gateway::PostStream>& stream
   return task;
 }
 
-std::string McpModern::become_task(const std::shared_ptr<Conversation>& conv, std::string_view id) {
+std::string McpStateless::become_task(const std::shared_ptr<Conversation>& conv,
+                                      std::string_view id) {
   std::string error;
   const std::string owner = conv->session ? conv->session->owner : std::string();
   tasks::Task* task = adopt(conv, conv->session, owner, error);
@@ -182,8 +183,8 @@ std::string McpModern::become_task(const std::shared_ptr<Conversation>& conv, st
       id, R"({"resultType":"task",)" + task_members(*task, tasks_.limits().ttl) + "}");
 }
 
-asio::awaitable<void> McpModern::run_task(std::shared_ptr<gateway::PostStream> stream,
-                                          std::string id) {
+asio::awaitable<void> McpStateless::run_task(std::shared_ptr<gateway::PostStream> stream,
+                                             std::string id) {
   auto* conv = dynamic_cast<Conversation*>(stream.get());
   for (;;) {
     const tasks::Task* t = tasks_.by_id(id);
@@ -224,7 +225,7 @@ asio::awaitable<void> McpModern::run_task(std::shared_ptr<gateway::PostStream> s
   stream->channel.close();  // nothing more of this call goes anywhere
 }
 
-void McpModern::task_changed(const tasks::Task& t) {
+void McpStateless::task_changed(const tasks::Task& t) {
   auto [it, end] = task_listeners_.equal_range(t.id);
   if (it != end) {
     const std::string members = detailed_members(t, tasks_.limits().ttl);
@@ -240,7 +241,7 @@ void McpModern::task_changed(const tasks::Task& t) {
   if (on_task_change) on_task_change(t);
 }
 
-std::optional<std::vector<std::string>> McpModern::follow_tasks(
+std::optional<std::vector<std::string>> McpStateless::follow_tasks(
     Exchange& ex, Request& r, const std::shared_ptr<gateway::Channel>& channel,
     const std::string& meta) {
   std::vector<std::string> agreed;
@@ -272,7 +273,7 @@ std::optional<std::vector<std::string>> McpModern::follow_tasks(
   return agreed;
 }
 
-asio::awaitable<tasks::Task*> McpModern::task_of(Exchange& ex, Request& r) {
+asio::awaitable<tasks::Task*> McpStateless::task_of(Exchange& ex, Request& r) {
   if (!negotiates_tasks(r.envelope)) {
     const std::string why = r.method + " needs the " + std::string(kTasksExtension) +
                             " extension declared in clientCapabilities";
@@ -297,14 +298,14 @@ asio::awaitable<tasks::Task*> McpModern::task_of(Exchange& ex, Request& r) {
   co_return task;
 }
 
-asio::awaitable<void> McpModern::task_get(Exchange& ex, Request& r) {
+asio::awaitable<void> McpStateless::task_get(Exchange& ex, Request& r) {
   tasks::Task* t = co_await task_of(ex, r);
   if (!t) co_return;
   const std::string members = detailed_members(*t, tasks_.limits().ttl);
   co_await reply(ex, json::make_result(r.id, R"({"resultType":"complete",)" + members + "}"));
 }
 
-asio::awaitable<void> McpModern::task_update(Exchange& ex, Request& r) {
+asio::awaitable<void> McpStateless::task_update(Exchange& ex, Request& r) {
   tasks::Task* t = co_await task_of(ex, r);
   if (!t) co_return;
   const bj::value* given = r.params.if_contains("inputResponses");
@@ -318,7 +319,7 @@ asio::awaitable<void> McpModern::task_update(Exchange& ex, Request& r) {
   co_await reply(ex, json::make_result(r.id, R"({"resultType":"complete"})"));
 }
 
-asio::awaitable<void> McpModern::task_cancel(Exchange& ex, Request& r) {
+asio::awaitable<void> McpStateless::task_cancel(Exchange& ex, Request& r) {
   tasks::Task* t = co_await task_of(ex, r);
   if (!t) co_return;
   tasks_.cancel(*t, "the agent cancelled the task (tasks/cancel)");

@@ -24,8 +24,8 @@ namespace toolbridge::frontend {
 namespace asio = boost::asio;
 namespace bj = boost::json;
 namespace http = boost::beast::http;
-using gateway::Fault;
-using gateway::Result;
+using call::Fault;
+using call::Result;
 using transport::Exchange;
 
 namespace {
@@ -285,7 +285,7 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
     if (const auto* md = body.if_contains("metadata"); md && md->is_object()) {
       if (const auto* t = md->get_object().if_contains("trajectory_id"); t && t->is_string()) {
         trajectory = std::string(t->get_string());
-        trajectory_error = gateway::trajectory_name_error(trajectory);
+        trajectory_error = call::trajectory_name_error(trajectory);
         if (!trajectory_error.empty())
           trajectory_error = "metadata.trajectory_id: " + trajectory_error;
       }
@@ -315,7 +315,7 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
   const std::string prompt = prompt_key(body, chat);
   const llm::RouteInput input{trajectory, prompt};
 
-  gateway::Call call;
+  call::Call call;
   call.method = chat ? "chat/completions" : "completions";
   call.route.server = model->name();
   call.route.label = call.method;
@@ -326,7 +326,7 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
   call.started = gateway_.clock().now();
   call.deadline = call.started + call.timeout;
   // The caller's trace context: the parent of the request's span, sent on to the worker.
-  if (const auto tp = header(ex.request(), gateway::kTraceparent); gateway::valid_traceparent(tp))
+  if (const auto tp = header(ex.request(), call::kTraceparent); call::valid_traceparent(tp))
     call.traceparent = std::string(tp);
 
   auto state = std::make_shared<InFlight>();
@@ -339,9 +339,9 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
   });
   // measure (metrics, the call log, the trace) → admission → the proxy to a worker.
   auto& admission = gateway_.pipeline().admission_stage();
-  std::vector<std::unique_ptr<gateway::Stage>> chain;
-  chain.push_back(std::make_unique<gateway::BorrowedStage>(gateway_.pipeline().measure_stage()));
-  chain.push_back(std::make_unique<gateway::BorrowedStage>(admission));
+  std::vector<std::unique_ptr<call::Stage>> chain;
+  chain.push_back(std::make_unique<call::BorrowedStage>(gateway_.pipeline().measure_stage()));
+  chain.push_back(std::make_unique<call::BorrowedStage>(admission));
   auto proxy = std::make_unique<ProxyStage>(ex, *model, state, path, input,
                                             gateway_.io().get_executor(), gateway_.clock());
   ProxyStage& stage = *proxy;
@@ -352,7 +352,7 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
     stage.record.messages_hash = messages_hash(body, chat);
   }
   chain.push_back(std::move(proxy));
-  Result result = co_await gateway::Next(chain, 0)(call);
+  Result result = co_await call::Next(chain, 0)(call);
   state->upstream.reset();
   if (state->replied || state->client_gone || result.fault == Fault::kCancelled) {
     // The weak callback may still run after this frame is gone: it must not touch `call`.

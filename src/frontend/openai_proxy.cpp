@@ -19,8 +19,8 @@ namespace toolbridge::frontend {
 namespace asio = boost::asio;
 namespace bj = boost::json;
 namespace http = boost::beast::http;
-using gateway::Fault;
-using gateway::Result;
+using call::Fault;
+using call::Result;
 using transport::Exchange;
 using Clock = base::Clock;
 
@@ -54,7 +54,7 @@ std::string openai_error_json(std::string_view message, std::string_view type,
   return bj::serialize(bj::object{{"error", std::move(err)}});
 }
 
-asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
+asio::awaitable<Result> ProxyStage::handle(call::Call& call, call::Next) {
   const config::Model& cfg = model_.config();
   std::vector<bool> tried(model_.workers().size(), false);
   std::string why = "no attempt was made";
@@ -204,7 +204,7 @@ asio::awaitable<Result> ProxyStage::handle(gateway::Call& call, gateway::Next) {
       fmt::format("model '{}': {} attempts failed; last: {}", cfg.name, cfg.max_retries + 1, why));
 }
 
-asio::awaitable<bool> ProxyStage::relay(gateway::Call& call, std::size_t i,
+asio::awaitable<bool> ProxyStage::relay(call::Call& call, std::size_t i,
                                         transport::HttpExchange& hx, std::string& why) {
   llm::Worker& w = model_.workers()[i];
   const auto started = clock_.now();
@@ -283,9 +283,8 @@ asio::awaitable<bool> ProxyStage::relay(gateway::Call& call, std::size_t i,
   co_return true;
 }
 
-void ProxyStage::keep_record(const gateway::Call& call, std::size_t i, int status, bool stream,
-                             bool complete, llm::TokenScanner& scan,
-                             Clock::time_point first_byte) {
+void ProxyStage::keep_record(const call::Call& call, std::size_t i, int status, bool stream,
+                             bool complete, llm::TokenScanner& scan, Clock::time_point first_byte) {
   const auto now = clock_.now();
   llm::TokenRecord r;
   r.model = model_.name();

@@ -30,7 +30,7 @@ struct InFlight {
 };
 
 // The last stage of a model request's chain: routing, attempts, relaying the answer.
-class ProxyStage final : public gateway::Stage {
+class ProxyStage final : public call::Stage {
  public:
   ProxyStage(transport::Exchange& ex, llm::Model& model, std::shared_ptr<InFlight> state,
              std::string_view path, const llm::RouteInput& input, boost::asio::any_io_executor exec,
@@ -44,7 +44,7 @@ class ProxyStage final : public gateway::Stage {
         clock_(clock) {}
 
   std::string_view name() const override { return "llm-proxy"; }
-  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next) override;
+  boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next) override;
 
   // When nothing went to the client: what to answer.
   boost::beast::http::status status = boost::beast::http::status::bad_gateway;
@@ -61,10 +61,10 @@ class ProxyStage final : public gateway::Stage {
   } record;
 
  private:
-  boost::asio::awaitable<bool> relay(gateway::Call& call, std::size_t worker,
+  boost::asio::awaitable<bool> relay(call::Call& call, std::size_t worker,
                                      transport::HttpExchange& hx, std::string& why);
   // The answer relayed (or cut short): its record, when recording.
-  void keep_record(const gateway::Call& call, std::size_t worker, int status, bool stream,
+  void keep_record(const call::Call& call, std::size_t worker, int status, bool stream,
                    bool complete, llm::TokenScanner& scan, base::Clock::time_point first_byte);
 
   transport::Exchange& ex_;

@@ -15,7 +15,7 @@ namespace toolbridge::frontend {
 namespace asio = boost::asio;
 namespace bj = boost::json;
 namespace http = boost::beast::http;
-using gateway::Call;
+using call::Call;
 using transport::Exchange;
 
 namespace {

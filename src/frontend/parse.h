@@ -54,7 +54,7 @@ class Parse {
   std::unique_ptr<Turn> begin(transport::Exchange& ex, const boost::json::value& body, bool stream,
                               BatchRefusal& refusal);
   std::unique_ptr<Turn> begin(ParseOptions options, transport::Exchange& ex, bool stream,
-                              gateway::Call::Clock::time_point arrived, BatchRefusal& refusal);
+                              call::Call::Clock::time_point arrived, BatchRefusal& refusal);
   // Extracts and resolves a whole turn; with execute starts its calls. A refusal (too many
   // calls) leaves the turn unstarted.
   BatchRefusal run_turn(Turn& turn);

@@ -13,8 +13,8 @@
 namespace toolbridge::frontend {
 
 namespace bj = boost::json;
-using gateway::Fault;
-using gateway::Result;
+using call::Fault;
+using call::Result;
 
 namespace {
 
@@ -45,7 +45,7 @@ BatchRefusal read_option(std::string_view key, const bj::value& v, ParseOptions&
     }
   } else if (key == "trajectory") {
     if (!v.is_string()) return bad("trajectory must be a string");
-    if (std::string why = gateway::trajectory_name_error(v.as_string()); !why.empty()) {
+    if (std::string why = call::trajectory_name_error(v.as_string()); !why.empty()) {
       return bad("trajectory: " + why);
     }
     out.trajectory = std::string(v.as_string());
@@ -97,7 +97,7 @@ BatchRefusal read_option(std::string_view key, const bj::value& v, ParseOptions&
   return {};
 }
 
-void append_repairs(std::string& out, const std::vector<gateway::CallRepair>& repairs) {
+void append_repairs(std::string& out, const std::vector<call::CallRepair>& repairs) {
   out += R"("repairs":[)";
   for (std::size_t i = 0; i < repairs.size(); ++i) {
     const auto& r = repairs[i];
@@ -211,10 +211,10 @@ bool Turn::resolve(const parse::ToolIndex& index, const parse::RawCall& raw,
       if (t.server == raw.server && t.original == raw.name && t.shown == t.exposed) tool = &t;
     }
   }
-  std::optional<gateway::CallRepair> renamed;
+  std::optional<call::CallRepair> renamed;
   if (!tool) {
     tool = surfaces::repair_within(*view, raw.name, config::RepairMode::kSafe, repair_modes_);
-    if (tool) renamed = gateway::CallRepair{"tool_name", "", raw.name, tool->shown};
+    if (tool) renamed = call::CallRepair{"tool_name", "", raw.name, tool->shown};
   }
   if (!tool) {
     // Nothing outside the surface is reached, nor repaired to.
@@ -234,7 +234,7 @@ bool Turn::resolve(const parse::ToolIndex& index, const parse::RawCall& raw,
   return true;
 }
 
-void Turn::keyed(gateway::Call& call, std::size_t index) const {
+void Turn::keyed(call::Call& call, std::size_t index) const {
   if (!options_.id.empty())
     call.slots.get<idempotency::Key>().value = fmt::format("{}/{}", options_.id, index);
 }

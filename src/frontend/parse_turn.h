@@ -74,7 +74,7 @@ class Turn {
 
  private:
   // Gives the turn's `index`-th call its idempotency key, when the turn has an id.
-  void keyed(gateway::Call& call, std::size_t index) const;
+  void keyed(call::Call& call, std::size_t index) const;
   // index.resolve(raw), within the turn's surface if it has one.
   bool resolve(const parse::ToolIndex& index, const parse::RawCall& raw, parse::ParsedCall& call,
                std::string& why) const;
@@ -95,6 +95,6 @@ class Turn {
 };
 
 // The text of a tool result (its text blocks), or the error's message, for the conversation.
-std::string result_text(const gateway::Result& result, bool& is_error);
+std::string result_text(const call::Result& result, bool& is_error);
 
 }  // namespace toolbridge::frontend

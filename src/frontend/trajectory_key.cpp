@@ -37,13 +37,13 @@ std::string named_trajectory(const transport::Request& req, std::string_view fro
                              std::string& error) {
   const std::string from_header(header(req, kTrajectoryHeader));
   if (!from_path.empty()) {
-    if (std::string why = gateway::trajectory_name_error(from_path); !why.empty()) {
+    if (std::string why = call::trajectory_name_error(from_path); !why.empty()) {
       error = "the trajectory in the URL path (/t/NAME/...): " + why;
       return {};
     }
   }
   if (!from_header.empty()) {
-    if (std::string why = gateway::trajectory_name_error(from_header); !why.empty()) {
+    if (std::string why = call::trajectory_name_error(from_header); !why.empty()) {
       error = std::string(kTrajectoryHeader) + ": " + why;
       return {};
     }

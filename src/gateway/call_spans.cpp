@@ -18,14 +18,14 @@ std::string_view bounded(std::string_view s) {
   return s.substr(0, kMaxText);
 }
 
-bool is_model_request(const Call& call) {
+bool is_model_request(const call::Call& call) {
   return call.method == "chat/completions" || call.method == "completions";
 }
 
 // The span name the conventions ask for: "{mcp.method.name} {target}" for MCP,
 // "{gen_ai.operation.name} {gen_ai.request.model}" for a model request. Into `name`, a buffer of
 // the caller's that keeps its capacity.
-std::string_view span_name(const Call& call, std::string& name) {
+std::string_view span_name(const call::Call& call, std::string& name) {
   if (is_model_request(call)) {
     name = call.method == "completions" ? "text_completion " : "chat ";
     name += call.route.server;
@@ -38,14 +38,14 @@ std::string_view span_name(const Call& call, std::string& name) {
   return name;
 }
 
-void add_common(otel::SpanWriter& w, const Call& call, const telemetry::CallRecord& r) {
+void add_common(otel::SpanWriter& w, const call::Call& call, const telemetry::CallRecord& r) {
   if (!r.trajectory.empty() && r.trajectory != "-") w.add("toolbridge.trajectory", r.trajectory);
   if (!call.tenant.empty()) w.add("toolbridge.tenant", bounded(call.tenant));
   w.add("toolbridge.server", call.route.server);
 }
 
 // The worker that answered a model request and the tokens it reported (GenAI conventions).
-void add_served(otel::SpanWriter& w, const Call& call) {
+void add_served(otel::SpanWriter& w, const call::Call& call) {
   const llm::Served* served = call.slots.find<llm::Served>();
   if (!served) return;
   w.add("toolbridge.worker", served->worker);
@@ -57,7 +57,7 @@ void add_served(otel::SpanWriter& w, const Call& call) {
     w.add("toolbridge.usage.cached_tokens", static_cast<std::int64_t>(*served->cached_tokens));
 }
 
-void add_call_attributes(otel::SpanWriter& w, const Call& call, const Result& result,
+void add_call_attributes(otel::SpanWriter& w, const call::Call& call, const call::Result& result,
                          const telemetry::CallRecord& r) {
   if (is_model_request(call)) {
     w.add("gen_ai.operation.name", call.method == "completions" ? "text_completion" : "chat");
@@ -78,27 +78,27 @@ void add_call_attributes(otel::SpanWriter& w, const Call& call, const Result& re
   w.add("toolbridge.argument_bytes", static_cast<std::int64_t>(r.argument_bytes));
   w.add("toolbridge.result_bytes", static_cast<std::int64_t>(r.result_bytes));
   if (call.sends > 1) w.add("toolbridge.sends", static_cast<std::int64_t>(call.sends));
-  if (result.fault != Fault::kNone) {
+  if (result.fault != call::Fault::kNone) {
     w.add("error.type", r.outcome);
     w.add("toolbridge.fault", r.fault);
   }
 }
 
 // Why a retried attempt failed, for its span's status (the retry stage retries only these).
-std::string_view attempt_failure(Fault f) {
-  return f == Fault::kNotSent ? "the request never reached the server"
-                              : "the instance died with the call sent";
+std::string_view attempt_failure(call::Fault f) {
+  return f == call::Fault::kNotSent ? "the request never reached the server"
+                                    : "the instance died with the call sent";
 }
 
 // One toolbridge.attempt span per attempt of a retried call, children of `parent`: the first
 // from `first_ns` (the execution's start) to its failure, each later one from the end of its
 // pause to its failure or, the last, to the call's end.
-void attempt_spans(const Call& call, const Result& result, const telemetry::CallRecord& r,
-                   const policy::RetryAttempts& attempts, const SpanContext& context,
-                   const otel::SpanId& parent, std::uint64_t first_ns, std::uint64_t start_ns,
-                   std::uint64_t end_ns, otel::SpanWriter& out) {
+void attempt_spans(const call::Call& call, const call::Result& result,
+                   const telemetry::CallRecord& r, const policy::RetryAttempts& attempts,
+                   const SpanContext& context, const otel::SpanId& parent, std::uint64_t first_ns,
+                   std::uint64_t start_ns, std::uint64_t end_ns, otel::SpanWriter& out) {
   // A call's clock reading as an epoch time, within the call's span.
-  const auto at = [&](Call::Clock::time_point t) {
+  const auto at = [&](call::Call::Clock::time_point t) {
     const auto since = std::chrono::duration_cast<std::chrono::nanoseconds>(t - call.started);
     return std::clamp(start_ns + static_cast<std::uint64_t>(std::max<std::int64_t>(
                                      0, static_cast<std::int64_t>(since.count()))),
@@ -122,12 +122,12 @@ void attempt_spans(const Call& call, const Result& result, const telemetry::Call
       out.add("toolbridge.retry.backoff_ms",
               static_cast<std::int64_t>(retries[i - 1].backoff.count()));
     }
-    const Fault fault = last ? result.fault : retries[i].fault;
-    if (fault != Fault::kNone) {
-      out.add("error.type", last ? r.outcome : outcome_label(fault));
-      out.add("toolbridge.fault", to_string(fault_class(fault)));
+    const call::Fault fault = last ? result.fault : retries[i].fault;
+    if (fault != call::Fault::kNone) {
+      out.add("error.type", last ? r.outcome : call::outcome_label(fault));
+      out.add("toolbridge.fault", to_string(call::fault_class(fault)));
     }
-    if (fault == Fault::kNone) {
+    if (fault == call::Fault::kNone) {
       out.end(otel::StatusCode::kOk);
     } else {
       out.end(otel::StatusCode::kError, last ? bounded(result.why) : attempt_failure(fault));
@@ -138,7 +138,7 @@ void attempt_spans(const Call& call, const Result& result, const telemetry::Call
 
 }  // namespace
 
-SpanContext span_context(const Call& call, double ratio) {
+SpanContext span_context(const call::Call& call, double ratio) {
   SpanContext c;
   if (auto tp = otel::parse_traceparent(call.traceparent)) {
     c.trace_id = tp->trace_id;
@@ -152,7 +152,7 @@ SpanContext span_context(const Call& call, double ratio) {
   return c;
 }
 
-void call_spans(const Call& call, const Result& result, const telemetry::CallRecord& r,
+void call_spans(const call::Call& call, const call::Result& result, const telemetry::CallRecord& r,
                 const SpanContext& context, std::uint64_t start_ns, std::uint64_t end_ns,
                 otel::SpanWriter& out) {
   thread_local std::string name;
@@ -166,11 +166,12 @@ void call_spans(const Call& call, const Result& result, const telemetry::CallRec
              .start_ns = start_ns,
              .end_ns = end_ns});
   add_call_attributes(out, call, result, r);
-  if (result.fault == Fault::kNone) {
+  if (result.fault == call::Fault::kNone) {
     out.end(otel::StatusCode::kOk);
   } else {
     out.end(otel::StatusCode::kError,
-            bounded(result.fault == Fault::kToolError ? "the tool answered isError" : result.why));
+            bounded(result.fault == call::Fault::kToolError ? "the tool answered isError"
+                                                            : result.why));
   }
   const auto queue_end = std::min(start_ns + static_cast<std::uint64_t>(r.queue_s * 1e9), end_ns);
   if (r.queue_s >= kMinQueueSpanSeconds) {

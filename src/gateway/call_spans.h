@@ -23,15 +23,15 @@ struct SpanContext {
 // From the call's traceparent (its sampled flag decides), else the trajectory's trace id (a
 // request-scoped key is no trajectory: a random id); `ratio` samples the traces the gateway
 // starts.
-SpanContext span_context(const Call& call, double ratio);
+SpanContext span_context(const call::Call& call, double ratio);
 
 // A call that waited less than this in the gateway has no toolbridge.queue span (the gap between
 // its span's start and its execution span's still shows the wait).
 inline constexpr double kMinQueueSpanSeconds = 0.001;
 
 // Times are nanoseconds since the Unix epoch. Writes the spans with `out`, the call's own first.
-void call_spans(const Call& call, const Result& result, const telemetry::CallRecord& record,
-                const SpanContext& context, std::uint64_t start_ns, std::uint64_t end_ns,
-                otel::SpanWriter& out);
+void call_spans(const call::Call& call, const call::Result& result,
+                const telemetry::CallRecord& record, const SpanContext& context,
+                std::uint64_t start_ns, std::uint64_t end_ns, otel::SpanWriter& out);
 
 }  // namespace toolbridge::gateway

@@ -279,18 +279,23 @@ void Gateway::begin_stop() {
 
 asio::awaitable<void> Gateway::drain() {
   const auto drain_until = clock_.now() + config_.gateway.shutdown_grace;
-  base::Timer tick(io_, clock_);
+  // Waits for each server's calls in turn (those a reload retired too) until none holds one; a
+  // count that rose meanwhile is waited for again. Woken by the last call's answer, no polling.
   for (;;) {
-    std::size_t in_flight = reloader_->in_flight();  // on servers a reload retired
-    for (const auto& up : upstreams_) in_flight += up->in_flight();
-    if (in_flight == 0 || clock_.now() >= drain_until) {
-      if (in_flight > 0)
-        spdlog::warn("shutdown: {} calls still in flight after shutdown_grace", in_flight);
+    std::vector<std::shared_ptr<upstream::Upstream>> servers = reloader_->draining();
+    servers.insert(servers.end(), upstreams_.begin(), upstreams_.end());
+    std::size_t holding = 0;
+    std::shared_ptr<upstream::Upstream> busy;
+    for (const auto& up : servers) {
+      holding += up->holding_calls();
+      if (!busy && up->holding_calls() > 0) busy = up;
+    }
+    if (!busy) co_return;
+    if (clock_.now() >= drain_until) {
+      spdlog::warn("shutdown: {} calls still in flight after shutdown_grace", holding);
       co_return;
     }
-    tick.expires_after(20ms);
-    boost::system::error_code ec;
-    co_await tick.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_await busy->holders().until_zero(drain_until);
   }
 }
 

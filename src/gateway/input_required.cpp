@@ -55,7 +55,7 @@ bool split3(std::string_view s, std::string_view& a, std::string_view& b, std::s
 }  // namespace
 
 Conversation::Conversation(boost::asio::io_context& io, std::weak_ptr<Session> session,
-                           bool can_stream, mcp::ModernEnvelope envelope, bj::object provided,
+                           bool can_stream, mcp::StatelessEnvelope envelope, bj::object provided,
                            bool has_progress)
     : PostStream(io, std::move(session), can_stream),
       envelope_(std::move(envelope)),

@@ -30,7 +30,7 @@ inline constexpr std::string_view kInputKeyMeta = mcp::kInputKeyMeta;
 class Conversation : public PostStream {
  public:
   Conversation(boost::asio::io_context& io, std::weak_ptr<Session> session, bool can_stream,
-               mcp::ModernEnvelope envelope, boost::json::object provided, bool has_progress);
+               mcp::StatelessEnvelope envelope, boost::json::object provided, bool has_progress);
 
   void on_notification(std::string message) override;
   void on_server_request(const std::string& method, std::string params, Reply reply) override;
@@ -65,7 +65,7 @@ class Conversation : public PostStream {
   std::string task_id;
 
  private:
-  mcp::ModernEnvelope envelope_;
+  mcp::StatelessEnvelope envelope_;
   boost::json::object provided_;  // inputResponses of a request that came without a state
   bool has_progress_;
   int next_key_ = 1;

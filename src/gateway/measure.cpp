@@ -10,8 +10,10 @@ namespace {
 // The call log's name for calls that belong to no trajectory (a model request without one):
 // never a trajectory name, which starts with a letter, a digit or '_'.
 const std::string kNoTrajectory = "-";
-double seconds(Call::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-const std::string& logged_trajectory(const Call& call) {
+double seconds(call::Call::Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+const std::string& logged_trajectory(const call::Call& call) {
   return call.trajectory.empty() || call.request_scoped_key ? kNoTrajectory : call.trajectory;
 }
 }  // namespace
@@ -35,7 +37,7 @@ MeasureStage::MeasureStage(telemetry::Metrics& metrics, telemetry::CallLog& log,
                     "Time from handing a request to an instance to its answer.");
 }
 
-MeasureStage::Series& MeasureStage::series(const Call& call) {
+MeasureStage::Series& MeasureStage::series(const call::Call& call) {
   auto [it, fresh] = series_.try_emplace(call.route.display_name);
   if (fresh) {
     const std::string labels =
@@ -47,10 +49,11 @@ MeasureStage::Series& MeasureStage::series(const Call& call) {
   return it->second;
 }
 
-base::Clock::wall_time_point MeasureStage::wall_time(Call::Clock::time_point t,
-                                                     Call::Clock::time_point now) {
+base::Clock::wall_time_point MeasureStage::wall_time(call::Call::Clock::time_point t,
+                                                     call::Call::Clock::time_point now) {
   using Wall = base::Clock::wall_time_point;
-  if (offset_read_ == Call::Clock::time_point{} || now - offset_read_ > std::chrono::seconds(1)) {
+  if (offset_read_ == call::Call::Clock::time_point{} ||
+      now - offset_read_ > std::chrono::seconds(1)) {
     wall_offset_ = clock_.wall_now().time_since_epoch() -
                    std::chrono::duration_cast<Wall::duration>(now.time_since_epoch());
     offset_read_ = now;
@@ -58,11 +61,12 @@ base::Clock::wall_time_point MeasureStage::wall_time(Call::Clock::time_point t,
   return Wall(std::chrono::duration_cast<Wall::duration>(t.time_since_epoch()) + wall_offset_);
 }
 
-void MeasureStage::fill(telemetry::CallRecord& r, const Call& call, const Result& result,
-                        std::uint64_t seq, Call::Clock::time_point now) {
+void MeasureStage::fill(telemetry::CallRecord& r, const call::Call& call,
+                        const call::Result& result, std::uint64_t seq,
+                        call::Call::Clock::time_point now) {
   r.seq = seq;
   r.total_s = seconds(now - call.started);
-  const bool sent = call.sent != Call::Clock::time_point{};
+  const bool sent = call.sent != call::Call::Clock::time_point{};
   r.queue_s = sent ? seconds(call.sent - call.started) : r.total_s;
   r.execution_s = sent ? seconds(now - call.sent) : 0;
   const auto wall = wall_time(call.started, now);
@@ -75,8 +79,8 @@ void MeasureStage::fill(telemetry::CallRecord& r, const Call& call, const Result
   r.pid = call.instance_pid;
   r.argument_bytes = call.is_tool_call() ? call.member("arguments").size() : call.params.size();
   r.result_bytes = result.answered_by_server() ? result.response.size() : result.why.size();
-  r.outcome = outcome_label(result.fault);
-  r.fault = to_string(fault_class(result.fault));
+  r.outcome = call::outcome_label(result.fault);
+  r.fault = to_string(call::fault_class(result.fault));
   r.repairs = call.repairs.size();
   r.cached = call.cached;
   r.traceparent = call.traceparent;
@@ -86,8 +90,8 @@ void MeasureStage::fill(telemetry::CallRecord& r, const Call& call, const Result
   r.surface_fingerprint = view ? view->fingerprint() : std::string();
 }
 
-void MeasureStage::count_fault(Series& s, const Call& call, FaultClass c) {
-  if (c == FaultClass::kOk) return;
+void MeasureStage::count_fault(Series& s, const call::Call& call, call::FaultClass c) {
+  if (c == call::FaultClass::kOk) return;
   std::uint64_t*& cell = s.faults[static_cast<std::size_t>(c)];
   if (!cell) {
     cell = &metrics_.counter_cell(
@@ -98,8 +102,8 @@ void MeasureStage::count_fault(Series& s, const Call& call, FaultClass c) {
   ++*cell;
 }
 
-void MeasureStage::export_spans(const Call& call, const Result& result,
-                                const telemetry::CallRecord& r, Call::Clock::time_point now) {
+void MeasureStage::export_spans(const call::Call& call, const call::Result& result,
+                                const telemetry::CallRecord& r, call::Call::Clock::time_point now) {
   const SpanContext context = span_context(call, otel_->options().sample_ratio);
   if (!context.sampled) return;
   const auto ns = [](base::Clock::wall_time_point t) {
@@ -113,17 +117,19 @@ void MeasureStage::export_spans(const Call& call, const Result& result,
   otel_->submit(span_bytes_, writer.ends());
 }
 
-boost::asio::awaitable<Result> MeasureStage::handle(Call& call, Next next) {
+boost::asio::awaitable<call::Result> MeasureStage::handle(call::Call& call, call::Next next) {
   const telemetry::CallLog::Handle handle =
       log_.begin(logged_trajectory(call), call.route.server, call.route.label, call.started);
-  Result result = co_await next(call);
+  call::Result result = co_await next(call);
+  // The first stage after resolve to see the answer: the call stops holding its server here.
+  call.answered();
   const auto now = clock_.now();
   // Filled in place, then ended with no suspension in between (CallLog::slot).
   telemetry::CallRecord& r = log_.slot(handle);
   fill(r, call, result, handle.seq, now);
   // A cancelled call has no outcome to count: nobody receives an answer. It still leaves the
   // trajectory's calls in flight.
-  if (result.fault != Fault::kCancelled) {
+  if (result.fault != call::Fault::kCancelled) {
     Series& s = series(call);
     std::uint64_t*& calls = s.calls[static_cast<std::size_t>(result.fault)];
     if (!calls) {
@@ -131,16 +137,16 @@ boost::asio::awaitable<Result> MeasureStage::handle(Call& call, Next next) {
           "toolbridge_calls_total",
           telemetry::labels({{"server", call.route.server},
                              {"tool", call.route.label},
-                             {"outcome", outcome_label(result.fault)}}));
+                             {"outcome", call::outcome_label(result.fault)}}));
     }
     ++*calls;
-    count_fault(s, call, fault_class(result.fault));
+    count_fault(s, call, call::fault_class(result.fault));
     s.duration->observe(r.total_s);
     s.queue->observe(r.queue_s);
     if (r.execution_s > 0) s.execution->observe(r.execution_s);
   }
   if (trace_) trace_->write_with([&r](std::string& out) { r.append_json(out); });
-  if (otel_ && result.fault != Fault::kCancelled) export_spans(call, result, r, now);
+  if (otel_ && result.fault != call::Fault::kCancelled) export_spans(call, result, r, now);
   log_.end(handle, now);
   co_return result;
 }

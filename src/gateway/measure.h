@@ -19,13 +19,13 @@ class Exporter;
 
 namespace toolbridge::gateway {
 
-class MeasureStage final : public Stage {
+class MeasureStage final : public call::Stage {
  public:
   // `trace` and `otel` may be null (no call trace, no span export configured).
   MeasureStage(telemetry::Metrics& metrics, telemetry::CallLog& log, telemetry::CallTrace* trace,
                const base::Clock& clock, otel::Exporter* otel = nullptr);
   std::string_view name() const override { return "measure"; }
-  boost::asio::awaitable<Result> handle(Call& call, Next next) override;
+  boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next next) override;
 
  private:
   // The series of one (server, tool) pair, looked up once: a call bumps cells, it builds no
@@ -34,21 +34,22 @@ class MeasureStage final : public Stage {
     telemetry::Histogram* duration = nullptr;
     telemetry::Histogram* queue = nullptr;
     telemetry::Histogram* execution = nullptr;
-    std::array<std::uint64_t*, kFaultCount> calls{};  // by fault, created on first use
-    std::array<std::uint64_t*, kFaultClassCount> faults{};  // by class (not ok), on first use
+    std::array<std::uint64_t*, call::kFaultCount> calls{};        // by fault, created on first use
+    std::array<std::uint64_t*, call::kFaultClassCount> faults{};  // by class (not ok), on first use
   };
-  Series& series(const Call& call);
+  Series& series(const call::Call& call);
   // toolbridge_call_faults_total{server, tool, fault} for a call that failed.
-  void count_fault(Series& s, const Call& call, FaultClass c);
+  void count_fault(Series& s, const call::Call& call, call::FaultClass c);
   // Fills `r` (a reused record: every field is set) with what the call did.
-  void fill(telemetry::CallRecord& r, const Call& call, const Result& result, std::uint64_t seq,
-            Call::Clock::time_point now);
+  void fill(telemetry::CallRecord& r, const call::Call& call, const call::Result& result,
+            std::uint64_t seq, call::Call::Clock::time_point now);
   // The wall-clock time of `t`, from the monotonic clock and an offset read again every second
   // (one wall clock read a second instead of one a call).
-  base::Clock::wall_time_point wall_time(Call::Clock::time_point t, Call::Clock::time_point now);
+  base::Clock::wall_time_point wall_time(call::Call::Clock::time_point t,
+                                         call::Call::Clock::time_point now);
   // The call's spans to the exporter (if its trace is sampled).
-  void export_spans(const Call& call, const Result& result, const telemetry::CallRecord& r,
-                    Call::Clock::time_point now);
+  void export_spans(const call::Call& call, const call::Result& result,
+                    const telemetry::CallRecord& r, call::Call::Clock::time_point now);
 
   telemetry::Metrics& metrics_;
   telemetry::CallLog& log_;
@@ -58,7 +59,7 @@ class MeasureStage final : public Stage {
   std::unordered_map<std::string, Series> series_;  // by display name (unique per pair)
   base::Clock::wall_time_point::duration wall_offset_{};
   std::string span_bytes_;  // a call's spans as written for the exporter, reused call after call
-  Call::Clock::time_point offset_read_{};
+  call::Call::Clock::time_point offset_read_{};
 };
 
 }  // namespace toolbridge::gateway

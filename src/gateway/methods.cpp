@@ -61,33 +61,34 @@ std::string member_string(const bj::object& o, std::string_view key) {
 // result._meta (error.data of an error) key naming the class of a failed tools/call.
 constexpr std::string_view kFaultMeta = "toolbridge/fault";
 
-bool fault_is_tool_result(Fault f) {
-  return f == Fault::kTimeout || f == Fault::kCrashed || f == Fault::kNotSent ||
-         f == Fault::kUnavailable || f == Fault::kShed;
+bool fault_is_tool_result(call::Fault f) {
+  return f == call::Fault::kTimeout || f == call::Fault::kCrashed || f == call::Fault::kNotSent ||
+         f == call::Fault::kUnavailable || f == call::Fault::kShed;
 }
 
 // Reads the gateway's own _meta keys into `call` and leaves call->meta without them. Returns an
 // error message for a malformed key.
 // `traceparent`: the POST's header, sent on in _meta unless the call's _meta has its own.
-std::string take_meta(Call& call, std::string_view raw_meta, const std::string& traceparent) {
+std::string take_meta(call::Call& call, std::string_view raw_meta, const std::string& traceparent) {
   boost::system::error_code ec;
   bj::value v = json::parse(raw_meta, ec);
   if (ec || !v.is_object()) return {};
   auto& meta = v.as_object();
   if (const auto* t = meta.if_contains("progressToken")) call.progress_token = bj::serialize(*t);
   bool changed = false;
-  if (const auto* t = meta.if_contains(kTraceparent);
-      t && t->is_string() && valid_traceparent(t->as_string())) {
+  if (const auto* t = meta.if_contains(call::kTraceparent);
+      t && t->is_string() && call::valid_traceparent(t->as_string())) {
     call.traceparent = std::string(t->as_string());
   } else if (!traceparent.empty()) {
-    meta[kTraceparent] = traceparent;
+    meta[call::kTraceparent] = traceparent;
     call.traceparent = traceparent;
     changed = true;
   }
   if (const auto* t = meta.if_contains(kSessionMeta)) {
     const std::string where = "_meta[\"" + std::string(kSessionMeta) + "\"]";
-    if (!t->is_string()) return where + " must be a string; " + std::string(kTrajectoryNameRule);
-    if (std::string why = trajectory_name_error(t->as_string()); !why.empty()) {
+    if (!t->is_string())
+      return where + " must be a string; " + std::string(call::kTrajectoryNameRule);
+    if (std::string why = call::trajectory_name_error(t->as_string()); !why.empty()) {
       return where + ": " + why;
     }
     call.trajectory = std::string(t->as_string());
@@ -112,7 +113,7 @@ std::string take_meta(Call& call, std::string_view raw_meta, const std::string& 
     changed = true;
   }
   // The stages' own keys, each read by the stage that declares it.
-  for (const MetaKey& key : Pipeline::meta_keys()) {
+  for (const call::MetaKey& key : Pipeline::meta_keys()) {
     const auto* t = meta.if_contains(key.name);
     if (!t) continue;
     if (std::string why = key.read(call, *t); !why.empty()) return why;
@@ -123,7 +124,7 @@ std::string take_meta(Call& call, std::string_view raw_meta, const std::string& 
   return {};
 }
 
-std::string render(const Call& call, Result result) {
+std::string render(const call::Call& call, call::Result result) {
   if (result.answered_by_server()) return std::move(result.response);
   if (call.is_tool_call() && fault_is_tool_result(result.fault)) {
     // The agent gets a tool result it can reason about rather than a transport failure; the
@@ -140,10 +141,10 @@ std::string render(const Call& call, Result result) {
 
 }  // namespace
 
-std::string to_jsonrpc(const Call& call, Result result) {
-  const FaultClass fault = fault_class(result.fault);
+std::string to_jsonrpc(const call::Call& call, call::Result result) {
+  const call::FaultClass fault = call::fault_class(result.fault);
   std::string response = render(call, std::move(result));
-  if (!call.is_tool_call() || fault == FaultClass::kOk) return response;
+  if (!call.is_tool_call() || fault == call::FaultClass::kOk) return response;
   // Whose fault, for trainers that mask infrastructure failures (docs/faults.md).
   return json::with_response_meta(response, kFaultMeta, json::quote(to_string(fault)));
 }
@@ -175,7 +176,7 @@ void Methods::handle(const std::shared_ptr<Session>& session,
 
 void Methods::handle(const std::shared_ptr<Session>& session,
                      const std::shared_ptr<PostStream>& stream, const json::Envelope& env,
-                     std::string_view message, std::shared_ptr<Call>* deferred) {
+                     std::string_view message, std::shared_ptr<call::Call>* deferred) {
   if (env.needs_repair) {
     // Nothing a client sent is echoed raw: its invalid bytes (and lone surrogates) become U+FFFD.
     const std::string repaired = json::repair_strings(message);
@@ -371,7 +372,7 @@ void Methods::release(const Incoming& in) {
     return answer(
         in, json::make_error(in.id, json::kInvalidParams, "'session' must be a non-empty string"));
   }
-  if (std::string why = named ? trajectory_name_error(named->as_string()) : std::string();
+  if (std::string why = named ? call::trajectory_name_error(named->as_string()) : std::string();
       !why.empty()) {
     return answer(in, json::make_error(in.id, json::kInvalidParams, "'session': " + why));
   }
@@ -384,8 +385,8 @@ void Methods::release(const Incoming& in) {
   answer(in, json::make_result(in.id, R"({"released":)" + std::to_string(n) + "}"));
 }
 
-std::shared_ptr<Call> Methods::make_call(const Incoming& in, std::string& error) {
-  auto call = std::make_shared<Call>();
+std::shared_ptr<call::Call> Methods::make_call(const Incoming& in, std::string& error) {
+  auto call = std::make_shared<call::Call>();
   call->started = gateway_.clock().now();
   call->method = in.env.method;
   call->id = in.id;
@@ -446,7 +447,7 @@ std::shared_ptr<Call> Methods::make_call(const Incoming& in, std::string& error)
 
 void Methods::run_call(const Incoming& in) {
   std::string error;
-  std::shared_ptr<Call> call = make_call(in, error);
+  std::shared_ptr<call::Call> call = make_call(in, error);
   if (!call) return answer(in, json::make_error(in.id, json::kInvalidParams, error));
   ++in.stream->outstanding;
   in.session->in_flight[call->id] = Session::InFlight{call, in.stream};
@@ -457,13 +458,14 @@ void Methods::run_call(const Incoming& in) {
   // The completion handler owns the call, so the chain can work on a reference to it.
   asio::co_spawn(gateway_.io(), gateway_.pipeline().run(*call),
                  [weak_session = std::weak_ptr<Session>(in.session), stream = in.stream, call](
-                     std::exception_ptr failure, Result result) {
+                     std::exception_ptr failure, call::Result result) {
                    settle(weak_session, *stream, *call, failure, std::move(result));
                  });
 }
 
-void Methods::settle(const std::weak_ptr<Session>& session, PostStream& stream, const Call& call,
-                     const std::exception_ptr& failure, Result result) {
+void Methods::settle(const std::weak_ptr<Session>& session, PostStream& stream,
+                     const call::Call& call, const std::exception_ptr& failure,
+                     call::Result result) {
   if (auto s = session.lock()) {
     auto it = s->in_flight.find(call.id);
     if (it != s->in_flight.end() && it->second.call.lock().get() == &call) s->in_flight.erase(it);
@@ -471,7 +473,8 @@ void Methods::settle(const std::weak_ptr<Session>& session, PostStream& stream, 
   // A cancelled call was settled when it was cancelled: nothing is owed.
   if (call.cancelled()) return;
   if (failure) {
-    result = Result::failure(Fault::kUnavailable, "internal error while running the call");
+    result =
+        call::Result::failure(call::Fault::kUnavailable, "internal error while running the call");
     spdlog::error("{} {}: the pipeline failed", call.method, call.id);
   }
   stream.on_response(to_jsonrpc(call, std::move(result)));

@@ -20,7 +20,7 @@ class Gateway;
 
 // A Result as the JSON-RPC response an MCP client gets. Faults of a tool call that the agent
 // can reason about (deadline, crash, server down) become tool results with isError.
-std::string to_jsonrpc(const Call& call, Result result);
+std::string to_jsonrpc(const call::Call& call, call::Result result);
 
 class Methods {
  public:
@@ -35,11 +35,12 @@ class Methods {
               std::string_view message);
   void handle(const std::shared_ptr<Session>& session, const std::shared_ptr<PostStream>& stream,
               const json::Envelope& env, std::string_view message,
-              std::shared_ptr<Call>* deferred = nullptr);
+              std::shared_ptr<call::Call>* deferred = nullptr);
   // Where a call's Result goes once the pipeline is done with it (or failed with `failure`): a
   // caller that ran a deferred call hands its Result here.
-  static void settle(const std::weak_ptr<Session>& session, PostStream& stream, const Call& call,
-                     const std::exception_ptr& failure, Result result);
+  static void settle(const std::weak_ptr<Session>& session, PostStream& stream,
+                     const call::Call& call, const std::exception_ptr& failure,
+                     call::Result result);
   // The client that sent this POST hung up: its calls are cancelled upstream (their slots freed)
   // and nothing more is owed to it.
   void abandon(const std::shared_ptr<Session>& session, const std::shared_ptr<PostStream>& stream,
@@ -52,7 +53,7 @@ class Methods {
     const json::Envelope& env;
     std::string_view message;
     std::string id;                             // raw JSON
-    std::shared_ptr<Call>* deferred = nullptr;  // where run_call leaves its call, if set
+    std::shared_ptr<call::Call>* deferred = nullptr;  // where run_call leaves its call, if set
     std::string_view params() const { return env.params.in(message); }
   };
   using Handler = void (Methods::*)(const Incoming&);
@@ -76,7 +77,7 @@ class Methods {
   // tools/call, prompts/get, resources/*, completion/complete.
   void run_call(const Incoming& in);
   // The call as the pipeline needs it, or an error response for malformed params or _meta.
-  std::shared_ptr<Call> make_call(const Incoming& in, std::string& error);
+  std::shared_ptr<call::Call> make_call(const Incoming& in, std::string& error);
 
   Gateway& gateway_;
   std::unordered_map<std::string_view, Handler> table_;

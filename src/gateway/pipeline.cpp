@@ -83,9 +83,9 @@ void Pipeline::servers_changed(const std::vector<std::shared_ptr<upstream::Upstr
   admission_->admission().reconfigure(config);
 }
 
-const std::vector<MetaKey>& Pipeline::meta_keys() {
-  static const std::vector<MetaKey> keys{repair::request_meta_key(), idempotency::key_meta_key(),
-                                         cache::request_meta_key()};
+const std::vector<call::MetaKey>& Pipeline::meta_keys() {
+  static const std::vector<call::MetaKey> keys{
+      repair::request_meta_key(), idempotency::key_meta_key(), cache::request_meta_key()};
   return keys;
 }
 

@@ -63,20 +63,22 @@ class Pipeline {
   explicit Pipeline(const PipelineParts& parts);
   ~Pipeline();
 
-  boost::asio::awaitable<Result> run(Call& call) const { return Next(chain_, 0)(call); }
+  boost::asio::awaitable<call::Result> run(call::Call& call) const {
+    return call::Next(chain_, 0)(call);
+  }
 
   // The stages, in order (for logs, the README and tests).
   std::vector<std::string_view> stage_names() const;
   // The _meta keys the stages read from their callers, in stage order: a front end reads each
   // into the call (MetaKey::read) and leaves it out of what the server is sent.
-  static const std::vector<MetaKey>& meta_keys();
+  static const std::vector<call::MetaKey>& meta_keys();
   const policy::BreakerStage& breakers() const { return *breakers_; }
   const policy::AdmissionStage& admission() const { return *admission_; }
   // For front ends that run admission around their own last stage (the LLM proxy).
   policy::AdmissionStage& admission_stage() const { return *admission_; }
   // For front ends that run their own last stage: every request they answer is measured (metrics,
   // the call log, the trace) as a call is.
-  Stage& measure_stage() const { return *measure_; }
+  call::Stage& measure_stage() const { return *measure_; }
   // A reload changed the configuration (its content is `config`) and the servers
   // (PipelineParts::upstreams): resolve routes to them from now on; repair, cache, breaker and
   // admission take their settings; `removed` names the servers it took away.
@@ -86,13 +88,13 @@ class Pipeline {
   const base::Clock& clock() const { return clock_; }
 
  private:
-  std::vector<std::unique_ptr<Stage>> chain_;
+  std::vector<std::unique_ptr<call::Stage>> chain_;
   catalog::ResolveStage* resolve_ = nullptr;
   repair::RepairStage* repair_ = nullptr;
   cache::CacheStage* cache_ = nullptr;
   policy::BreakerStage* breakers_ = nullptr;
   policy::AdmissionStage* admission_ = nullptr;
-  Stage* measure_ = nullptr;
+  call::Stage* measure_ = nullptr;
   const base::Clock& clock_;
 };
 

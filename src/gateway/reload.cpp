@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 #include <map>
@@ -32,7 +31,6 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr auto kWatchInterval = 1s;
-constexpr auto kDrainPoll = 50ms;
 
 std::string_view outcome_name(ReloadReport::Outcome o) {
   switch (o) {
@@ -62,12 +60,6 @@ base::Clock::duration longest_call(const config::Server& s) {
   config::Duration longest = s.call_timeout;
   for (const auto& [tool, t] : s.tool_timeouts) longest = std::max(longest, t);
   return std::chrono::duration_cast<base::Clock::duration>(longest);
-}
-
-asio::awaitable<void> sleep_for(base::Timer& timer, base::Clock::duration d) {
-  timer.expires_after(d);
-  boost::system::error_code ec;
-  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
 }
 
 std::map<std::string, std::string> fingerprints(const surfaces::Registry& r) {
@@ -104,7 +96,8 @@ struct Reloader::Plan {
   bool watch_config = false;
 };
 
-Reloader::Reloader(Gateway& gateway) : gateway_(gateway), watch_(gateway.io(), gateway.clock()) {}
+Reloader::Reloader(Gateway& gateway)
+    : gateway_(gateway), work_(gateway.clock()), watch_(gateway.io(), gateway.clock()) {}
 
 Reloader::~Reloader() = default;
 
@@ -172,7 +165,10 @@ asio::awaitable<ReloadReport> Reloader::reload(std::string trigger) {
                                  fmt::join(fixed, ", ")));
   }
   applying_ = true;
-  co_await apply(plan);
+  {
+    const base::InFlight::Token working(work_);  // stop() waits for it
+    co_await apply(plan);
+  }
   applying_ = false;
   ++generation_;
   hash_ = sha256_hex(plan.text);
@@ -215,8 +211,9 @@ asio::awaitable<void> Reloader::apply(Plan& plan) {
     g.broadcast(json::make_notification("notifications/tools/list_changed", {}));
   for (auto& up : retired) {
     up->on_catalog_changed = nullptr;
-    ++retiring_;  // now, so that stop() waits for it even before it runs
-    asio::co_spawn(g.io_, retire(std::move(up)), base::log_failure("retire a server"));
+    // Counted now, so that stop() waits for it even before it runs.
+    asio::co_spawn(g.io_, retire(std::move(up), base::InFlight::Token(work_)),
+                   base::log_failure("retire a server"));
   }
 }
 
@@ -276,25 +273,22 @@ void Reloader::swap_surfaces() {
   }
 }
 
-asio::awaitable<void> Reloader::retire(std::shared_ptr<upstream::Upstream> up) {
+asio::awaitable<void> Reloader::retire(std::shared_ptr<upstream::Upstream> up,
+                                       [[maybe_unused]] base::InFlight::Token retiring) {
   const std::string name = up->name();
-  // A call holds its server from resolve to its answer: the last holder here is this frame.
+  // A call holds its server from resolve to its answer (Upstream::holders): the last one's
+  // answer wakes this, as does stop().
   const auto limit = gateway_.clock().now() + longest_call(up->config()) + 1s;
   draining_.push_back(up);
-  base::Timer tick(gateway_.io(), gateway_.clock());
-  while (!stop_now_ && gateway_.clock().now() < limit &&
-         (up.use_count() > 1 || up->in_flight() > 0)) {
-    co_await sleep_for(tick, kDrainPoll);
-  }
+  if (!stop_now_) co_await up->holders().until_zero(limit);
   std::erase_if(draining_, [&up](const auto& w) { return w.expired() || w.lock() == up; });
-  if (up.use_count() > 1 || up->in_flight() > 0) {
+  if (up->holding_calls() > 0) {
     spdlog::warn("reload: server {} (old version) still has {} calls in flight; stopping it", name,
-                 up->in_flight());
+                 up->holding_calls());
   } else {
     spdlog::info("reload: server {} (old version) drained; stopping it", name);
   }
   co_await up->stop();
-  --retiring_;
 }
 
 void Reloader::update_watch() {
@@ -329,20 +323,20 @@ void Reloader::watch_tick() {
   });
 }
 
-std::size_t Reloader::in_flight() const {
-  std::size_t n = 0;
+std::vector<std::shared_ptr<upstream::Upstream>> Reloader::draining() const {
+  std::vector<std::shared_ptr<upstream::Upstream>> out;
   for (const auto& w : draining_) {
-    if (auto up = w.lock()) n += up->in_flight();
+    if (auto up = w.lock()) out.push_back(std::move(up));
   }
-  return n;
+  return out;
 }
 
 asio::awaitable<void> Reloader::stop() {
   stop_now_ = true;
   watching_ = false;
   watch_.cancel();
-  base::Timer tick(gateway_.io(), gateway_.clock());
-  while (applying_ || retiring_ > 0) co_await sleep_for(tick, 20ms);
+  for (const auto& up : draining()) up->holders().wake_all();
+  co_await work_.until_zero(base::Clock::time_point::max());
 }
 
 }  // namespace toolbridge::gateway

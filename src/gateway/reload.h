@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/in_flight.h"
 #include "config/config.h"
 
 namespace toolbridge::upstream {
@@ -63,8 +64,8 @@ class Reloader {
 
   // gateway.watch_config: polls the file once a second while it is set.
   void update_watch();
-  // Calls in flight on servers a reload removed or replaced (shutdown drains them too).
-  std::size_t in_flight() const;
+  // The servers a reload removed or replaced that calls still hold (shutdown drains them too).
+  std::vector<std::shared_ptr<upstream::Upstream>> draining() const;
   // Shutdown, after the drain: stops the watch, and stops at once the servers still draining
   // after a reload.
   boost::asio::awaitable<void> stop();
@@ -83,7 +84,8 @@ class Reloader {
   void swap_surfaces();
   // Waits until no call holds `up` (or its longest deadline passed, or the gateway stops),
   // then stops it with its stop ladder.
-  boost::asio::awaitable<void> retire(std::shared_ptr<upstream::Upstream> up);
+  boost::asio::awaitable<void> retire(std::shared_ptr<upstream::Upstream> up,
+                                      base::InFlight::Token retiring);
   void watch_tick();
 
   Gateway& gateway_;
@@ -95,7 +97,8 @@ class Reloader {
   std::uint64_t generation_ = 1;
   std::string hash_;
   bool applying_ = false;
-  std::size_t retiring_ = 0;  // removed or replaced servers not yet stopped
+  // A reload being applied, and the removed or replaced servers not yet stopped.
+  base::InFlight work_;
   std::vector<std::weak_ptr<upstream::Upstream>> draining_;  // those not yet stopping
   bool stop_now_ = false;                                    // shutdown: stop them without waiting
   // Configurations replaced by a reload: stages and front ends may still point into them

@@ -18,7 +18,7 @@ std::optional<RequestSpan> RequestSpan::begin(otel::Exporter* exporter, const ba
                                               std::string name, const std::string& traceparent,
                                               const std::string& trajectory) {
   if (!exporter) return std::nullopt;
-  Call probe;  // span_context() reads only these three
+  call::Call probe;  // span_context() reads only these three
   probe.traceparent = traceparent;
   probe.trajectory = trajectory;
   probe.request_scoped_key = trajectory.empty();

@@ -154,7 +154,7 @@ class Session : public std::enable_shared_from_this<Session> {
   // Calls in flight, by the client's raw request id, for notifications/cancelled. A flat map:
   // a session mostly has one or a few, and its vector is reused from call to call.
   struct InFlight {
-    std::weak_ptr<Call> call;
+    std::weak_ptr<call::Call> call;
     std::weak_ptr<PostStream> stream;  // the POST that owes the answer
   };
   boost::container::flat_map<std::string, InFlight, std::less<>> in_flight;

@@ -16,9 +16,9 @@
 namespace toolbridge::idempotency {
 
 namespace asio = boost::asio;
-using gateway::Call;
-using gateway::Fault;
-using gateway::Result;
+using call::Call;
+using call::Fault;
+using call::Result;
 
 namespace {
 
@@ -30,7 +30,7 @@ constexpr std::size_t kArgumentsShown = 200;
 
 // The first call's result under this caller's id.
 Result for_caller(const Result& first, const Call& call) {
-  Result r = gateway::under_own_id(first, call);
+  Result r = call::under_own_id(first, call);
   r.result_at = {};
   return r;
 }
@@ -74,7 +74,7 @@ void IdempotencyStage::count(std::string_view result) {
   metrics_.add(std::string(kCallsMetric), telemetry::labels({{"result", result}}));
 }
 
-asio::awaitable<Result> IdempotencyStage::handle(Call& call, gateway::Next next) {
+asio::awaitable<Result> IdempotencyStage::handle(Call& call, call::Next next) {
   const std::string_view raw = call.member("arguments");
   const std::string arguments =
       cache::canonical_json(raw.empty() ? std::string_view("{}") : raw).value_or(std::string(raw));
@@ -107,7 +107,7 @@ asio::awaitable<Result> IdempotencyStage::handle(Call& call, gateway::Next next)
   co_return r;
 }
 
-void IdempotencyStage::start(const Call& call, gateway::Next next, std::string scope,
+void IdempotencyStage::start(const Call& call, call::Next next, std::string scope,
                              std::shared_ptr<Ledger::Entry> entry) {
   // The stage's own copy: a cancel of the caller's call (a disconnect) does not reach it.
   auto own = std::make_shared<Call>(call);
@@ -125,7 +125,7 @@ void IdempotencyStage::start(const Call& call, gateway::Next next, std::string s
                  });
 }
 
-asio::awaitable<Result> IdempotencyStage::run(std::shared_ptr<Call> call, gateway::Next next) {
+asio::awaitable<Result> IdempotencyStage::run(std::shared_ptr<Call> call, call::Next next) {
   Result r = co_await next(*call);
   co_return r;
 }
@@ -133,7 +133,7 @@ asio::awaitable<Result> IdempotencyStage::run(std::shared_ptr<Call> call, gatewa
 asio::awaitable<Result> IdempotencyStage::wait(Call& call, std::shared_ptr<Ledger::Entry> entry) {
   if (!entry->done) {
     auto timer = std::make_shared<base::Timer>(io_, clock_, call.deadline + kWaitGrace);
-    auto waiting = std::make_shared<gateway::TimerWait>(timer);
+    auto waiting = std::make_shared<call::TimerWait>(timer);
     call.set_in_flight(waiting);
     entry->waiting.push_back(timer);
     boost::system::error_code ec;

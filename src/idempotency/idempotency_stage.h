@@ -18,28 +18,26 @@
 
 namespace toolbridge::idempotency {
 
-class IdempotencyStage final : public gateway::Stage {
+class IdempotencyStage final : public call::Stage {
  public:
   IdempotencyStage(boost::asio::io_context& io, const config::Gateway& config,
                    telemetry::Metrics& metrics, const base::Clock& clock);
 
   std::string_view name() const override { return "idempotency"; }
-  bool applies(const gateway::Call& call) const override {
+  bool applies(const call::Call& call) const override {
     return call.is_tool_call() && !key_of(call).empty();
   }
-  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
+  boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next next) override;
 
   const Ledger& ledger() const { return ledger_; }
 
  private:
   // Runs the rest of the chain on the stage's own copy of the call, then finishes the entry.
-  void start(const gateway::Call& call, gateway::Next next, std::string scope,
+  void start(const call::Call& call, call::Next next, std::string scope,
              std::shared_ptr<Ledger::Entry> entry);
-  boost::asio::awaitable<gateway::Result> run(std::shared_ptr<gateway::Call> call,
-                                              gateway::Next next);
+  boost::asio::awaitable<call::Result> run(std::shared_ptr<call::Call> call, call::Next next);
   // The caller's wait for the entry's result: bounded by its deadline, ended by its cancel.
-  boost::asio::awaitable<gateway::Result> wait(gateway::Call& call,
-                                               std::shared_ptr<Ledger::Entry> entry);
+  boost::asio::awaitable<call::Result> wait(call::Call& call, std::shared_ptr<Ledger::Entry> entry);
   void count(std::string_view result);
 
   boost::asio::io_context& io_;

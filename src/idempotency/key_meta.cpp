@@ -20,15 +20,15 @@ std::string key_error(const boost::json::value& v, std::string_view where) {
   return {};
 }
 
-gateway::MetaKey key_meta_key() {
-  return {kKeyMeta, [](gateway::Call& call, const boost::json::value& v) {
+call::MetaKey key_meta_key() {
+  return {kKeyMeta, [](call::Call& call, const boost::json::value& v) {
             std::string why = key_error(v, "_meta[\"" + std::string(kKeyMeta) + "\"]");
             if (why.empty()) call.slots.get<Key>().value = std::string(v.as_string());
             return why;
           }};
 }
 
-std::string_view key_of(const gateway::Call& call) {
+std::string_view key_of(const call::Call& call) {
   const Key* key = call.slots.find<Key>();
   return key ? std::string_view(key->value) : std::string_view();
 }

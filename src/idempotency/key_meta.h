@@ -21,8 +21,8 @@ struct Key {
   std::string value;
 };
 // kKeyMeta, read into the call's Key.
-gateway::MetaKey key_meta_key();
+call::MetaKey key_meta_key();
 // The key of `call`, empty if it has none.
-std::string_view key_of(const gateway::Call& call);
+std::string_view key_of(const call::Call& call);
 
 }  // namespace toolbridge::idempotency

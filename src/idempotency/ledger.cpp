@@ -2,7 +2,7 @@
 
 namespace toolbridge::idempotency {
 
-using gateway::Fault;
+using call::Fault;
 
 namespace {
 // What an entry holds besides its strings: the entry, its map node, its list node.
@@ -52,7 +52,7 @@ Ledger::Found Ledger::claim(const std::string& scope, std::string_view tool,
 }
 
 void Ledger::finish(const std::string& scope, const std::shared_ptr<Entry>& entry,
-                    gateway::Result result, Clock::time_point now) {
+                    call::Result result, Clock::time_point now) {
   const bool keep = may_have_run(result.fault);
   entry->done = true;
   entry->result = std::move(result);

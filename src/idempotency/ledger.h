@@ -30,7 +30,7 @@ class Ledger {
     std::string tool;       // the exposed tool name of the first call
     std::string arguments;  // its canonical arguments
     bool done = false;
-    std::optional<gateway::Result> result;  // set when done
+    std::optional<call::Result> result;     // set when done
     Clock::time_point expires{};            // when done: finished + ttl
     std::size_t bytes = 0;
     // The calls waiting for it (timers cancelled when it finishes).
@@ -57,14 +57,14 @@ class Ledger {
   // The first call of `scope` ended: its waiters wake up; the result is kept for a retry unless
   // the call surely never reached a server (then the key is free again). `entry` is the one
   // claim() made (a stale one, replaced meanwhile, is only woken).
-  void finish(const std::string& scope, const std::shared_ptr<Entry>& entry,
-              gateway::Result result, Clock::time_point now);
+  void finish(const std::string& scope, const std::shared_ptr<Entry>& entry, call::Result result,
+              Clock::time_point now);
 
   std::size_t keys() const { return entries_.size(); }
   std::size_t bytes() const { return bytes_; }
 
   // Whether a call that ended with `fault` may have run on a server (its result is then kept).
-  static bool may_have_run(gateway::Fault fault);
+  static bool may_have_run(call::Fault fault);
 
  private:
   struct Slot {

@@ -30,8 +30,8 @@ Rejection mismatch(std::string_view what) {
 
 }  // namespace
 
-bool is_modern_version(std::string_view v) {
-  return v == kModernVersion;
+bool is_stateless_version(std::string_view v) {
+  return v == kStatelessVersion;
 }
 
 std::string all_versions_json() {
@@ -59,7 +59,7 @@ std::optional<std::string> decode_header_value(std::string_view value) {
 }
 
 std::optional<Rejection> classify(const bj::object& request, const HeaderView& headers,
-                                  ModernEnvelope& out) {
+                                  StatelessEnvelope& out) {
   for (std::string_view h : kRoutingHeaders) {
     if (headers.count(h) > 1) return mismatch(std::string(h) + " header appears more than once");
   }
@@ -107,8 +107,8 @@ std::optional<Rejection> classify(const bj::object& request, const HeaderView& h
     }
   }
   out.version = std::string(version.as_string());
-  if (!is_modern_version(out.version)) {
-    const std::string data = R"({"supported":[")" + std::string(kModernVersion) +
+  if (!is_stateless_version(out.version)) {
+    const std::string data = R"({"supported":[")" + std::string(kStatelessVersion) +
                              R"("],"requested":)" + json::quote(out.version) + "}";
     return Rejection{kUnsupportedProtocolVersion, "Unsupported protocol version", data};
   }

@@ -11,7 +11,7 @@
 
 namespace toolbridge::mcp {
 
-inline constexpr std::string_view kModernVersion = "2026-07-28";
+inline constexpr std::string_view kStatelessVersion = "2026-07-28";
 inline constexpr std::string_view kVersionMeta = "io.modelcontextprotocol/protocolVersion";
 inline constexpr std::string_view kCapabilitiesMeta = "io.modelcontextprotocol/clientCapabilities";
 inline constexpr std::string_view kClientInfoMeta = "io.modelcontextprotocol/clientInfo";
@@ -28,12 +28,12 @@ inline constexpr int kMissingClientCapability = -32021;
 inline constexpr int kUnsupportedProtocolVersion = -32022;
 
 // A version this gateway serves statelessly (only 2026-07-28 so far).
-bool is_modern_version(std::string_view v);
+bool is_stateless_version(std::string_view v);
 // Every version the gateway speaks to clients, oldest first, as a JSON array.
 std::string all_versions_json();
 
 // What a request's envelope says about its client.
-struct ModernEnvelope {
+struct StatelessEnvelope {
   std::string version;
   boost::json::object capabilities;  // clientCapabilities (empty if not an object)
   bool sampling = false, elicitation = false, roots = false;
@@ -58,7 +58,7 @@ struct HeaderView {
 // (tools/call, prompts/get, resources/read) Mcp-Name not equal to the body → HeaderMismatch; a
 // version not served → UnsupportedProtocolVersion naming the supported ones.
 std::optional<Rejection> classify(const boost::json::object& request, const HeaderView& headers,
-                                  ModernEnvelope& out);
+                                  StatelessEnvelope& out);
 
 // The HTTP status of a JSON-RPC error code on the stateless transport.
 int http_status_for(int code);

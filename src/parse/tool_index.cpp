@@ -14,7 +14,7 @@
 namespace toolbridge::parse {
 
 namespace bj = boost::json;
-using gateway::CallRepair;
+using call::CallRepair;
 
 namespace {
 

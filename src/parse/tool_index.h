@@ -27,7 +27,7 @@ struct ParsedCall {
   std::string name;              // the exposed name when resolved, else as written
   std::string written;           // as the model wrote it ("server tool" for use_mcp_tool)
   std::string arguments = "{}";  // a JSON object
-  std::vector<gateway::CallRepair> repairs;
+  std::vector<call::CallRepair> repairs;
   bool resolved = false;
   std::string problem;  // not resolved: why (unknown tool with close names, ambiguous)
 };

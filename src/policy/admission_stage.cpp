@@ -12,8 +12,8 @@ namespace toolbridge::policy {
 
 namespace asio = boost::asio;
 namespace bj = boost::json;
-using gateway::Fault;
-using gateway::Result;
+using call::Fault;
+using call::Result;
 
 namespace {
 
@@ -26,11 +26,11 @@ double seconds(base::Clock::duration d) {
 }
 
 // A call waiting in a server's queue: admitted(), a cancel and the deadline all end its wait.
-class QueuedCall final : public AdmissionWaiter, public gateway::Abandonable {
+class QueuedCall final : public AdmissionWaiter, public call::Abandonable {
  public:
   QueuedCall(asio::io_context& io, std::shared_ptr<Admission> admission,
              const AdmissionRequest& request, const base::Clock& clock,
-             gateway::Call::Clock::time_point deadline)
+             call::Call::Clock::time_point deadline)
       : AdmissionWaiter(request, clock.now()),
         timer(io, clock, deadline),
         deadline_(deadline),
@@ -57,7 +57,7 @@ class QueuedCall final : public AdmissionWaiter, public gateway::Abandonable {
   bool late = false;  // admitted after its deadline: the slot was passed on
 
  private:
-  gateway::Call::Clock::time_point deadline_;
+  call::Call::Clock::time_point deadline_;
   const base::Clock& clock_;
   std::shared_ptr<Admission> admission_;
 };
@@ -144,7 +144,7 @@ void AdmissionStage::register_gauges() {
       });
 }
 
-asio::awaitable<Result> AdmissionStage::handle(gateway::Call& call, gateway::Next next) {
+asio::awaitable<Result> AdmissionStage::handle(call::Call& call, call::Next next) {
   // Time in the queue counts against the call's deadline.
   Series& series = this->series(call.route.server, call.tenant);
   const AdmissionRequest request{call.route.server, call.route.tool, call.tenant, call.trajectory};

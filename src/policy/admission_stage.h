@@ -19,16 +19,16 @@
 
 namespace toolbridge::policy {
 
-class AdmissionStage final : public gateway::Stage {
+class AdmissionStage final : public call::Stage {
  public:
   AdmissionStage(boost::asio::io_context& io, const config::Config& config,
                  telemetry::Metrics& metrics, const base::Clock& clock);
 
   std::string_view name() const override { return "admission"; }
-  bool applies(const gateway::Call& call) const override {
+  bool applies(const call::Call& call) const override {
     return admission_->applies(call.route.server);
   }
-  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
+  boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next next) override;
 
   const Admission& admission() const { return *admission_; }
   Admission& admission() { return *admission_; }

@@ -39,13 +39,12 @@ std::string allowed_tools_json(const std::string& tools_json, const config::ApiK
   return boost::json::serialize(v);
 }
 
-boost::asio::awaitable<gateway::Result> AuthorizeStage::handle(gateway::Call& call,
-                                                               gateway::Next next) {
+boost::asio::awaitable<call::Result> AuthorizeStage::handle(call::Call& call, call::Next next) {
   // Not a coroutine: an allowed call costs no frame here.
   const std::string& exposed = call.route.label;
   if (allows(call.principal, call.route.server, exposed)) return next(call);
-  return gateway::ready(gateway::Result::failure(
-      gateway::Fault::kForbidden, forbidden_message(*call.principal, call.route.display_name)));
+  return call::ready(call::Result::failure(
+      call::Fault::kForbidden, forbidden_message(*call.principal, call.route.display_name)));
 }
 
 }  // namespace toolbridge::policy

@@ -22,13 +22,13 @@ std::string forbidden_message(const config::ApiKey& key, std::string_view displa
 std::string allowed_tools_json(const std::string& tools_json, const config::ApiKey& key,
                                const std::function<std::string(std::string_view)>& server_of);
 
-class AuthorizeStage final : public gateway::Stage {
+class AuthorizeStage final : public call::Stage {
  public:
   std::string_view name() const override { return "authorize"; }
-  bool applies(const gateway::Call& call) const override {
+  bool applies(const call::Call& call) const override {
     return call.principal && !call.principal->allow.empty();
   }
-  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
+  boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next next) override;
 };
 
 }  // namespace toolbridge::policy

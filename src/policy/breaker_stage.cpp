@@ -4,7 +4,7 @@
 
 namespace toolbridge::policy {
 
-using gateway::Fault;
+using call::Fault;
 
 namespace {
 
@@ -58,20 +58,19 @@ const Breaker* BreakerStage::find(const std::string& server) const {
   return it == breakers_.end() ? nullptr : it->second.get();
 }
 
-bool BreakerStage::applies(const gateway::Call& call) const {
+bool BreakerStage::applies(const call::Call& call) const {
   const Breaker* b = find(call.route.server);
   return b && b->enabled();
 }
 
-boost::asio::awaitable<gateway::Result> BreakerStage::handle(gateway::Call& call,
-                                                             gateway::Next next) {
+boost::asio::awaitable<call::Result> BreakerStage::handle(call::Call& call, call::Next next) {
   Breaker& breaker = *breakers_.at(call.route.server);
   if (std::string refused = breaker.admit(); !refused.empty()) {
-    co_return gateway::Result::failure(Fault::kUnavailable, std::move(refused));
+    co_return call::Result::failure(Fault::kUnavailable, std::move(refused));
   }
   const bool probe = breaker.state() == Breaker::State::kHalfOpen;
   const int sends = call.sends;
-  gateway::Result result = co_await next(call);
+  call::Result result = co_await next(call);
   if (call.sends == sends) {
     // Never handed to an instance (its deadline passed while it queued for a permit or an
     // instance): that says nothing of the server. Counted, a burst that outwaits admission
@@ -79,7 +78,7 @@ boost::asio::awaitable<gateway::Result> BreakerStage::handle(gateway::Call& call
     if (probe) breaker.release_probe();
     co_return result;
   }
-  const std::string_view outcome = gateway::outcome_label(result.fault);
+  const std::string_view outcome = call::outcome_label(result.fault);
   if (outcome != "unavailable" && outcome != "crashed" && outcome != "cancelled") {
     breaker.record(result.fault == Fault::kTimeout, result.why);
   }

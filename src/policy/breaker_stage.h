@@ -12,14 +12,14 @@
 
 namespace toolbridge::policy {
 
-class BreakerStage final : public gateway::Stage {
+class BreakerStage final : public call::Stage {
  public:
   BreakerStage(const std::vector<config::Server>& servers, telemetry::Metrics& metrics,
                const base::Clock& clock);
 
   std::string_view name() const override { return "breaker"; }
-  bool applies(const gateway::Call& call) const override;
-  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
+  bool applies(const call::Call& call) const override;
+  boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next next) override;
 
   // The breaker of a configured server (for /healthz); null for an unknown name.
   const Breaker* find(const std::string& server) const;

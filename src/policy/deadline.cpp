@@ -5,12 +5,11 @@
 
 namespace toolbridge::policy {
 
-boost::asio::awaitable<gateway::Result> DeadlineStage::handle(gateway::Call& call,
-                                                              gateway::Next next) {
+boost::asio::awaitable<call::Result> DeadlineStage::handle(call::Call& call, call::Next next) {
   // Not a coroutine: an attempt within its deadline costs no frame of its own.
   if (clock_.now() >= call.deadline) {
-    return gateway::ready(gateway::Result::failure(
-        gateway::Fault::kTimeout,
+    return call::ready(call::Result::failure(
+        call::Fault::kTimeout,
         fmt::format("{} timed out after {:g} s before it could be sent", call.route.display_name,
                     static_cast<double>(call.timeout.count()) / 1000.0)));
   }

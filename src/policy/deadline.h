@@ -6,11 +6,11 @@
 
 namespace toolbridge::policy {
 
-class DeadlineStage final : public gateway::Stage {
+class DeadlineStage final : public call::Stage {
  public:
   explicit DeadlineStage(const base::Clock& clock) : clock_(clock) {}
   std::string_view name() const override { return "deadline"; }
-  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
+  boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next next) override;
 
  private:
   const base::Clock& clock_;

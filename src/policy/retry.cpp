@@ -13,7 +13,7 @@
 namespace toolbridge::policy {
 
 namespace asio = boost::asio;
-using gateway::Fault;
+using call::Fault;
 
 namespace {
 
@@ -31,12 +31,12 @@ RetryStage::RetryStage(asio::io_context& io, const base::Clock& clock, const boo
       stopping_(stopping),
       pause_(pause ? std::move(pause) : jittered_pause) {}
 
-bool RetryStage::applies(const gateway::Call& call) const {
+bool RetryStage::applies(const call::Call& call) const {
   const auto& cfg = call.route.upstream->config();
   return cfg.max_retries > 0 && cfg.policy != config::Policy::kPerSession;
 }
 
-bool RetryStage::retryable(const gateway::Call& call, const gateway::Result& result) {
+bool RetryStage::retryable(const call::Call& call, const call::Result& result) {
   if (result.fault == Fault::kNotSent) return true;
   if (result.fault != Fault::kCrashed || call.route.tool.empty()) return false;
   const auto& tools = call.route.upstream->config().idempotent_tools;
@@ -44,10 +44,10 @@ bool RetryStage::retryable(const gateway::Call& call, const gateway::Result& res
                      [&](const std::string& t) { return t == "*" || t == call.route.tool; });
 }
 
-asio::awaitable<gateway::Result> RetryStage::handle(gateway::Call& call, gateway::Next next) {
+asio::awaitable<call::Result> RetryStage::handle(call::Call& call, call::Next next) {
   const std::size_t max_retries = call.route.upstream->config().max_retries;
-  gateway::Result result = co_await next(call);
-  gateway::Result first_failure;
+  call::Result result = co_await next(call);
+  call::Result first_failure;
   while (retryable(call, result) && !stopping_ && !call.cancelled() &&
          static_cast<std::size_t>(call.attempts) < max_retries && clock_.now() < call.deadline) {
     ++call.attempts;
@@ -62,7 +62,7 @@ asio::awaitable<gateway::Result> RetryStage::handle(gateway::Call& call, gateway
     base::Timer pause(io_, clock_, retry.backoff);
     boost::system::error_code ec;
     co_await pause.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (call.cancelled()) co_return gateway::Result::failure(Fault::kCancelled, "cancelled");
+    if (call.cancelled()) co_return call::Result::failure(Fault::kCancelled, "cancelled");
     // Found again: no reference into the call is kept across a suspension.
     call.slots.get<RetryAttempts>().retries.back().resumed_at = clock_.now();
     const int sends = call.sends;
@@ -70,7 +70,7 @@ asio::awaitable<gateway::Result> RetryStage::handle(gateway::Call& call, gateway
     if (call.sends == sends &&
         (result.fault == Fault::kUnavailable || result.fault == Fault::kTimeout)) {
       // The restart did not come in time: report the failure that started it.
-      co_return gateway::Result::failure(
+      co_return call::Result::failure(
           Fault::kCrashed, first_failure.why + "; retried " + std::to_string(call.attempts) +
                                " time(s) but no instance was ready before the deadline");
     }

@@ -11,17 +11,17 @@
 
 namespace toolbridge::policy {
 
-class RetryStage final : public gateway::Stage {
+class RetryStage final : public call::Stage {
  public:
   // `pause` is the wait before a retry (jittered, 50-150 ms by default).
   RetryStage(boost::asio::io_context& io, const base::Clock& clock, const bool& stopping,
              std::function<std::chrono::milliseconds()> pause = {});
   std::string_view name() const override { return "retry"; }
-  bool applies(const gateway::Call& call) const override;
-  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
+  bool applies(const call::Call& call) const override;
+  boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next next) override;
 
   // May a call that failed with `result` be sent again? (Deadline and attempts aside.)
-  static bool retryable(const gateway::Call& call, const gateway::Result& result);
+  static bool retryable(const call::Call& call, const call::Result& result);
 
  private:
   boost::asio::io_context& io_;

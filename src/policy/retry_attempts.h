@@ -12,10 +12,10 @@ namespace toolbridge::policy {
 
 struct RetryAttempts {
   struct Retry {
-    gateway::Call::Clock::time_point failed_at{};  // the attempt before this retry ended
-    gateway::Fault fault = gateway::Fault::kNone;  // how it ended
+    call::Call::Clock::time_point failed_at{};     // the attempt before this retry ended
+    call::Fault fault = call::Fault::kNone;        // how it ended
     std::chrono::milliseconds backoff{0};          // the pause chosen before this retry
-    gateway::Call::Clock::time_point resumed_at{};  // the pause ended: this attempt begins
+    call::Call::Clock::time_point resumed_at{};    // the pause ended: this attempt begins
   };
   boost::container::small_vector<Retry, 2> retries;
 };

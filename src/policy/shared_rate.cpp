@@ -101,12 +101,11 @@ boost::asio::awaitable<milliseconds> SharedRateStage::admit(const std::string& t
   co_return wait;
 }
 
-boost::asio::awaitable<gateway::Result> SharedRateStage::handle(gateway::Call& call,
-                                                                gateway::Next next) {
+boost::asio::awaitable<call::Result> SharedRateStage::handle(call::Call& call, call::Next next) {
   const std::size_t rate = rate_of(call.tenant);
   const milliseconds wait = co_await admit(call.tenant, rate);
   if (wait.count() == 0) {
-    gateway::Result result = co_await next(call);
+    call::Result result = co_await next(call);
     co_return result;
   }
   const std::string key = config_.tenants.contains(call.tenant)
@@ -116,7 +115,7 @@ boost::asio::awaitable<gateway::Result> SharedRateStage::handle(gateway::Call& c
       "tenant '{}' is over its rate of {} calls per second across all gateways ({}); retry in "
       "~{} ms",
       call.tenant, rate, key, wait.count());
-  co_return gateway::Result::failure(gateway::Fault::kShed, std::move(why));
+  co_return call::Result::failure(call::Fault::kShed, std::move(why));
 }
 
 }  // namespace toolbridge::policy

@@ -36,16 +36,16 @@ class LocalWindow {
   std::deque<base::Clock::time_point> starts_;
 };
 
-class SharedRateStage final : public gateway::Stage {
+class SharedRateStage final : public call::Stage {
  public:
   SharedRateStage(boost::asio::io_context& io, const config::Gateway& g,
                   telemetry::Metrics& metrics, const base::Clock& clock);
   ~SharedRateStage() override;
   std::string_view name() const override { return "shared_rate"; }
-  bool applies(const gateway::Call& call) const override {
+  bool applies(const call::Call& call) const override {
     return any_rate_ && rate_of(call.tenant) > 0;
   }
-  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
+  boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next next) override;
 
   std::size_t rate_of(const std::string& tenant) const;
   // How long `tenant` must wait before its next call (0: admitted and counted): from Redis when

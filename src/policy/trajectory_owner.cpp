@@ -23,7 +23,7 @@ TrajectoryOwnerStage::TrajectoryOwnerStage(boost::asio::io_context& io, const co
 
 TrajectoryOwnerStage::~TrajectoryOwnerStage() = default;
 
-bool TrajectoryOwnerStage::applies(const gateway::Call& call) const {
+bool TrajectoryOwnerStage::applies(const call::Call& call) const {
   if (!redis_ || !call.route.upstream) return false;
   if (call.route.upstream->config().policy != config::Policy::kPerSession) return false;
   const auto it = claimed_.find(call.trajectory);
@@ -49,8 +49,8 @@ std::string TrajectoryOwnerStage::restarted_message(const std::string& name,
       name, self, server);
 }
 
-boost::asio::awaitable<gateway::Result> TrajectoryOwnerStage::handle(gateway::Call& call,
-                                                                     gateway::Next next) {
+boost::asio::awaitable<call::Result> TrajectoryOwnerStage::handle(call::Call& call,
+                                                                  call::Next next) {
   const auto now = clock_.now();
   const auto ttl = std::chrono::duration_cast<std::chrono::milliseconds>(config_.session_idle_ttl);
   const std::string& self = config_.gateway_id;
@@ -62,7 +62,7 @@ boost::asio::awaitable<gateway::Result> TrajectoryOwnerStage::handle(gateway::Ca
                                 "GET"};
   std::optional<redis::RedisReply> reply = co_await redis_->command(std::move(argv));
   if (!reply) {  // Redis down or slow: nothing to tell
-    gateway::Result result = co_await next(call);
+    call::Result result = co_await next(call);
     co_return result;
   }
   if (now - last_prune_ > config_.session_idle_ttl) {
@@ -74,7 +74,7 @@ boost::asio::awaitable<gateway::Result> TrajectoryOwnerStage::handle(gateway::Ca
   // The value is "GATEWAY#INCARNATION": another gateway, or this one before a restart.
   const bool held = reply->type == redis::RedisReply::Type::kString && reply->text != claim_;
   if (!held) {
-    gateway::Result result = co_await next(call);
+    call::Result result = co_await next(call);
     co_return result;
   }
   const std::string previous = reply->text.substr(0, reply->text.find('#'));
@@ -83,7 +83,7 @@ boost::asio::awaitable<gateway::Result> TrajectoryOwnerStage::handle(gateway::Ca
   std::string why = previous == self
                         ? restarted_message(call.trajectory, call.route.server, self)
                         : lost_message(call.trajectory, previous, call.route.server, self);
-  co_return gateway::Result::failure(gateway::Fault::kUnavailable, std::move(why));
+  co_return call::Result::failure(call::Fault::kUnavailable, std::move(why));
 }
 
 }  // namespace toolbridge::policy

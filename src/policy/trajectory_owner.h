@@ -25,14 +25,14 @@ class RedisClient;
 
 namespace toolbridge::policy {
 
-class TrajectoryOwnerStage final : public gateway::Stage {
+class TrajectoryOwnerStage final : public call::Stage {
  public:
   TrajectoryOwnerStage(boost::asio::io_context& io, const config::Gateway& g,
                        const base::Clock& clock);
   ~TrajectoryOwnerStage() override;
   std::string_view name() const override { return "owner"; }
-  bool applies(const gateway::Call& call) const override;
-  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
+  bool applies(const call::Call& call) const override;
+  boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next next) override;
 
   // The message of a call whose trajectory `name` was held by gateway `previous`.
   static std::string lost_message(const std::string& name, const std::string& previous,

@@ -8,7 +8,7 @@
 
 namespace toolbridge::repair {
 
-gateway::Result tool_error(const gateway::Call& call, const std::string& text);
+call::Result tool_error(const call::Call& call, const std::string& text);
 
 inline constexpr std::string_view kRepairMetaKey = "toolbridge/repair";
 
@@ -18,10 +18,10 @@ struct Request {
   std::string mode;
 };
 // kRepairMetaKey, read into the call's Request.
-gateway::MetaKey request_meta_key();
+call::MetaKey request_meta_key();
 
 // The repair mode of one call: the configured one, capped by the call's
 // _meta["toolbridge/repair"] (a caller may turn repair down for its call, never up).
-config::RepairMode effective_mode(config::RepairMode configured, const gateway::Call& call);
+config::RepairMode effective_mode(config::RepairMode configured, const call::Call& call);
 
 }  // namespace toolbridge::repair

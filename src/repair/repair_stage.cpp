@@ -13,8 +13,8 @@
 namespace toolbridge::repair {
 
 namespace bj = boost::json;
-using gateway::Call;
-using gateway::Result;
+using call::Call;
+using call::Result;
 
 namespace {
 
@@ -55,14 +55,14 @@ RepairStage::RepairStage(SchemaOf schema_of, const config::Config& config,
                     "answered with an isError result).");
 }
 
-boost::asio::awaitable<Result> RepairStage::handle(Call& call, gateway::Next next) {
+boost::asio::awaitable<Result> RepairStage::handle(Call& call, call::Next next) {
   // Not a coroutine: a call with nothing to report costs no frame of its own.
-  if (auto answer = prepare(call)) return gateway::ready(std::move(*answer));
+  if (auto answer = prepare(call)) return call::ready(std::move(*answer));
   if (call.repairs.empty()) return next(call);
   return report(call, next);
 }
 
-boost::asio::awaitable<Result> RepairStage::report(Call& call, gateway::Next next) {
+boost::asio::awaitable<Result> RepairStage::report(Call& call, call::Next next) {
   Result result = co_await next(call);
   if (result.answered_by_server()) {
     result.response = with_repairs(result.response, repairs_json(call.repairs));

@@ -17,7 +17,7 @@
 
 namespace toolbridge::repair {
 
-class RepairStage final : public gateway::Stage {
+class RepairStage final : public call::Stage {
  public:
   // `schema_of`: the schemas of the catalog (catalog::schemas_of).
   RepairStage(SchemaOf schema_of, const config::Config& config, telemetry::Metrics& metrics);
@@ -25,20 +25,20 @@ class RepairStage final : public gateway::Stage {
   // (a call already past this stage keeps what it was given).
   void set_servers(const std::vector<config::Server>& servers);
   std::string_view name() const override { return "repair"; }
-  bool applies(const gateway::Call& call) const override { return call.is_tool_call(); }
-  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
+  bool applies(const call::Call& call) const override { return call.is_tool_call(); }
+  boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next next) override;
 
   // Repairs and validates `call` in place; a Result when it is answered here (enforce).
   // Separate from handle() so it can be tested without a chain.
-  std::optional<gateway::Result> prepare(gateway::Call& call);
+  std::optional<call::Result> prepare(call::Call& call);
 
  private:
-  boost::asio::awaitable<gateway::Result> report(gateway::Call& call, gateway::Next next);
-  std::optional<gateway::Result> validate(gateway::Call& call, const config::RepairSettings& s,
-                                          const ToolSchema& schema, std::string_view raw,
-                                          const std::optional<boost::json::value>& parsed,
-                                          const std::string& problem);
-  void count_repairs(const gateway::Call& call);
+  boost::asio::awaitable<call::Result> report(call::Call& call, call::Next next);
+  std::optional<call::Result> validate(call::Call& call, const config::RepairSettings& s,
+                                       const ToolSchema& schema, std::string_view raw,
+                                       const std::optional<boost::json::value>& parsed,
+                                       const std::string& problem);
+  void count_repairs(const call::Call& call);
 
   SchemaOf schema_of_;
   std::unordered_map<std::string, const config::Server*> servers_;

@@ -12,7 +12,7 @@ namespace {
 constexpr std::string_view kRepairsKey = "toolbridge/repairs";
 }
 
-std::string repairs_json(const std::vector<gateway::CallRepair>& repairs) {
+std::string repairs_json(const std::vector<call::CallRepair>& repairs) {
   bj::array out;
   for (const auto& r : repairs) {
     bj::object o{{"kind", r.kind}};

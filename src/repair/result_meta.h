@@ -10,7 +10,7 @@
 namespace toolbridge::repair {
 
 // [{"kind", "path"?, "from", "to"}, ...] as raw JSON.
-std::string repairs_json(const std::vector<gateway::CallRepair>& repairs);
+std::string repairs_json(const std::vector<call::CallRepair>& repairs);
 
 // `response` (a JSON-RPC response) with `repairs` (raw JSON) as result._meta's
 // "toolbridge/repairs". An error response, or a result that is not an object, comes back as is.

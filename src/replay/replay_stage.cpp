@@ -11,9 +11,9 @@
 
 namespace toolbridge::replay {
 
-using gateway::Call;
-using gateway::Fault;
-using gateway::Result;
+using call::Call;
+using call::Fault;
+using call::Result;
 
 namespace {
 
@@ -90,7 +90,7 @@ const std::string& ReplayStage::tape_trajectory(const std::string& name) {
   return mapped_.emplace(name, std::move(tape)).first->second;
 }
 
-boost::asio::awaitable<Result> ReplayStage::handle(Call& call, gateway::Next next) {
+boost::asio::awaitable<Result> ReplayStage::handle(Call& call, call::Next next) {
   // Not a coroutine: a replayed call costs no frame of its own (as a cache hit).
   const std::string_view raw = arguments_of(call);
   std::string arguments = cache::canonical_json(raw).value_or(std::string(raw));
@@ -101,19 +101,19 @@ boost::asio::awaitable<Result> ReplayStage::handle(Call& call, gateway::Next nex
             cassette_->find(tape, call.route.server, call.route.tool, arguments, occurrence)) {
       count("hit");
       if (recorder_) record_replayed(call, *rec);
-      return gateway::ready(replayed(call, *rec));
+      return call::ready(replayed(call, *rec));
     }
     if (strict_) {
       count("miss");
-      return gateway::ready(miss(call, tape, arguments, occurrence));
+      return call::ready(miss(call, tape, arguments, occurrence));
     }
     count("live");
   }
   return live(call, next, std::move(arguments), occurrence);
 }
 
-boost::asio::awaitable<Result> ReplayStage::live(Call& call, gateway::Next next,
-                                                 std::string arguments, std::uint64_t occurrence) {
+boost::asio::awaitable<Result> ReplayStage::live(Call& call, call::Next next, std::string arguments,
+                                                 std::uint64_t occurrence) {
   Result result = co_await next(call);
   if (recorder_ && result.answered_by_server()) record(call, arguments, occurrence, result);
   co_return result;

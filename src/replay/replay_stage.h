@@ -20,32 +20,32 @@
 
 namespace toolbridge::replay {
 
-class ReplayStage final : public gateway::Stage {
+class ReplayStage final : public call::Stage {
  public:
   // Either of `cassette` and `recorder` may be null (not both, or the stage is not built).
   ReplayStage(const config::Config& config, const Cassette* cassette, Recorder* recorder,
               telemetry::Metrics& metrics, const base::Clock& clock);
 
   std::string_view name() const override { return "replay"; }
-  bool applies(const gateway::Call& call) const override { return call.is_tool_call(); }
-  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
+  bool applies(const call::Call& call) const override { return call.is_tool_call(); }
+  boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next next) override;
 
   // The cassette's trajectory a call of trajectory `name` is answered from: the same name if the
   // cassette has it, else the first one (in the order of first use) no other name has claimed.
   const std::string& tape_trajectory(const std::string& name);
 
  private:
-  std::uint64_t next_occurrence(const gateway::Call& call, std::string_view arguments);
+  std::uint64_t next_occurrence(const call::Call& call, std::string_view arguments);
   // The call run by the rest of the chain (recorded if it is recording).
-  boost::asio::awaitable<gateway::Result> live(gateway::Call& call, gateway::Next next,
-                                               std::string arguments, std::uint64_t occurrence);
-  gateway::Result replayed(const gateway::Call& call, const CallRecord& rec);
-  gateway::Result miss(const gateway::Call& call, const std::string& trajectory,
-                       std::string_view arguments, std::uint64_t occurrence);
-  void record(gateway::Call& call, std::string_view arguments, std::uint64_t occurrence,
-              const gateway::Result& result);
-  void record_replayed(const gateway::Call& call, const CallRecord& rec);
-  std::string server_fingerprint(const gateway::Call& call);
+  boost::asio::awaitable<call::Result> live(call::Call& call, call::Next next,
+                                            std::string arguments, std::uint64_t occurrence);
+  call::Result replayed(const call::Call& call, const CallRecord& rec);
+  call::Result miss(const call::Call& call, const std::string& trajectory,
+                    std::string_view arguments, std::uint64_t occurrence);
+  void record(call::Call& call, std::string_view arguments, std::uint64_t occurrence,
+              const call::Result& result);
+  void record_replayed(const call::Call& call, const CallRecord& rec);
+  std::string server_fingerprint(const call::Call& call);
   void count(std::string_view result);
 
   const config::Config& config_;

@@ -8,25 +8,25 @@
 
 namespace toolbridge::surfaces {
 
-using gateway::Fault;
-using gateway::Result;
+using call::Fault;
+using call::Result;
 
-void set_surface(gateway::Call& call, std::shared_ptr<const View> view) {
+void set_surface(call::Call& call, std::shared_ptr<const View> view) {
   call.slots.get<CallSurface>().view = std::move(view);
 }
 
-const View* surface_of(const gateway::Call& call) {
+const View* surface_of(const call::Call& call) {
   const CallSurface* s = call.slots.find<CallSurface>();
   return s ? s->view.get() : nullptr;
 }
 
-bool SurfaceStage::applies(const gateway::Call& call) const {
+bool SurfaceStage::applies(const call::Call& call) const {
   return call.is_tool_call() && surface_of(call);
 }
 
-boost::asio::awaitable<Result> SurfaceStage::handle(gateway::Call& call, gateway::Next next) {
+boost::asio::awaitable<Result> SurfaceStage::handle(call::Call& call, call::Next next) {
   if (auto refusal = translate(call, *surface_of(call), mode_of_))
-    return gateway::ready(std::move(*refusal));
+    return call::ready(std::move(*refusal));
   return next(call);
 }
 
@@ -59,7 +59,7 @@ const Tool* repair_within(const View& view, std::string_view name, config::Repai
 namespace {
 // The tool `name` mistypes, within the surface and as far as the call's own _meta allows, the
 // repair recorded in the call; else null.
-const Tool* repaired(gateway::Call& call, const View& view, const std::string& name,
+const Tool* repaired(call::Call& call, const View& view, const std::string& name,
                      const RepairModeOf& mode_of) {
   const config::RepairMode cap = repair::effective_mode(config::RepairMode::kSafe, call);
   const Tool* tool = repair_within(view, name, cap, mode_of);
@@ -68,7 +68,7 @@ const Tool* repaired(gateway::Call& call, const View& view, const std::string& n
 }
 }  // namespace
 
-std::optional<Result> SurfaceStage::translate(gateway::Call& call, const View& view,
+std::optional<Result> SurfaceStage::translate(call::Call& call, const View& view,
                                               const RepairModeOf& mode_of) {
   const std::string name = call.string_member("name");
   const Tool* tool = view.find(name);

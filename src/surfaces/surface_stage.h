@@ -19,26 +19,26 @@ struct CallSurface {
 };
 
 // Marks `call` as made through `view`.
-void set_surface(gateway::Call& call, std::shared_ptr<const View> view);
+void set_surface(call::Call& call, std::shared_ptr<const View> view);
 // The surface `call` was made through, or null.
-const View* surface_of(const gateway::Call& call);
+const View* surface_of(const call::Call& call);
 
 // The repair mode configured for a tool (its server's, for the server's own name).
 using RepairModeOf = std::function<config::RepairMode(const Tool&)>;
 
-class SurfaceStage final : public gateway::Stage {
+class SurfaceStage final : public call::Stage {
  public:
   // `mode_of` null: a mistyped name is never repaired.
   explicit SurfaceStage(RepairModeOf mode_of = nullptr) : mode_of_(std::move(mode_of)) {}
   std::string_view name() const override { return "surface"; }
-  bool applies(const gateway::Call& call) const override;
-  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next next) override;
+  bool applies(const call::Call& call) const override;
+  boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next next) override;
 
   // The refusal of a call, or nullopt with its params rewritten for the gateway (a test's door).
   // A name the surface does not show is repaired among the surface's names only (the safe
   // bounds of repair/names.h, where the tool's server repairs), recorded in call.repairs.
-  static std::optional<gateway::Result> translate(gateway::Call& call, const View& view,
-                                                  const RepairModeOf& mode_of = nullptr);
+  static std::optional<call::Result> translate(call::Call& call, const View& view,
+                                               const RepairModeOf& mode_of = nullptr);
 
  private:
   RepairModeOf mode_of_;

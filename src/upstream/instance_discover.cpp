@@ -30,7 +30,7 @@ asio::awaitable<bool> Instance::discover() {
                   error.empty() ? "no 2026-07-28 offered" : error);
     co_return false;
   }
-  std::string version(mcp::kModernVersion);
+  std::string version(mcp::kStatelessVersion);
   transport_->set_stateless(std::move(version));
   stateless_ = true;
   if (found.is_object()) keep_server_info(found.as_object());

@@ -17,7 +17,7 @@ namespace {
 // What the gateway declares upstream: everything it can route back to an agent.
 bj::object envelope() {
   return bj::object{
-      {mcp::kVersionMeta, mcp::kModernVersion},
+      {mcp::kVersionMeta, mcp::kStatelessVersion},
       {mcp::kCapabilitiesMeta, bj::object{{"roots", bj::object{{"listChanged", true}}},
                                           {"sampling", bj::object{}},
                                           {"elicitation", bj::object{}}}},
@@ -25,11 +25,11 @@ bj::object envelope() {
 }
 
 // Whether `object[key]` is an array naming a version the gateway serves statelessly.
-bool lists_modern(const bj::value& object, std::string_view key) {
+bool lists_stateless(const bj::value& object, std::string_view key) {
   const bj::value* versions = object.is_object() ? object.as_object().if_contains(key) : nullptr;
   if (!versions || !versions->is_array()) return false;
   for (const auto& v : versions->as_array()) {
-    if (v.is_string() && mcp::is_modern_version(v.as_string())) return true;
+    if (v.is_string() && mcp::is_stateless_version(v.as_string())) return true;
   }
   return false;
 }
@@ -41,7 +41,7 @@ std::string discover_params() {
 }
 
 bool offers_stateless(const bj::value& result) {
-  return lists_modern(result, "supportedVersions");
+  return lists_stateless(result, "supportedVersions");
 }
 
 bool supports_after_rejection(const bj::value& error) {
@@ -52,7 +52,7 @@ bool supports_after_rejection(const bj::value& error) {
     return false;
   }
   const bj::value* data = e->if_contains("data");
-  return data && lists_modern(*data, "supported");
+  return data && lists_stateless(*data, "supported");
 }
 
 StatelessMessage to_stateless(std::string_view message) {
@@ -86,7 +86,7 @@ void add_stateless_headers(std::vector<std::pair<std::string, std::string>>& hea
                            const std::string& method, const std::string& name,
                            const std::string& version) {
   headers.emplace_back("MCP-Protocol-Version",
-                       version.empty() ? std::string(mcp::kModernVersion) : version);
+                       version.empty() ? std::string(mcp::kStatelessVersion) : version);
   if (!method.empty()) headers.emplace_back("Mcp-Method", method);
   if (name.empty()) return;
   const bool plain =

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/in_flight.h"
 #include "base/jitter.h"
 #include "config/config.h"
 #include "telemetry/metrics.h"
@@ -103,6 +104,11 @@ class Upstream : public std::enable_shared_from_this<Upstream>, private Supervis
   // The catalog of the first ready instance, kept while no instance runs; null before that.
   const Catalog* catalog() const { return supervisor_->catalog(); }
   std::size_t in_flight() const;
+  // The calls routed here, from the resolve stage to their answer (call::Call holds a token):
+  // those in flight on an instance and those still waiting (admission, an instance). A drain
+  // waits for it to reach zero.
+  base::InFlight& holders() { return holders_; }
+  std::size_t holding_calls() const { return holders_.count(); }
   // The least recently started ready instance (pid and protocol version for /healthz), or null.
   std::shared_ptr<Instance> any_ready() const;
 
@@ -141,6 +147,7 @@ class Upstream : public std::enable_shared_from_this<Upstream>, private Supervis
 
   boost::asio::io_context& io_;
   const base::Clock& clock_;
+  base::InFlight holders_{clock_};
   std::shared_ptr<Supervisor> supervisor_;
   std::unique_ptr<Placement> placement_;
   std::vector<Candidate> candidates_;  // reused by pick(): no allocation per call

@@ -41,6 +41,7 @@ def test_sigterm_lets_calls_in_flight_finish(gateway_factory):
 
     def slow_call():
         result["answer"] = s.call_tool("fixture__sleep", {"ms": 1500}, 1)
+        result["answered_at"] = time.monotonic()
 
     t = threading.Thread(target=slow_call)
     t.start()
@@ -49,6 +50,9 @@ def test_sigterm_lets_calls_in_flight_finish(gateway_factory):
     t.join(10)
     assert text_of(result["answer"]["result"]) == "slept 1500 ms"
     assert gw.proc.wait(10) == 0
+    # The drain wakes at the last call's answer: the exit follows it at once, not at the end of
+    # shutdown_grace (5 s after the signal, ~3.5 s after the answer).
+    assert time.monotonic() - result["answered_at"] < 2.0
 
 
 def test_agent_cancellation_reaches_the_server_and_releases_the_request(gateway_factory):

@@ -60,7 +60,7 @@ def mcp_call(s: RawSession, tool: str, arguments: dict, req_id: int) -> dict:
     return s.request("tools/call", params, req_id)
 
 
-def mcp_2026_call(url: str, tool: str, arguments: dict, req_id: int) -> dict:
+def mcp_stateless_call(url: str, tool: str, arguments: dict, req_id: int) -> dict:
     meta = {"io.modelcontextprotocol/protocolVersion": V2026,
             "io.modelcontextprotocol/clientCapabilities": {}, "toolbridge/timeout_ms": TIMEOUT_MS}
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
@@ -105,8 +105,8 @@ def test_every_outcome_has_its_class_on_mcp_in_both_eras(gw):
             assert mcp_fault(answer) == cls, (tool, outcome, answer)
             if cls == "ok":
                 assert "_meta" not in answer["result"], answer  # nothing added to a success
-            modern = mcp_2026_call(gw.mcp_url, tool, args, 100 + i)
-            assert mcp_fault(modern) == cls, (tool, outcome, modern)
+            stateless = mcp_stateless_call(gw.mcp_url, tool, args, 100 + i)
+            assert mcp_fault(stateless) == cls, (tool, outcome, stateless)
     finally:
         s.close()
 

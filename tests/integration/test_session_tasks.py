@@ -212,13 +212,13 @@ def test_tools_list_marks_the_task_tools(gw):
     assert tools["fixture__sleep"]["execution"]["taskSupport"] == "optional", tools["fixture__sleep"]
     assert tools["fixture__progress"]["execution"]["taskSupport"] == "optional"
     assert "execution" not in tools["fixture__echo"], tools["fixture__echo"]
-    modern = "2026-07-28"
+    stateless = "2026-07-28"
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list",
-            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": modern,
+            "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": stateless,
                                  "io.modelcontextprotocol/clientCapabilities": {}}}}
     resp = httpx.post(gw.mcp_url, content=json.dumps(body), timeout=30,
                       headers={"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-                               "MCP-Protocol-Version": modern, "Mcp-Method": "tools/list"})
+                               "MCP-Protocol-Version": stateless, "Mcp-Method": "tools/list"})
     listed = {t["name"]: t for t in next(m for m in parse_body(resp) if m.get("id") == 1)["result"]["tools"]}
     assert listed["fixture__sleep"]["execution"]["taskSupport"] == "optional", listed["fixture__sleep"]
     assert "execution" not in listed["fixture__echo"]

@@ -1,7 +1,7 @@
 """MCP 2026-07-28 (stateless) clients on the same /mcp endpoint as handshake clients, in front of
 a handshake-era server (the fixture over stdio): the revision's envelope and header rules, list
 caching hints, and a server's elicitation during a stateless call turned into an input_required
-result and back (by hand over HTTP, and with the official Python SDK 2.3's modern client). Behind
+result and back (by hand over HTTP, and with the official Python SDK 2.3's stateless client). Behind
 the gateway, also a 2026-07-28 server (stateless_server.py, on the SDK's MCPServer) whose own
 input_required results reach a handshake client as ordinary requests and a stateless client as
 the gateway's own rounds, and whose rounds are bounded."""
@@ -153,7 +153,7 @@ def test_handshake_clients_keep_working_beside_stateless_ones(gw):
         s.close()
 
 
-def test_official_python_sdk_modern_client_completes_the_elicitation_round_trip(gw):
+def test_official_python_sdk_stateless_client_completes_the_elicitation_round_trip(gw):
     from mcp import Client
     import mcp.types as types
 

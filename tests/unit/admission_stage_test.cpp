@@ -11,8 +11,8 @@
 namespace toolbridge::policy {
 namespace {
 
-using gateway::Fault;
-using gateway::Result;
+using call::Fault;
+using call::Result;
 using namespace std::chrono_literals;
 
 struct AdmissionStageTest : ::testing::Test {
@@ -20,7 +20,7 @@ struct AdmissionStageTest : ::testing::Test {
   bool stopping = false;
   config::Config config;
   std::unique_ptr<testing::Routed> routed;
-  std::vector<std::unique_ptr<gateway::Stage>> chain;
+  std::vector<std::unique_ptr<call::Stage>> chain;
   AdmissionStage* admission = nullptr;
   testing::ScriptedStage* last = nullptr;
 
@@ -37,9 +37,7 @@ struct AdmissionStageTest : ::testing::Test {
     last = scripted.get();
     chain.push_back(std::move(scripted));
   }
-  Result run(gateway::Call& call) {
-    return testing::run(routed->io, gateway::Next(chain, 0)(call));
-  }
+  Result run(call::Call& call) { return testing::run(routed->io, call::Next(chain, 0)(call)); }
 };
 
 TEST_F(AdmissionStageTest, WithoutALimitTheStageIsSteppedOver) {
@@ -62,7 +60,7 @@ TEST_F(AdmissionStageTest, ARetriedCallKeepsItsSlotAndGivesItBackOnceAnswered) {
   s.max_retries = 2;
   build(s);
   std::vector<std::size_t> in_flight_seen;
-  last->on_call = [&](gateway::Call&) {
+  last->on_call = [&](call::Call&) {
     in_flight_seen.push_back(admission->admission().servers()[0].in_flight);
   };
   last->script = {Result::failure(Fault::kNotSent, "died before"), Result{}};
@@ -99,9 +97,9 @@ TEST_F(AdmissionStageTest, ASlotFreedAfterAQueuedCallsDeadlineGoesToTheNextCall)
   late.timeout = 10s;
   auto next = routed->call();
   std::optional<Result> late_result, next_result;
-  boost::asio::co_spawn(routed->io, gateway::Next(chain, 0)(late),
+  boost::asio::co_spawn(routed->io, call::Next(chain, 0)(late),
                         [&](std::exception_ptr, Result r) { late_result = std::move(r); });
-  boost::asio::co_spawn(routed->io, gateway::Next(chain, 0)(next),
+  boost::asio::co_spawn(routed->io, call::Next(chain, 0)(next),
                         [&](std::exception_ptr, Result r) { next_result = std::move(r); });
   routed->io.poll();
   ASSERT_EQ(admission->admission().servers()[0].queued, 2u);

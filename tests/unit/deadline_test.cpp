@@ -7,8 +7,8 @@
 namespace toolbridge::policy {
 namespace {
 
-using gateway::call_budget;
-using gateway::Fault;
+using call::call_budget;
+using call::Fault;
 using namespace std::chrono_literals;
 
 TEST(CallBudget, ToolTimeoutOverridesAndTheCallerMayOnlyShorten) {
@@ -30,23 +30,23 @@ TEST(CallRoute, SetsTheBudgetAndDeadlineOnceFromWhenTheCallArrived) {
   base::ManualClock clock;
   const auto arrived = clock.now();
   clock.advance(500ms);  // routed after it waited: the wait counts against its budget
-  gateway::Call call;
+  call::Call call;
   call.started = arrived;
-  call.set_route(gateway::Route{routed.up, "srv", "slow", "srv__slow", "srv__slow"});
+  call.set_route(call::Route{routed.up, "srv", "slow", "srv__slow", "srv__slow"});
   EXPECT_EQ(call.timeout, 9'000ms);
   EXPECT_EQ(call.deadline, arrived + 9'000ms);
 
-  gateway::Call asked;
+  call::Call asked;
   asked.started = arrived;
   asked.requested_timeout = 1'000ms;
-  asked.set_route(gateway::Route{routed.up, "srv", "t", "srv__t", "srv__t"});
+  asked.set_route(call::Route{routed.up, "srv", "t", "srv__t", "srv__t"});
   EXPECT_EQ(asked.timeout, 1'000ms);
   EXPECT_EQ(asked.deadline, arrived + 1'000ms);
 
   // A stage tested alone with no upstream behind its route has no deadline.
-  gateway::Call alone;
-  alone.set_route(gateway::Route{nullptr, "srv", "t", "srv__t", "srv__t"});
-  EXPECT_EQ(alone.deadline, gateway::Call::Clock::time_point::max());
+  call::Call alone;
+  alone.set_route(call::Route{nullptr, "srv", "t", "srv__t", "srv__t"});
+  EXPECT_EQ(alone.deadline, call::Call::Clock::time_point::max());
 }
 
 TEST(DeadlineStage, RefusesAnAttemptPastTheDeadlineAndLeavesItAsSet) {
@@ -54,19 +54,19 @@ TEST(DeadlineStage, RefusesAnAttemptPastTheDeadlineAndLeavesItAsSet) {
   s.call_timeout = 2'000ms;
   testing::Routed routed(s);
   base::ManualClock clock;
-  std::vector<std::unique_ptr<gateway::Stage>> chain;
+  std::vector<std::unique_ptr<call::Stage>> chain;
   chain.push_back(std::make_unique<DeadlineStage>(clock));
   auto scripted = std::make_unique<testing::ScriptedStage>();
   auto* last = scripted.get();
   chain.push_back(std::move(scripted));
 
   auto call = routed.call("t", clock.now());
-  EXPECT_EQ(testing::run(routed.io, gateway::Next(chain, 0)(call)).fault, Fault::kNone);
+  EXPECT_EQ(testing::run(routed.io, call::Next(chain, 0)(call)).fault, Fault::kNone);
   EXPECT_EQ(call.deadline, clock.now() + 2'000ms);
   EXPECT_EQ(call.timeout, 2'000ms);
 
   clock.advance(2'000ms);  // a retry arrives at the deadline
-  const gateway::Result r = testing::run(routed.io, gateway::Next(chain, 0)(call));
+  const call::Result r = testing::run(routed.io, call::Next(chain, 0)(call));
   EXPECT_EQ(r.fault, Fault::kTimeout);
   EXPECT_EQ(r.why, "srv__t timed out after 2 s before it could be sent");
   EXPECT_EQ(last->attempts_seen.size(), 1u) << "the expired attempt never reaches dispatch";

@@ -7,11 +7,11 @@
 namespace toolbridge::catalog {
 namespace {
 
-using gateway::Fault;
-using gateway::Result;
+using call::Fault;
+using call::Result;
 
-gateway::Call tool_call(std::string name, std::chrono::milliseconds requested = {}) {
-  gateway::Call c;
+call::Call tool_call(std::string name, std::chrono::milliseconds requested = {}) {
+  call::Call c;
   c.method = "tools/call";
   c.id = "1";
   c.params = R"({"name":")" + name + R"(","arguments":{}})";
@@ -24,13 +24,13 @@ struct ResolveWithoutCatalog {
   explicit ResolveWithoutCatalog(config::Server server) : routed(std::move(server)) {
     upstreams.push_back(routed.up);
   }
-  Result run(gateway::Call& call) {
+  Result run(call::Call& call) {
     ResolveStage stage(catalog, upstreams, stopping, "__");
-    std::vector<std::unique_ptr<gateway::Stage>> rest;
+    std::vector<std::unique_ptr<call::Stage>> rest;
     auto end = std::make_unique<testing::ScriptedStage>();
     const testing::ScriptedStage* seen = end.get();
     rest.push_back(std::move(end));
-    Result r = testing::run(routed.io, stage.handle(call, gateway::Next(rest, 0)));
+    Result r = testing::run(routed.io, stage.handle(call, call::Next(rest, 0)));
     sent = seen->attempts_seen.size();
     return r;
   }
@@ -43,7 +43,7 @@ struct ResolveWithoutCatalog {
 
 TEST(Resolve, ANameOfNoConfiguredServerIsAnUnknownTool) {
   ResolveWithoutCatalog r({});
-  gateway::Call call = tool_call("other__tool");
+  call::Call call = tool_call("other__tool");
   const Result result = r.run(call);
   EXPECT_EQ(result.fault, Fault::kInvalidParams);
   EXPECT_NE(result.why.find("Unknown tool: 'other__tool'"), std::string::npos) << result.why;
@@ -54,7 +54,7 @@ TEST(Resolve, AToolOfADisabledServerSaysSoNotUnknownTool) {
   server.enabled = false;
   server.error_prefix = "[tb] ";
   ResolveWithoutCatalog r(server);
-  gateway::Call call = tool_call("srv__anything");
+  call::Call call = tool_call("srv__anything");
   const Result result = r.run(call);
   EXPECT_EQ(result.fault, Fault::kUnavailable);
   EXPECT_EQ(result.why, "server 'srv' is disabled in the configuration");
@@ -68,7 +68,7 @@ TEST(Resolve, AToolOfAServerStillStartingWaitsWithinTheCallsBudget) {
   // Never started: the server is "starting" and has listed nothing. The call waits its budget
   // (1 ms here), then says the server is starting and how long it waited.
   ResolveWithoutCatalog r({});
-  gateway::Call call = tool_call("srv__tool", std::chrono::milliseconds(1));
+  call::Call call = tool_call("srv__tool", std::chrono::milliseconds(1));
   const Result result = r.run(call);
   EXPECT_EQ(result.fault, Fault::kTimeout);
   EXPECT_NE(result.why.find("server 'srv' is starting"), std::string::npos) << result.why;

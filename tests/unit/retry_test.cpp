@@ -7,15 +7,15 @@
 namespace toolbridge::policy {
 namespace {
 
-using gateway::Fault;
-using gateway::Result;
+using call::Fault;
+using call::Result;
 using namespace std::chrono_literals;
 
 struct RetryTest : ::testing::Test {
   base::ManualClock clock;
   bool stopping = false;
   testing::ScriptedStage* last = nullptr;
-  std::vector<std::unique_ptr<gateway::Stage>> chain;
+  std::vector<std::unique_ptr<call::Stage>> chain;
   std::unique_ptr<testing::Routed> routed;
 
   void build(config::Server server) {
@@ -25,11 +25,10 @@ struct RetryTest : ::testing::Test {
     last = scripted.get();
     chain.push_back(std::move(scripted));
   }
-  Result run(gateway::Call& call) {
+  Result run(call::Call& call) {
     call.deadline = clock.now() + 10s;
-    if (!chain.front()->applies(call))
-      return testing::run(routed->io, gateway::Next(chain, 1)(call));
-    return testing::run(routed->io, gateway::Next(chain, 0)(call));
+    if (!chain.front()->applies(call)) return testing::run(routed->io, call::Next(chain, 1)(call));
+    return testing::run(routed->io, call::Next(chain, 0)(call));
   }
 };
 
@@ -75,7 +74,7 @@ TEST_F(RetryTest, NoRetryPastTheDeadline) {
   s.max_retries = 2;
   build(s);
   last->script = {Result::failure(Fault::kNotSent, "died"), Result{}};
-  last->on_call = [this](gateway::Call&) { clock.advance(11s); };
+  last->on_call = [this](call::Call&) { clock.advance(11s); };
   auto call = routed->call();
   EXPECT_EQ(run(call).fault, Fault::kNotSent);
   EXPECT_EQ(last->attempts_seen.size(), 1u);
@@ -88,7 +87,7 @@ TEST_F(RetryTest, ARetryThatFindsNoInstanceReportsTheFailureThatStartedIt) {
   last->script = {Result::failure(Fault::kNotSent, "server 'srv' exited with code 1"),
                   Result::failure(Fault::kUnavailable, "restarting")};
   // The second attempt never reaches an instance.
-  last->on_call = [](gateway::Call& c) {
+  last->on_call = [](call::Call& c) {
     if (c.attempts == 1) --c.sends;
   };
   auto call = routed->call();

@@ -24,17 +24,17 @@ T run(boost::asio::io_context& io, boost::asio::awaitable<T> work) {
 }
 
 // The end of a chain: answers from a script, counting what it saw.
-class ScriptedStage final : public gateway::Stage {
+class ScriptedStage final : public call::Stage {
  public:
-  std::deque<gateway::Result> script;
+  std::deque<call::Result> script;
   std::vector<int> attempts_seen;
-  std::function<void(gateway::Call&)> on_call;
+  std::function<void(call::Call&)> on_call;
   std::string_view name() const override { return "scripted"; }
-  boost::asio::awaitable<gateway::Result> handle(gateway::Call& call, gateway::Next) override {
+  boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next) override {
     attempts_seen.push_back(call.attempts);
     if (on_call) on_call(call);
     ++call.sends;
-    gateway::Result r = script.empty() ? gateway::Result{} : std::move(script.front());
+    call::Result r = script.empty() ? call::Result{} : std::move(script.front());
     if (!script.empty()) script.pop_front();
     co_return r;
   }
@@ -53,13 +53,13 @@ struct Routed {
   }
   // A call routed as the resolve stage routes it, its deadline counted from `started` (a front
   // end takes it from the gateway's clock; a test on a ManualClock passes its clock's now()).
-  gateway::Call call(std::string tool = "t",
-                     base::Clock::time_point started = base::steady_clock().now()) const {
-    gateway::Call c;
+  call::Call call(std::string tool = "t",
+                  base::Clock::time_point started = base::steady_clock().now()) const {
+    call::Call c;
     c.started = started;
     c.method = "tools/call";
     c.id = "7";
-    c.set_route(gateway::Route{up, up->name(), tool, "srv__" + tool, "srv__" + tool});
+    c.set_route(call::Route{up, up->name(), tool, "srv__" + tool, "srv__" + tool});
     return c;
   }
 };

@@ -95,3 +95,59 @@ TEST(InFlight, ACountThatRisesAgainBeforeTheWaiterRunsKeepsItWaiting) {
   poll(io);
   EXPECT_EQ(zero, true);
 }
+
+TEST(InFlight, ATokenCountsWhileItLivesAndItsCopiesCountToo) {
+  ManualClock clock;
+  InFlight f(clock);
+  {
+    InFlight::Token a(f);
+    EXPECT_EQ(f.count(), 1u);
+    InFlight::Token b = a;  // a copy is one more
+    EXPECT_EQ(f.count(), 2u);
+    InFlight::Token c = std::move(b);  // a move is not
+    EXPECT_EQ(f.count(), 2u);
+    c.release();
+    c.release();  // once only
+    EXPECT_EQ(f.count(), 1u);
+    InFlight::Token empty;
+    empty = a;  // assigned: counts
+    EXPECT_EQ(f.count(), 2u);
+    empty = InFlight::Token();  // assigned empty: gives its count back
+    EXPECT_EQ(f.count(), 1u);
+  }
+  EXPECT_EQ(f.count(), 0u);
+}
+
+TEST(InFlight, TheLastTokenReleasedWakesADrain) {
+  asio::io_context io;
+  ManualClock clock;
+  InFlight f(clock);
+  std::optional<InFlight::Token> token(std::in_place, f);
+  std::optional<bool> zero;
+  drain(io, f, clock.now() + 10s, zero);
+  poll(io);
+  EXPECT_FALSE(zero.has_value());
+  token.reset();
+  poll(io);
+  EXPECT_EQ(zero, true);
+}
+
+TEST(InFlight, WakeAllEndsTheDrainsWaitingNowButNotLaterOnes) {
+  asio::io_context io;
+  ManualClock clock;
+  InFlight f(clock);
+  f.add();
+  std::optional<bool> early;
+  drain(io, f, clock.now() + 10s, early);
+  poll(io);
+  f.wake_all();
+  poll(io);
+  EXPECT_EQ(early, false) << "woken with one still in flight";
+  std::optional<bool> later;
+  drain(io, f, clock.now() + 10s, later);
+  poll(io);
+  EXPECT_FALSE(later.has_value()) << "a drain started after wake_all waits as usual";
+  f.done();
+  poll(io);
+  EXPECT_EQ(later, true);
+}

@@ -11,7 +11,7 @@
 namespace toolbridge::cache {
 namespace {
 
-using gateway::Call;
+using call::Call;
 
 // A call as a front end makes it (params is an object, its members scanned); with
 // `upstream_params`, as repair leaves it after rewriting the arguments.

@@ -11,9 +11,9 @@ namespace toolbridge::cache {
 namespace {
 
 namespace asio = boost::asio;
-using gateway::Call;
-using gateway::Fault;
-using gateway::Result;
+using call::Call;
+using call::Fault;
+using call::Result;
 
 Call call_with_id(std::string id,
                   Call::Clock::time_point deadline = Call::Clock::time_point::max()) {

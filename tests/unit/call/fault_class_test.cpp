@@ -4,19 +4,26 @@
 
 #include "call/call.h"
 
-namespace toolbridge::gateway {
+namespace toolbridge::call {
 namespace {
 
 // The table of docs/faults.md: a change here is a change of what trainers mask.
 TEST(FaultClass, EveryFaultMapsToItsDocumentedClass) {
   const std::map<Fault, std::string_view> documented = {
-      {Fault::kNone, "ok"},           {Fault::kInvalidParams, "agent"},
-      {Fault::kInvalidCall, "agent"}, {Fault::kNotFound, "agent"},
-      {Fault::kForbidden, "agent"},   {Fault::kToolError, "tool"},
-      {Fault::kServerError, "tool"},  {Fault::kUnavailable, "infra"},
-      {Fault::kOverloaded, "infra"},  {Fault::kShed, "infra"},
-      {Fault::kTimeout, "infra"},     {Fault::kCrashed, "infra"},
-      {Fault::kNotSent, "infra"},     {Fault::kCancelled, "infra"},
+      {Fault::kNone, "ok"},
+      {Fault::kInvalidParams, "agent"},
+      {Fault::kInvalidCall, "agent"},
+      {Fault::kNotFound, "agent"},
+      {Fault::kForbidden, "agent"},
+      {Fault::kToolError, "tool"},
+      {Fault::kServerError, "tool"},
+      {Fault::kUnavailable, "infra"},
+      {Fault::kOverloaded, "infra"},
+      {Fault::kShed, "infra"},
+      {Fault::kTimeout, "infra"},
+      {Fault::kCrashed, "infra"},
+      {Fault::kNotSent, "infra"},
+      {Fault::kCancelled, "infra"},
       {Fault::kShuttingDown, "infra"},
   };
   ASSERT_EQ(documented.size(), kFaultCount) << "a fault without a documented class";
@@ -32,4 +39,4 @@ TEST(FaultClass, AGatewayWrittenIsErrorIsCountedAsToolErrorButIsTheAgents) {
 }
 
 }  // namespace
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::call

@@ -6,7 +6,7 @@
 
 #include "call/call.h"
 
-namespace toolbridge::gateway {
+namespace toolbridge::call {
 namespace {
 
 struct CacheWord {
@@ -55,4 +55,4 @@ TEST(Slots, ACopiedCallHasItsOwnSlots) {
 }
 
 }  // namespace
-}  // namespace toolbridge::gateway
+}  // namespace toolbridge::call

@@ -107,7 +107,7 @@ TEST(RepairToolName, AmbiguousNamesGetAnIsErrorListingThem) {
   catalog::Catalog c;
   c.rebuild(std::vector<catalog::Catalog::Source>{{"web", &a}, {"docs", &b}},
             config::ToolNaming::kPrefixed, "__");
-  gateway::Call call;
+  call::Call call;
   call.id = "3";
   call.method = "tools/call";
   const ToolNameRepair r =
@@ -124,7 +124,7 @@ TEST(RepairToolName, AmbiguousNamesGetAnIsErrorListingThem) {
 
 TEST(RepairToolName, ARepairIsRecordedInTheCall) {
   Tools t;
-  gateway::Call call;
+  call::Call call;
   const ToolNameRepair r = repair_tool_name(t.catalog, call, "web-search", t.mode_of());
   ASSERT_NE(r.entry, nullptr);
   EXPECT_EQ(r.entry->exposed, "search__web_search");
@@ -133,7 +133,7 @@ TEST(RepairToolName, ARepairIsRecordedInTheCall) {
   EXPECT_EQ(call.repairs[0].from, "web-search");
   EXPECT_EQ(call.repairs[0].to, "search__web_search");
   // The caller's _meta turns it off.
-  gateway::Call off;
+  call::Call off;
   off.slots.get<repair::Request>().mode = "off";
   EXPECT_EQ(repair_tool_name(t.catalog, off, "web-search", t.mode_of()).entry, nullptr);
 }

@@ -16,8 +16,8 @@ namespace toolbridge::frontend {
 namespace {
 
 namespace bj = boost::json;
-using gateway::Fault;
-using gateway::Result;
+using call::Fault;
+using call::Result;
 
 BatchRefusal read(std::string_view text, BatchRequest& out) {
   boost::system::error_code ec;

@@ -14,8 +14,8 @@
 namespace toolbridge::frontend {
 namespace {
 
-using gateway::Fault;
-using gateway::Result;
+using call::Fault;
+using call::Result;
 
 // A pipeline with no servers (EmptyPipeline): the resolve stage answers each call at once, as the
 // memory cache answers a hit.

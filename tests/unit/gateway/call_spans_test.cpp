@@ -25,7 +25,7 @@ std::string text(const otel::Span& s, std::string_view key) {
 }
 
 // The call's spans as the exporter gets them (protobuf), read back.
-std::vector<otel::Span> spans_of(const Call& call, const Result& result,
+std::vector<otel::Span> spans_of(const call::Call& call, const call::Result& result,
                                  const telemetry::CallRecord& r, const SpanContext& ctx,
                                  std::uint64_t start_ns, std::uint64_t end_ns) {
   std::string bytes;
@@ -35,8 +35,8 @@ std::vector<otel::Span> spans_of(const Call& call, const Result& result,
   return otel::testing::read_spans(bytes);
 }
 
-Call tool_call() {
-  Call c;
+call::Call tool_call() {
+  call::Call c;
   c.method = "tools/call";
   c.id = "7";
   c.trajectory = "rollout-1";
@@ -60,10 +60,10 @@ telemetry::CallRecord record(std::string_view outcome) {
 }
 
 TEST(CallSpans, AToolCallIsASpanWithQueueAndExecutionChildren) {
-  const Call call = tool_call();
+  const call::Call call = tool_call();
   const SpanContext ctx = span_context(call, 1.0);
   const std::vector<otel::Span> out =
-      spans_of(call, Result{}, record("ok"), ctx, 1'000'000'000, 1'005'000'000);
+      spans_of(call, call::Result{}, record("ok"), ctx, 1'000'000'000, 1'005'000'000);
   ASSERT_EQ(out.size(), 3u);
   const otel::Span& s = out[0];
   EXPECT_EQ(s.name, "tools/call fixture__echo");
@@ -102,11 +102,11 @@ TEST(CallSpans, AToolCallIsASpanWithQueueAndExecutionChildren) {
 }
 
 TEST(CallSpans, TheCallersTraceparentIsTheParent) {
-  Call call = tool_call();
+  call::Call call = tool_call();
   call.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
   const SpanContext ctx = span_context(call, 0.0);  // the caller's sampled flag decides
   EXPECT_TRUE(ctx.sampled);
-  const std::vector<otel::Span> out = spans_of(call, Result{}, record("ok"), ctx, 1, 2);
+  const std::vector<otel::Span> out = spans_of(call, call::Result{}, record("ok"), ctx, 1, 2);
   EXPECT_EQ(otel::hex(out[0].trace_id), "4bf92f3577b34da6a3ce929d0e0e4736");
   EXPECT_EQ(otel::hex(out[0].parent_id), "00f067aa0ba902b7");
   call.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00";
@@ -114,18 +114,18 @@ TEST(CallSpans, TheCallersTraceparentIsTheParent) {
 }
 
 TEST(CallSpans, ARequestScopedKeyIsNoTrajectory) {
-  Call call = tool_call();
+  call::Call call = tool_call();
   call.request_scoped_key = true;
   EXPECT_NE(span_context(call, 1.0).trace_id, span_context(call, 1.0).trace_id);
 }
 
 TEST(CallSpans, FailuresCarryErrorTypeAndStatus) {
-  const Call call = tool_call();
+  const call::Call call = tool_call();
   telemetry::CallRecord r = record("timeout");
   r.execution_s = 0;
   r.queue_s = 0.005;
   const std::vector<otel::Span> out =
-      spans_of(call, Result::failure(Fault::kTimeout, "the deadline passed"), r,
+      spans_of(call, call::Result::failure(call::Fault::kTimeout, "the deadline passed"), r,
                span_context(call, 1.0), 1, 5'000'001);
   ASSERT_EQ(out.size(), 2u);  // never reached a server: no execution span
   EXPECT_EQ(text(out[0], "error.type"), "timeout");
@@ -134,21 +134,21 @@ TEST(CallSpans, FailuresCarryErrorTypeAndStatus) {
 }
 
 TEST(CallSpans, ACallThatDidNotWaitHasNoQueueSpan) {
-  const Call call = tool_call();
+  const call::Call call = tool_call();
   telemetry::CallRecord r = record("ok");
   r.queue_s = kMinQueueSpanSeconds / 2;
   const auto out =
-      spans_of(call, Result{}, r, span_context(call, 1.0), 1'000'000'000, 1'005'000'000);
+      spans_of(call, call::Result{}, r, span_context(call, 1.0), 1'000'000'000, 1'005'000'000);
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[1].name, "toolbridge.execution");
   EXPECT_EQ(out[1].start_ns, 1'000'500'000u);  // the gateway's half millisecond before it
 }
 
 TEST(CallSpans, JsonSpansAreTheSameSpans) {
-  const Call call = tool_call();
+  const call::Call call = tool_call();
   std::string bytes;
   otel::SpanWriter w(bytes, otel::Encoding::kJson);
-  call_spans(call, Result{}, record("ok"), span_context(call, 1.0), 1, 2, w);
+  call_spans(call, call::Result{}, record("ok"), span_context(call, 1.0), 1, 2, w);
   ASSERT_EQ(w.ends().size(), 3u);
   ASSERT_EQ(bytes.back(), ',');  // each span is followed by ',' (the exporter's queue joins them)
   bytes.pop_back();
@@ -164,13 +164,13 @@ TEST(CallSpans, JsonSpansAreTheSameSpans) {
 }
 
 TEST(CallSpans, AModelRequestFollowsTheGenAiConventions) {
-  Call call;
+  call::Call call;
   call.method = "chat/completions";
   call.route.server = "qwen";
   call.route.label = call.method;
   call.trajectory = "rollout-1";
   const std::vector<otel::Span> out =
-      spans_of(call, Result{}, record("ok"), span_context(call, 1.0), 1, 2);
+      spans_of(call, call::Result{}, record("ok"), span_context(call, 1.0), 1, 2);
   EXPECT_EQ(out[0].name, "chat qwen");
   EXPECT_EQ(text(out[0], "gen_ai.operation.name"), "chat");
   EXPECT_EQ(text(out[0], "gen_ai.request.model"), "qwen");
@@ -181,24 +181,24 @@ TEST(CallSpans, AModelRequestFollowsTheGenAiConventions) {
 // execution span, with the attempt's number, how the failed ones ended and the pause before it.
 TEST(CallSpans, ARetriedCallHasAnAttemptSpanPerAttempt) {
   using std::chrono::milliseconds;
-  Call call = tool_call();
-  call.started = Call::Clock::time_point{} + std::chrono::seconds(100);
+  call::Call call = tool_call();
+  call.started = call::Call::Clock::time_point{} + std::chrono::seconds(100);
   call.attempts = 2;
   call.sends = 3;
   auto& retries = call.slots.get<policy::RetryAttempts>().retries;
   retries.push_back({.failed_at = call.started + milliseconds(3),
-                     .fault = Fault::kCrashed,
+                     .fault = call::Fault::kCrashed,
                      .backoff = milliseconds(60),
                      .resumed_at = call.started + milliseconds(63)});
   retries.push_back({.failed_at = call.started + milliseconds(64),
-                     .fault = Fault::kNotSent,
+                     .fault = call::Fault::kNotSent,
                      .backoff = milliseconds(110),
                      .resumed_at = call.started + milliseconds(174)});
   telemetry::CallRecord r = record("ok");
   r.queue_s = 0.002;
   r.execution_s = 0.178;
   const std::uint64_t t0 = 1'000'000'000;
-  const auto out = spans_of(call, Result{}, r, span_context(call, 1.0), t0, t0 + 180'000'000);
+  const auto out = spans_of(call, call::Result{}, r, span_context(call, 1.0), t0, t0 + 180'000'000);
   ASSERT_EQ(out.size(), 6u);  // call, queue, execution, three attempts
   const otel::Span& exec = out[2];
   ASSERT_EQ(exec.name, "toolbridge.execution");
@@ -231,9 +231,10 @@ TEST(CallSpans, ARetriedCallHasAnAttemptSpanPerAttempt) {
 }
 
 TEST(CallSpans, ACallSentOnceHasNoAttemptSpans) {
-  Call call = tool_call();
+  call::Call call = tool_call();
   call.sends = 1;
-  const auto out = spans_of(call, Result{}, record("ok"), span_context(call, 1.0), 1, 5'000'001);
+  const auto out =
+      spans_of(call, call::Result{}, record("ok"), span_context(call, 1.0), 1, 5'000'001);
   ASSERT_EQ(out.size(), 3u);
   for (const auto& s : out) EXPECT_NE(s.name, "toolbridge.attempt");
   EXPECT_EQ(call.slots.find<policy::RetryAttempts>(), nullptr);

@@ -26,15 +26,15 @@ upstream::CallSink::Reply into(Answer& a) {
   };
 }
 
-mcp::ModernEnvelope client(bool elicitation, bool sampling = false) {
-  mcp::ModernEnvelope e;
-  e.version = std::string(mcp::kModernVersion);
+mcp::StatelessEnvelope client(bool elicitation, bool sampling = false) {
+  mcp::StatelessEnvelope e;
+  e.version = std::string(mcp::kStatelessVersion);
   e.elicitation = elicitation;
   e.sampling = sampling;
   return e;
 }
 
-std::shared_ptr<Conversation> conversation(boost::asio::io_context& io, mcp::ModernEnvelope env,
+std::shared_ptr<Conversation> conversation(boost::asio::io_context& io, mcp::StatelessEnvelope env,
                                            bj::object provided = {}) {
   auto c = std::make_shared<Conversation>(io, std::weak_ptr<Session>(), false, std::move(env),
                                           std::move(provided), false);
@@ -198,7 +198,7 @@ TEST(InputRequired, OnlyRequestedNotificationsReachTheStatelessClient) {
   silent->on_notification(log("error"));
   silent->on_notification(progress);
   EXPECT_TRUE(silent->channel.queue.empty()) << "no logLevel, no progressToken: nothing";
-  mcp::ModernEnvelope warning = client(true);
+  mcp::StatelessEnvelope warning = client(true);
   warning.log_level = "warning";
   auto chatty = std::make_shared<Conversation>(io, std::weak_ptr<Session>(), true, warning,
                                                bj::object(), true);

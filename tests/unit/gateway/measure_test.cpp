@@ -21,18 +21,18 @@ TEST(MeasureStage, ARecordsTimeIsWhenItsCallStarted) {
   boost::asio::io_context io;
   telemetry::Metrics metrics;
   telemetry::CallLog log;
-  std::vector<std::unique_ptr<Stage>> chain;
+  std::vector<std::unique_ptr<call::Stage>> chain;
   chain.push_back(
       std::make_unique<MeasureStage>(metrics, log, nullptr, toolbridge::base::steady_clock()));
   chain.push_back(std::make_unique<testing::ScriptedStage>());
   for (const auto ago : {2000ms, 30ms, 5000ms}) {
-    Call call;
+    call::Call call;
     call.method = "tools/call";
     call.trajectory = "t1";
     call.route.server = "srv";
     call.route.label = "srv__t";
     call.started = toolbridge::base::steady_clock().now() - ago;
-    testing::run(io, Next(chain, 0)(call));
+    testing::run(io, call::Next(chain, 0)(call));
     const auto expected = std::chrono::duration_cast<std::chrono::milliseconds>(
                               (std::chrono::system_clock::now() - ago).time_since_epoch())
                               .count();

@@ -87,8 +87,8 @@ class SimulatedTime : public ::testing::Test {
   }
 
   struct Running {
-    Call call;
-    std::optional<Result> result;
+    call::Call call;
+    std::optional<call::Result> result;
     std::string answer() const { return to_jsonrpc(call, *result); }
     bool done() const { return result.has_value(); }
   };

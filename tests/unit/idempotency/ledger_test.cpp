@@ -5,8 +5,8 @@
 namespace toolbridge::idempotency {
 namespace {
 
-using gateway::Fault;
-using gateway::Result;
+using call::Fault;
+using call::Result;
 using namespace std::chrono_literals;
 using Claim = Ledger::Claim;
 
@@ -53,18 +53,18 @@ TEST(Ledger, ACallThatNeverReachedAServerFreesItsKey) {
   for (Fault f : {Fault::kShed, Fault::kNotSent, Fault::kUnavailable, Fault::kOverloaded,
                   Fault::kShuttingDown, Fault::kCancelled}) {
     auto first = ledger.claim("t\nk", "a", "{}", t0);
-    ASSERT_EQ(first.claim, Claim::kStarted) << gateway::to_string(f);
+    ASSERT_EQ(first.claim, Claim::kStarted) << call::to_string(f);
     ledger.finish("t\nk", first.entry, Result::failure(f, "no"), t0);
     EXPECT_TRUE(first.entry->done);  // its waiters get the failure
     EXPECT_EQ(ledger.keys(), 0u);
   }
   // A timeout or a crash may have run it: kept, a retry gets the same failure.
   for (Fault f : {Fault::kTimeout, Fault::kCrashed, Fault::kToolError, Fault::kServerError}) {
-    const std::string scope = "t\n" + std::string(gateway::to_string(f));
+    const std::string scope = "t\n" + std::string(call::to_string(f));
     auto first = ledger.claim(scope, "a", "{}", t0);
     ledger.finish(scope, first.entry, Result::failure(f, "maybe ran"), t0);
     const auto again = ledger.claim(scope, "a", "{}", t0);
-    ASSERT_EQ(again.claim, Claim::kDone) << gateway::to_string(f);
+    ASSERT_EQ(again.claim, Claim::kDone) << call::to_string(f);
     EXPECT_EQ(again.entry->result->fault, f);
   }
 }

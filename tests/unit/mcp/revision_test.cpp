@@ -29,12 +29,12 @@ bj::object request(std::string_view method, bj::object params) {
       {"jsonrpc", "2.0"}, {"id", 1}, {"method", method}, {"params", std::move(params)}};
 }
 
-bj::object meta(std::string_view version = kModernVersion) {
+bj::object meta(std::string_view version = kStatelessVersion) {
   return bj::object{{kVersionMeta, version},
                     {kCapabilitiesMeta, bj::object{{"elicitation", bj::object{}}}}};
 }
 
-Headers headers(std::string_view method, std::string_view version = kModernVersion) {
+Headers headers(std::string_view method, std::string_view version = kStatelessVersion) {
   Headers h;
   h.values.emplace("MCP-Protocol-Version", std::string(version));
   h.values.emplace("Mcp-Method", std::string(method));
@@ -42,13 +42,13 @@ Headers headers(std::string_view method, std::string_view version = kModernVersi
 }
 
 TEST(Revision, AcceptsAWellFormedRequestAndReadsItsCapabilities) {
-  ModernEnvelope env;
+  StatelessEnvelope env;
   bj::object m = meta();
   m[kLogLevelMeta] = "debug";
   const auto rejection =
       classify(request("tools/list", bj::object{{"_meta", m}}), headers("tools/list").view(), env);
   EXPECT_FALSE(rejection.has_value()) << rejection->message;
-  EXPECT_EQ(env.version, kModernVersion);
+  EXPECT_EQ(env.version, kStatelessVersion);
   EXPECT_TRUE(env.elicitation);
   EXPECT_FALSE(env.sampling);
   EXPECT_FALSE(env.roots);
@@ -56,11 +56,11 @@ TEST(Revision, AcceptsAWellFormedRequestAndReadsItsCapabilities) {
 }
 
 TEST(Revision, MissingMetaOrEnvelopeKeysAreInvalidParams) {
-  ModernEnvelope env;
+  StatelessEnvelope env;
   auto r = classify(request("server/discover", {}), headers("server/discover").view(), env);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->code, -32602);
-  bj::object only_version{{kVersionMeta, kModernVersion}};
+  bj::object only_version{{kVersionMeta, kStatelessVersion}};
   r = classify(request("server/discover", bj::object{{"_meta", only_version}}),
                headers("server/discover").view(), env);
   ASSERT_TRUE(r);
@@ -69,13 +69,13 @@ TEST(Revision, MissingMetaOrEnvelopeKeysAreInvalidParams) {
 }
 
 TEST(Revision, HeadersThatDisagreeWithTheBodyAreHeaderMismatch) {
-  ModernEnvelope env;
+  StatelessEnvelope env;
   const bj::object body = request("tools/list", bj::object{{"_meta", meta()}});
   auto r = classify(body, headers("prompts/list").view(), env);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->code, kHeaderMismatch);
   Headers no_method;
-  no_method.values.emplace("MCP-Protocol-Version", std::string(kModernVersion));
+  no_method.values.emplace("MCP-Protocol-Version", std::string(kStatelessVersion));
   r = classify(body, no_method.view(), env);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->code, kHeaderMismatch);
@@ -93,7 +93,7 @@ TEST(Revision, HeadersThatDisagreeWithTheBodyAreHeaderMismatch) {
 }
 
 TEST(Revision, McpNameMustMatchTheNamedParamPlainOrBase64) {
-  ModernEnvelope env;
+  StatelessEnvelope env;
   const bj::object body =
       request("tools/call", bj::object{{"_meta", meta()}, {"name", "echo"}, {"arguments", {}}});
   Headers h = headers("tools/call");
@@ -114,13 +114,13 @@ TEST(Revision, McpNameMustMatchTheNamedParamPlainOrBase64) {
 }
 
 TEST(Revision, AnUnservedVersionNamesTheSupportedOnes) {
-  ModernEnvelope env;
+  StatelessEnvelope env;
   const auto r = classify(request("server/discover", bj::object{{"_meta", meta("v999.0.0")}}),
                           headers("server/discover", "v999.0.0").view(), env);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->code, kUnsupportedProtocolVersion);
   const bj::value data = bj::parse(r->data);
-  EXPECT_EQ(data.at("supported").as_array().at(0).as_string(), kModernVersion);
+  EXPECT_EQ(data.at("supported").as_array().at(0).as_string(), kStatelessVersion);
   EXPECT_EQ(data.at("requested").as_string(), "v999.0.0");
 }
 

@@ -14,7 +14,7 @@
 namespace toolbridge::policy {
 namespace {
 
-using gateway::Fault;
+using call::Fault;
 using namespace std::chrono_literals;
 
 struct BreakerStageTest : ::testing::Test {
@@ -30,7 +30,7 @@ struct BreakerStageTest : ::testing::Test {
   testing::Routed routed{server};
   BreakerStage* breakers = nullptr;
   testing::ScriptedStage* last = nullptr;
-  std::vector<std::unique_ptr<gateway::Stage>> chain;
+  std::vector<std::unique_ptr<call::Stage>> chain;
 
   BreakerStageTest() {
     auto b =
@@ -43,22 +43,22 @@ struct BreakerStageTest : ::testing::Test {
     chain.push_back(std::move(s));
   }
   // A call whose deadline passed before it reached the breaker (it queued that long).
-  gateway::Result expired_call() {
+  call::Result expired_call() {
     auto call = routed.call("t", clock.now() - 1'500ms);
-    return testing::run(routed.io, gateway::Next(chain, 0)(call));
+    return testing::run(routed.io, call::Next(chain, 0)(call));
   }
   // A call that is sent and answered with `result`.
-  gateway::Result sent_call(gateway::Result result) {
+  call::Result sent_call(call::Result result) {
     last->script.push_back(std::move(result));
     auto call = routed.call("t", clock.now());
-    return testing::run(routed.io, gateway::Next(chain, 0)(call));
+    return testing::run(routed.io, call::Next(chain, 0)(call));
   }
   Breaker::State state() const { return breakers->find("srv")->state(); }
 };
 
 TEST_F(BreakerStageTest, CallsThatExpiredBeforeBeingSentNeverOpenIt) {
   for (int i = 0; i < 5; ++i) {
-    const gateway::Result r = expired_call();
+    const call::Result r = expired_call();
     EXPECT_EQ(r.fault, Fault::kTimeout);
     EXPECT_EQ(r.why, "srv__t timed out after 1 s before it could be sent");
   }
@@ -69,16 +69,16 @@ TEST_F(BreakerStageTest, CallsThatExpiredBeforeBeingSentNeverOpenIt) {
 
 TEST_F(BreakerStageTest, CallsThatTimedOutAtTheServerStillOpenIt) {
   for (int i = 0; i < 2; ++i)
-    EXPECT_EQ(sent_call(gateway::Result::failure(Fault::kTimeout, "srv__t timed out")).fault,
+    EXPECT_EQ(sent_call(call::Result::failure(Fault::kTimeout, "srv__t timed out")).fault,
               Fault::kTimeout);
   EXPECT_EQ(state(), Breaker::State::kOpen);
-  const gateway::Result refused = sent_call({});
+  const call::Result refused = sent_call({});
   EXPECT_EQ(refused.fault, Fault::kUnavailable);
   EXPECT_EQ(last->attempts_seen.size(), 2u);
 }
 
 TEST_F(BreakerStageTest, AProbeThatExpiredBeforeBeingSentLeavesTheProbeToTheNextCall) {
-  for (int i = 0; i < 2; ++i) sent_call(gateway::Result::failure(Fault::kTimeout, "timed out"));
+  for (int i = 0; i < 2; ++i) sent_call(call::Result::failure(Fault::kTimeout, "timed out"));
   ASSERT_EQ(state(), Breaker::State::kOpen);
   last->script.clear();
   clock.advance(5'000ms);
@@ -92,7 +92,7 @@ TEST_F(BreakerStageTest, AProbeThatExpiredBeforeBeingSentLeavesTheProbeToTheNext
 // and its state; one whose settings changed gets a fresh one; a new server gets one; a removed
 // server none.
 TEST_F(BreakerStageTest, AReloadKeepsUnchangedBreakersAndRenewsChangedOnes) {
-  for (int i = 0; i < 2; ++i) sent_call(gateway::Result::failure(Fault::kTimeout, "timed out"));
+  for (int i = 0; i < 2; ++i) sent_call(call::Result::failure(Fault::kTimeout, "timed out"));
   ASSERT_EQ(state(), Breaker::State::kOpen);
   config::Server added = server;
   added.name = "added";

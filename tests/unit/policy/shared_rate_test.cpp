@@ -37,7 +37,7 @@ TEST(SharedRateStage, TenantsWithoutARateStepOverIt) {
   config::Gateway g;
   g.tenants["slow"].rate = 2;
   const SharedRateStage stage(io, g, metrics, clock);
-  gateway::Call call;
+  call::Call call;
   call.tenant = "slow";
   EXPECT_TRUE(stage.applies(call));
   EXPECT_EQ(stage.rate_of("slow"), 2u);

@@ -88,7 +88,7 @@ Outcome run_case(const Corpus& corpus, const bj::object& c, RepairMode mode) {
   }
   telemetry::Metrics metrics;
   RepairStage stage(catalog::schemas_of(corpus.catalog), config, metrics);
-  gateway::Call call;
+  call::Call call;
   call.method = "tools/call";
   call.id = "1";
   call.params = bj::serialize(bj::object{{"name", c.at("tool")}, {"arguments", c.at("arguments")}});
@@ -103,8 +103,7 @@ Outcome run_case(const Corpus& corpus, const bj::object& c, RepairMode mode) {
     if (!fixed.entry) return {true, "Unknown tool", "", {}};
     entry = fixed.entry;
   }
-  call.route =
-      gateway::Route{nullptr, entry->server, entry->original, entry->exposed, entry->exposed};
+  call.route = call::Route{nullptr, entry->server, entry->original, entry->exposed, entry->exposed};
   call.upstream_params =
       json::rewrite_object(call.params, call.members, {{"name", json::quote(entry->original)}}, {});
   if (auto answer = stage.prepare(call)) return {true, answer->why, entry->exposed, {}};

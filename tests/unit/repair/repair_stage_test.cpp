@@ -37,14 +37,14 @@ struct StageFixture {
   }
 
   // A tools/call as resolve leaves it.
-  gateway::Call call(const std::string& arguments, const std::string& meta_off = "") const {
-    gateway::Call c;
+  call::Call call(const std::string& arguments, const std::string& meta_off = "") const {
+    call::Call c;
     c.method = "tools/call";
     c.id = "9";
     c.params = R"({"name":"srv__search","arguments":)" + arguments + "}";
     c.members = *json::object_members(c.params);
     c.upstream_params = R"({"name":"search","arguments":)" + arguments + "}";
-    c.route = gateway::Route{nullptr, "srv", "search", "srv__search", "srv__search"};
+    c.route = call::Route{nullptr, "srv", "search", "srv__search", "srv__search"};
     if (!meta_off.empty()) c.slots.get<Request>().mode = meta_off;
     return c;
   }
@@ -53,14 +53,14 @@ struct StageFixture {
   }
 };
 
-bj::value sent_arguments(const gateway::Call& c) {
+bj::value sent_arguments(const call::Call& c) {
   return bj::parse(c.upstream_params).at("arguments");
 }
 
 TEST(RepairStage, AValidCallIsPassedOnUntouched) {
   StageFixture f;
   RepairStage stage(catalog::schemas_of(f.catalog), f.config, f.metrics);
-  gateway::Call c = f.call(R"({"query": "x", "limit": 3})");
+  call::Call c = f.call(R"({"query": "x", "limit": 3})");
   const std::string before = c.upstream_params;
   EXPECT_FALSE(stage.prepare(c));
   EXPECT_EQ(c.upstream_params, before);
@@ -70,7 +70,7 @@ TEST(RepairStage, AValidCallIsPassedOnUntouched) {
 TEST(RepairStage, ARepairedCallIsSentRepairedAndCounted) {
   StageFixture f;
   RepairStage stage(catalog::schemas_of(f.catalog), f.config, f.metrics);
-  gateway::Call c = f.call(R"({"Query": "x", "limit": "3"})");
+  call::Call c = f.call(R"({"Query": "x", "limit": "3"})");
   EXPECT_FALSE(stage.prepare(c));
   EXPECT_EQ(sent_arguments(c), bj::parse(R"({"query": "x", "limit": 3})"));
   EXPECT_EQ(bj::parse(c.upstream_params).at("name"), "search");
@@ -84,7 +84,7 @@ TEST(RepairStage, ARepairedCallIsSentRepairedAndCounted) {
 TEST(RepairStage, MetaOffLeavesTheCallAsItCame) {
   StageFixture f;
   RepairStage stage(catalog::schemas_of(f.catalog), f.config, f.metrics);
-  gateway::Call c = f.call(R"({"query": "x", "limit": "3"})", "off");
+  call::Call c = f.call(R"({"query": "x", "limit": "3"})", "off");
   const std::string before = c.upstream_params;
   EXPECT_FALSE(stage.prepare(c));  // warn: passed on
   EXPECT_EQ(c.upstream_params, before);
@@ -99,10 +99,10 @@ TEST(RepairStage, EnforceAnswersWithEveryViolationAndDoesNotPassOn) {
   s.validate = ValidateMode::kEnforce;
   StageFixture f(s);
   RepairStage stage(catalog::schemas_of(f.catalog), f.config, f.metrics);
-  gateway::Call c = f.call(R"({"limit": "many"})");
+  call::Call c = f.call(R"({"limit": "many"})");
   const auto answer = stage.prepare(c);
   ASSERT_TRUE(answer);
-  EXPECT_EQ(answer->fault, gateway::Fault::kInvalidCall);
+  EXPECT_EQ(answer->fault, call::Fault::kInvalidCall);
   const bj::value v = bj::parse(answer->response);
   EXPECT_EQ(v.at("id"), 9);
   EXPECT_EQ(v.at("result").at("isError"), true);
@@ -118,9 +118,9 @@ TEST(RepairStage, EnforceRefusesArgumentsThatCannotBeMadeAnObject) {
   s.validate = ValidateMode::kEnforce;
   StageFixture f(s);
   RepairStage stage(catalog::schemas_of(f.catalog), f.config, f.metrics);
-  gateway::Call c = f.call(R"("query = x")");
+  call::Call c = f.call(R"("query = x")");
   ASSERT_TRUE(stage.prepare(c));
-  gateway::Call ok = f.call(R"("{'query': 'x'}")");
+  call::Call ok = f.call(R"("{'query': 'x'}")");
   EXPECT_FALSE(stage.prepare(ok));
   EXPECT_EQ(sent_arguments(ok), bj::parse(R"({"query": "x"})"));
 }
@@ -131,25 +131,25 @@ TEST(RepairStage, RepairOffStillValidates) {
   s.validate = ValidateMode::kEnforce;
   StageFixture f(s);
   RepairStage stage(catalog::schemas_of(f.catalog), f.config, f.metrics);
-  gateway::Call c = f.call(R"({"query": "x", "limit": "3"})");
+  call::Call c = f.call(R"({"query": "x", "limit": "3"})");
   EXPECT_TRUE(stage.prepare(c));
 }
 
 TEST(RepairStage, RepairsAreSplicedIntoTheResultMeta) {
   StageFixture f;
-  std::vector<std::unique_ptr<gateway::Stage>> chain;
+  std::vector<std::unique_ptr<call::Stage>> chain;
   chain.push_back(
       std::make_unique<RepairStage>(catalog::schemas_of(f.catalog), f.config, f.metrics));
   auto last = std::make_unique<testing::ScriptedStage>();
-  gateway::Result served;
+  call::Result served;
   served.response = R"({"jsonrpc":"2.0","id":9,"result":{"content":[]}})";
   last->script.push_back(served);
   std::string seen;
-  last->on_call = [&](gateway::Call& c) { seen = c.upstream_params; };
+  last->on_call = [&](call::Call& c) { seen = c.upstream_params; };
   chain.push_back(std::move(last));
   boost::asio::io_context io;
-  gateway::Call c = f.call(R"({"query": "x", "limit": "3"})");
-  const gateway::Result r = testing::run(io, gateway::Next(chain, 0)(c));
+  call::Call c = f.call(R"({"query": "x", "limit": "3"})");
+  const call::Result r = testing::run(io, call::Next(chain, 0)(c));
   EXPECT_EQ(bj::parse(seen).at("arguments"), bj::parse(R"({"query": "x", "limit": 3})"));
   const bj::value v = bj::parse(r.response);
   const auto& repairs = v.at("result").at("_meta").at("toolbridge/repairs").as_array();

@@ -160,8 +160,8 @@ TEST(SurfaceView, HiddenDefaultsArePinned) {
   EXPECT_FALSE(with_defaults("[1]", R"({"mode":"loud"})"));
 }
 
-gateway::Call tool_call(const std::string& params) {
-  gateway::Call call;
+call::Call tool_call(const std::string& params) {
+  call::Call call;
   call.method = "tools/call";
   call.params = params;
   call.members = *json::object_members(call.params);
@@ -172,13 +172,13 @@ TEST(SurfaceStage, MapsAShownNameToTheGatewaysToolWithItsDefaults) {
   Surface s{"bench", {SurfaceSelector{.name = "fixture__add"}}, {}, {}};
   s.tools["fixture__echo"] = SurfaceTool{.name = "say", .defaults = R"({"mode":"loud"})"};
   auto view = View::build(s, catalog_tools());
-  gateway::Call call = tool_call(R"({"name":"say","arguments":{"text":"hi"},"_meta":{"k":1}})");
+  call::Call call = tool_call(R"({"name":"say","arguments":{"text":"hi"},"_meta":{"k":1}})");
   EXPECT_FALSE(SurfaceStage::translate(call, *view));
   EXPECT_EQ(call.string_member("name"), "fixture__echo");
   EXPECT_EQ(bj::parse(call.member("arguments")), bj::parse(R"({"text":"hi","mode":"loud"})"));
   EXPECT_EQ(call.member("_meta"), R"({"k":1})");
   // A tool without defaults keeps its arguments byte for byte.
-  gateway::Call add = tool_call(R"({"name":"fixture__add","arguments":{"a": 1}})");
+  call::Call add = tool_call(R"({"name":"fixture__add","arguments":{"a": 1}})");
   EXPECT_FALSE(SurfaceStage::translate(add, *view));
   EXPECT_EQ(add.member("arguments"), R"({"a": 1})");
 }
@@ -189,18 +189,18 @@ TEST(SurfaceStage, RefusesWhatTheSurfaceDoesNotShowAsAnUnknownTool) {
   auto view = View::build(s, catalog_tools());
   // The gateway name of a shown tool, and a tool the gateway has but the surface does not show.
   for (const char* name : {"fixture__echo", "fixture__crash", "sya"}) {
-    gateway::Call call = tool_call(std::string(R"({"name":")") + name + R"(","arguments":{}})");
+    call::Call call = tool_call(std::string(R"({"name":")") + name + R"(","arguments":{}})");
     auto refusal = SurfaceStage::translate(call, *view);
     ASSERT_TRUE(refusal) << name;
-    EXPECT_EQ(refusal->fault, gateway::Fault::kInvalidParams);
+    EXPECT_EQ(refusal->fault, call::Fault::kInvalidParams);
     EXPECT_EQ(refusal->why.rfind(std::string("Unknown tool: '") + name + "'", 0), 0u)
         << refusal->why;
     EXPECT_NE(refusal->why.find("tools/list shows the 1 available tools."), std::string::npos);
   }
-  gateway::Call typo = tool_call(R"({"name":"sya"})");
+  call::Call typo = tool_call(R"({"name":"sya"})");
   EXPECT_NE(SurfaceStage::translate(typo, *view)->why.find("did you mean 'say'"),
             std::string::npos);
-  gateway::Call far = tool_call(R"({"name":"fixture__crash"})");
+  call::Call far = tool_call(R"({"name":"fixture__crash"})");
   EXPECT_EQ(SurfaceStage::translate(far, *view)->why.find("did you mean"), std::string::npos);
 }
 
@@ -209,18 +209,18 @@ TEST(SurfaceStage, RepairsAMistypedNameWithinTheSurfaceOnly) {
   s.tools["fixture__echo"] = SurfaceTool{.name = "repeat_text"};
   auto view = View::build(s, catalog_tools());
   const RepairModeOf safe = [](const Tool&) { return config::RepairMode::kSafe; };
-  gateway::Call call = tool_call(R"({"name":"repeat_txt","arguments":{}})");
+  call::Call call = tool_call(R"({"name":"repeat_txt","arguments":{}})");
   EXPECT_FALSE(SurfaceStage::translate(call, *view, safe));
   EXPECT_EQ(call.string_member("name"), "fixture__echo");
   ASSERT_EQ(call.repairs.size(), 1u);
   EXPECT_EQ(call.repairs[0].from, "repeat_txt");
   EXPECT_EQ(call.repairs[0].to, "repeat_text");
   // A near miss of a tool the gateway has but the surface does not show is not repaired to it.
-  gateway::Call outside = tool_call(R"({"name":"fixture__crsh"})");
+  call::Call outside = tool_call(R"({"name":"fixture__crsh"})");
   EXPECT_TRUE(SurfaceStage::translate(outside, *view, safe));
   EXPECT_TRUE(outside.repairs.empty());
   // Its server does not repair: refused.
-  gateway::Call off = tool_call(R"({"name":"repeat_txt"})");
+  call::Call off = tool_call(R"({"name":"repeat_txt"})");
   EXPECT_TRUE(
       SurfaceStage::translate(off, *view, [](const Tool&) { return config::RepairMode::kOff; }));
 }

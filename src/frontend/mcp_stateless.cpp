@@ -1,4 +1,4 @@
-#include "frontend/mcp_modern.h"
+#include "frontend/mcp_stateless.h"
 
 #include <spdlog/spdlog.h>
 
@@ -80,7 +80,7 @@ std::string with_result_type(std::string response) {
   return with_result_members(std::move(response), R"("resultType":"complete")");
 }
 
-McpModern::McpModern(gateway::Gateway& gateway)
+McpStateless::McpStateless(gateway::Gateway& gateway)
     : gateway_(gateway),
       input_required_(gateway.config().gateway.max_input_required,
                       gateway.config().gateway.input_required_ttl, gateway.clock()),
@@ -90,23 +90,23 @@ McpModern::McpModern(gateway::Gateway& gateway)
              gateway.clock()) {
   tasks_.on_change = [this](const tasks::Task& t) { task_changed(t); };
   table_ = {
-      {"server/discover", &McpModern::discover},
-      {"tools/list", &McpModern::list},
-      {"prompts/list", &McpModern::list},
-      {"resources/list", &McpModern::list},
-      {"resources/templates/list", &McpModern::list},
-      {"subscriptions/listen", &McpModern::listen},
-      {"tools/call", &McpModern::call},
-      {"prompts/get", &McpModern::call},
-      {"resources/read", &McpModern::call},
-      {"completion/complete", &McpModern::call},
-      {"tasks/get", &McpModern::task_get},
-      {"tasks/update", &McpModern::task_update},
-      {"tasks/cancel", &McpModern::task_cancel},
+      {"server/discover", &McpStateless::discover},
+      {"tools/list", &McpStateless::list},
+      {"prompts/list", &McpStateless::list},
+      {"resources/list", &McpStateless::list},
+      {"resources/templates/list", &McpStateless::list},
+      {"subscriptions/listen", &McpStateless::listen},
+      {"tools/call", &McpStateless::call},
+      {"prompts/get", &McpStateless::call},
+      {"resources/read", &McpStateless::call},
+      {"completion/complete", &McpStateless::call},
+      {"tasks/get", &McpStateless::task_get},
+      {"tasks/update", &McpStateless::task_update},
+      {"tasks/cancel", &McpStateless::task_cancel},
   };
 }
 
-bool McpModern::claims(const transport::Request& req) {
+bool McpStateless::claims(const transport::Request& req) {
   if (!header(req, "Mcp-Session-Id").empty()) return false;
   // A version header no handshake revision uses (2026-07-28, or one nobody serves: told so).
   if (const std::string_view v = header(req, "MCP-Protocol-Version"); !v.empty()) {
@@ -117,7 +117,7 @@ bool McpModern::claims(const transport::Request& req) {
          body.find("\"server/discover\"") != std::string::npos;
 }
 
-asio::awaitable<void> McpModern::not_allowed(Exchange& ex) {
+asio::awaitable<void> McpStateless::not_allowed(Exchange& ex) {
   const std::string body = json::make_error(
       {}, json::kInvalidRequest,
       "Method Not Allowed: protocol 2026-07-28 has no sessions; send each request as a POST "
@@ -126,7 +126,7 @@ asio::awaitable<void> McpModern::not_allowed(Exchange& ex) {
   co_await ex.reply(http::status::method_not_allowed, "application/json", body, allow);
 }
 
-asio::awaitable<void> McpModern::post(Exchange& ex, std::string_view path_trajectory) {
+asio::awaitable<void> McpStateless::post(Exchange& ex, std::string_view path_trajectory) {
   const auto& req = ex.request();
   Request r;
   const std::string_view accept = header(req, "Accept");
@@ -157,8 +157,8 @@ asio::awaitable<void> McpModern::post(Exchange& ex, std::string_view path_trajec
   if (!msg->contains("id")) {
     // Notifications mean nothing without a session (a client cancels by closing its stream).
     const std::string_view v = header(req, "MCP-Protocol-Version");
-    if (!v.empty() && !mcp::is_modern_version(v)) {
-      const std::string data = R"({"supported":[")" + std::string(mcp::kModernVersion) +
+    if (!v.empty() && !mcp::is_stateless_version(v)) {
+      const std::string data = R"({"supported":[")" + std::string(mcp::kStatelessVersion) +
                                R"("],"requested":)" + json::quote(v) + "}";
       co_await reply_error(ex, {}, mcp::kUnsupportedProtocolVersion, "Unsupported protocol version",
                            data);
@@ -190,26 +190,28 @@ asio::awaitable<void> McpModern::post(Exchange& ex, std::string_view path_trajec
   co_await (this->*(it->second))(ex, r);
 }
 
-asio::awaitable<void> McpModern::discover(Exchange& ex, Request& r) {
+asio::awaitable<void> McpStateless::discover(Exchange& ex, Request& r) {
   const std::string ttl = std::to_string(gateway_.config().gateway.list_ttl.count());
   const std::string result =
       R"({"resultType":"complete","supportedVersions":)" + mcp::all_versions_json() +
       R"(,"capabilities":{"tools":{"listChanged":true},"resources":{},"prompts":{},)"
-      R"("completions":{},"extensions":{")" + std::string(kTasksExtension) + R"(":{}}},)"
+      R"("completions":{},"extensions":{")" +
+      std::string(kTasksExtension) +
+      R"(":{}}},)"
       R"("instructions":"Tools from several MCP servers, named server__tool.","ttlMs":)" +
       ttl + R"(,"cacheScope":")" + std::string(cache_scope()) + R"(",)" + server_info_meta() + "}";
   std::string body = json::make_result(r.id, result);
   co_await ex.reply(http::status::ok, "application/json", std::move(body), {});
 }
 
-std::string_view McpModern::cache_scope() const {
+std::string_view McpStateless::cache_scope() const {
   for (const auto& server : gateway_.config().servers) {
     if (server.policy == config::Policy::kPerSession) return "private";
   }
   return "public";
 }
 
-asio::awaitable<void> McpModern::list(Exchange& ex, Request& r) {
+asio::awaitable<void> McpStateless::list(Exchange& ex, Request& r) {
   if (!gateway_.settled()) co_await gateway_.until_settled();
   const auto& catalog = gateway_.catalog();
   const std::string& lists = r.method == "tools/list"       ? catalog.tools_json()
@@ -223,9 +225,9 @@ asio::awaitable<void> McpModern::list(Exchange& ex, Request& r) {
   co_await ex.reply(http::status::ok, "application/json", std::move(body), {});
 }
 
-std::optional<mcp::Rejection> McpModern::param_header_mismatch(const Exchange& ex,
-                                                              const Request& r,
-                                                              const std::string& tool) const {
+std::optional<mcp::Rejection> McpStateless::param_header_mismatch(const Exchange& ex,
+                                                                  const Request& r,
+                                                                  const std::string& tool) const {
   const catalog::Entry* entry = gateway_.catalog().tool(tool);
   if (!entry || entry->header_params.empty()) return std::nullopt;
   static const bj::object kNoArguments;
@@ -234,7 +236,7 @@ std::optional<mcp::Rejection> McpModern::param_header_mismatch(const Exchange& e
   return check_param_headers(arguments, entry->header_params, mcp::headers_of(ex.request()));
 }
 
-std::shared_ptr<gateway::Session> McpModern::session_for(Exchange& ex, std::string& error) {
+std::shared_ptr<gateway::Session> McpStateless::session_for(Exchange& ex, std::string& error) {
   std::string owner = owner_of(ex, error);
   if (owner.empty()) return nullptr;
   if (auto it = sessions_.find(owner); it != sessions_.end()) {
@@ -252,7 +254,7 @@ std::shared_ptr<gateway::Session> McpModern::session_for(Exchange& ex, std::stri
   return s;
 }
 
-void McpModern::start(const std::shared_ptr<Conversation>& conv, Request& r) {
+void McpStateless::start(const std::shared_ptr<Conversation>& conv, Request& r) {
   bj::object params = r.params;
   params.erase("inputResponses");
   params.erase("requestState");
@@ -275,7 +277,7 @@ void McpModern::start(const std::shared_ptr<Conversation>& conv, Request& r) {
   gateway_.methods().handle(conv->session, conv, text);
 }
 
-asio::awaitable<void> McpModern::call(Exchange& ex, Request& r) {
+asio::awaitable<void> McpStateless::call(Exchange& ex, Request& r) {
   bj::object responses;
   if (const bj::value* given = r.params.if_contains("inputResponses")) {
     const bool valid =
@@ -316,11 +318,10 @@ asio::awaitable<void> McpModern::call(Exchange& ex, Request& r) {
   const std::string support = r.method == "tools/call" ? task_support(name_text) : "";
   const bool tasks = negotiates_tasks(r.envelope);
   if (support == "required" && !tasks) {
-    const std::string why = "tool '" + name_text +
-                            "' runs only as a task: declare the " + std::string(kTasksExtension) +
-                            " extension in clientCapabilities";
-    const std::string data = R"({"requiredCapabilities":{"extensions":{")" +
-                             std::string(kTasksExtension) + R"(":{}}}})";
+    const std::string why = "tool '" + name_text + "' runs only as a task: declare the " +
+                            std::string(kTasksExtension) + " extension in clientCapabilities";
+    const std::string data =
+        R"({"requiredCapabilities":{"extensions":{")" + std::string(kTasksExtension) + R"(":{}}}})";
     co_await reply_error(ex, r.id, mcp::kMissingClientCapability, why, data);
     co_return;
   }

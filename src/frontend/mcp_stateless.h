@@ -26,9 +26,9 @@
 
 namespace toolbridge::frontend {
 
-class McpModern {
+class McpStateless {
  public:
-  explicit McpModern(gateway::Gateway& gateway);
+  explicit McpStateless(gateway::Gateway& gateway);
 
   // Whether a request that carries no Mcp-Session-Id is a stateless one. Handshake requests
   // (with a session, or initialize) never reach here, so their path costs one header look-up.
@@ -42,7 +42,7 @@ class McpModern {
   // it was taken out of its session's calls (it outlives the session), which cancels it directly.
   tasks::Task* adopt(const std::shared_ptr<gateway::PostStream>& stream,
                      const std::shared_ptr<gateway::Session>& session, const std::string& owner,
-                     std::string& error, std::weak_ptr<gateway::Call> call = {});
+                     std::string& error, std::weak_ptr<call::Call> call = {});
   // The task support of the tool a tools/call names: "optional", "required" (the server's
   // execution.taskSupport, or the server's task_tools) or empty.
   std::string task_support(std::string_view tool) const;
@@ -59,11 +59,11 @@ class McpModern {
     std::string id;  // raw JSON
     std::string method;
     boost::json::object params;
-    mcp::ModernEnvelope envelope;
+    mcp::StatelessEnvelope envelope;
     bool accepts_sse = false;
     std::string trajectory;  // named by the URL or X-Toolbridge-Trajectory, else empty
   };
-  using Handler = boost::asio::awaitable<void> (McpModern::*)(transport::Exchange&, Request&);
+  using Handler = boost::asio::awaitable<void> (McpStateless::*)(transport::Exchange&, Request&);
 
   boost::asio::awaitable<void> discover(transport::Exchange& ex, Request& r);
   boost::asio::awaitable<void> list(transport::Exchange& ex, Request& r);
@@ -129,7 +129,7 @@ class McpModern {
 // tenant's: not told apart), in both eras.
 std::string unknown_task_message(std::string_view task_id);
 // Whether a stateless request's clientCapabilities declare the tasks extension.
-bool negotiates_tasks(const mcp::ModernEnvelope& envelope);
+bool negotiates_tasks(const mcp::StatelessEnvelope& envelope);
 inline constexpr std::string_view kTasksExtension = "io.modelcontextprotocol/tasks";
 // The pollInterval(Ms) every task answer suggests, in both eras.
 inline constexpr int kTaskPollIntervalMs = 500;

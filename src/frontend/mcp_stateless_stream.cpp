@@ -9,7 +9,7 @@
 
 #include "frontend/client_identity.h"
 #include "frontend/event_stream.h"
-#include "frontend/mcp_modern.h"
+#include "frontend/mcp_stateless.h"
 #include "gateway/methods.h"
 #include "json/envelope.h"
 
@@ -62,8 +62,8 @@ asio::awaitable<void> finish(Exchange& ex, bool streaming, std::string body) {
 
 }  // namespace
 
-asio::awaitable<void> McpModern::answer(Exchange& ex, std::shared_ptr<Conversation> conv,
-                                        std::string id) {
+asio::awaitable<void> McpStateless::answer(Exchange& ex, std::shared_ptr<Conversation> conv,
+                                           std::string id) {
   const int round = ++conv->round;
   // A client that hangs up while its call runs (not while it is parked between rounds) cancels it.
   ex.on_peer_closed([this, weak = std::weak_ptr<Conversation>(conv), round] {
@@ -141,7 +141,7 @@ asio::awaitable<void> McpModern::answer(Exchange& ex, std::shared_ptr<Conversati
   if (conv->session) gateway_.methods().abandon(conv->session, conv, "the agent disconnected");
 }
 
-asio::awaitable<void> McpModern::listen(Exchange& ex, Request& r) {
+asio::awaitable<void> McpStateless::listen(Exchange& ex, Request& r) {
   if (!r.accepts_sse) {
     std::string body = json::make_error(r.id, json::kInvalidRequest,
                                         "Not Acceptable: subscriptions/listen answers with an "
