@@ -97,11 +97,17 @@ int main(int argc, char** argv) {
   app.add_flag("--record", options.record,
                "overhead: also measure recording's CPU cost and a replayed call against a cache hit "
                "(pairs of gateways, alternating windows; table notes)");
+  app.add_option(
+      "--against", options.against,
+      "overhead: another build's toolbridge binary, measured against this one with the same "
+      "config (pairs of gateways, alternating windows; a table note)");
   app.add_option("--window", options.window_seconds, "seconds measured per row (default: 1 short, 5 full)");
   app.add_option("--concurrency", options.concurrency, "overhead, peers: concurrency levels (default 1 8 64 256 1024 4096)")
       ->delimiter(',');
-  app.add_option("--rate", options.rate,
-                 "overhead, peers: open loop at this many calls/s (latency from each call's scheduled time)");
+  app.add_option(
+      "--rate", options.rate,
+      "overhead (and its --trace/--otel/--record pairs), peers: open loop at this many calls/s "
+      "(latency from each call's scheduled time)");
   app.add_option("--python", options.python_bin, "Python with the official MCP SDK (rollout, FastMCP server)")
       ->capture_default_str();
   app.add_option("--node-modules", options.node_modules, "node_modules with supergateway and mcp-proxy")

@@ -10,7 +10,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "mcp_http.h"
@@ -20,6 +22,29 @@ namespace toolbridge::bench {
 namespace bj = boost::json;
 using Clock = std::chrono::steady_clock;
 using namespace std::chrono_literals;
+
+namespace {
+
+// The CPU time of every live thread of `pid` (the first field of /proc/PID/task/TID/schedstat,
+// in ns), or nullopt when the kernel does not keep it. Threads that have exited are not counted:
+// the processes measured here keep theirs for their life.
+std::optional<double> schedstat_ns(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  double total = 0;
+  bool any = false;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::ifstream in(entry.path() / "schedstat");
+    unsigned long long ns = 0;
+    if (!(in >> ns)) continue;
+    total += static_cast<double>(ns);
+    any = true;
+  }
+  if (ec || !any) return std::nullopt;
+  return total;
+}
+
+}  // namespace
 
 ProcSample sample_process(pid_t pid) {
   ProcSample s;
@@ -40,6 +65,9 @@ ProcSample sample_process(pid_t pid) {
   }
   const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
   s.cpu_us = static_cast<double>(utime + stime) * 1e6 / ticks;
+  // The same time in nanoseconds where the kernel keeps it (schedstat, per thread): the 10-ms
+  // ticks of `stat` make a 1-s window of a process using 5 % of a core ±20 %.
+  if (const std::optional<double> ns = schedstat_ns(pid)) s.cpu_us = *ns / 1e3;
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(status, line)) {

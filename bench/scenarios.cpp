@@ -45,6 +45,7 @@ struct CostPair {
   std::size_t rounds = 12;
   std::chrono::milliseconds window{1000};
   std::size_t calls_per_session = 0;  // replay: the cassette's depth per trajectory (0: none)
+  std::string bin_a;  // the first gateway's binary, when not the bench's own (--against)
 };
 
 void run_cost_pairs(const Options& o, ScenarioResult& r, const std::vector<std::size_t>& levels,
@@ -52,7 +53,8 @@ void run_cost_pairs(const Options& o, ScenarioResult& r, const std::vector<std::
   GatewayProcess plain, with;
   std::cerr << "overhead: starting two gateways (" << pair.what << ")\n";
   for (auto [gw, config] : {std::pair{&plain, &pair.config_a}, std::pair{&with, &pair.config_b}}) {
-    const std::string err = gw->start(o.toolbridge_bin, *config, 60s);
+    const std::string& bin = gw == &plain && !pair.bin_a.empty() ? pair.bin_a : o.toolbridge_bin;
+    const std::string err = gw->start(bin, *config, 60s);
     if (!err.empty()) {
       r.ok = false;
       r.problems.push_back(fmt::format("gateway for the {} pairs could not start: {}", pair.what, err));
@@ -69,8 +71,9 @@ void run_cost_pairs(const Options& o, ScenarioResult& r, const std::vector<std::
     HttpSessionTarget target(io, gw.host(), gw.port(), {"fixture__echo", R"({"text":"hello"})", 5}, c);
     PathSample before, after;
     LoadResult res = run_until_done(
-        io, run_closed_loop(target, {c, warmup, win, 0, 0}, [&] { before = sample_path(&gw, fixture); },
-                            [&] { after = sample_path(&gw, fixture); }));
+        io, run_closed_loop(
+                target, {c, warmup, win, 0, o.rate}, [&] { before = sample_path(&gw, fixture); },
+                [&] { after = sample_path(&gw, fixture); }));
     report_errors(r, fmt::format("{} pairs c={}", pair.what, c), res);
     if (pair.calls_per_session > 0 && res.calls + warmup * c > pair.calls_per_session * c) {
       r.problems.push_back(fmt::format("{} pairs c={}: {} calls in a window, more than the cassette's {} per "
@@ -109,11 +112,13 @@ void run_cost_pairs(const Options& o, ScenarioResult& r, const std::vector<std::
     const double mid = median(ratios);
     std::sort(ratios.begin(), ratios.end());
     const std::string line = fmt::format(
-        "{} cost at c={}: gateway CPU per call {}, median of {} alternating {:.1f}-s "
-        "window pairs: {:.3f} ({:+.1f} %; pairs from {:.3f} to {:.3f}); median µs/call {:.1f} without, "
+        "{} cost at c={}{}: gateway CPU per call {}, median of {} alternating {:.1f}-s "
+        "window pairs: {:.3f} ({:+.1f} %; pairs from {:.3f} to {:.3f}); median µs/call {:.1f} "
+        "without, "
         "{:.1f} with",
-        pair.what, c, pair.ratio, ratios.size(), static_cast<double>(win.count()) / 1000, mid,
-        (mid - 1) * 100, ratios.front(), ratios.back(), median(without_us), median(with_us));
+        pair.what, c, o.rate > 0 ? fmt::format(" at {:g} calls/s", o.rate) : std::string(),
+        pair.ratio, ratios.size(), static_cast<double>(win.count()) / 1000, mid, (mid - 1) * 100,
+        ratios.front(), ratios.back(), median(without_us), median(with_us));
     std::cerr << "  " << line << "\n";
     r.table.add_note(line);
   }
@@ -151,6 +156,18 @@ void run_otel_pairs(const Options& o, ScenarioResult& r, const std::vector<std::
                   "sink that reads each request whole and answers 200, measured in turn."});
   r.table.add_note(fmt::format("otel sink: {} export requests, {:.1f} MiB of OTLP protobuf received.",
                                sink.requests(), static_cast<double>(sink.bytes()) / (1 << 20)));
+}
+
+// Another build of the gateway against this one, same configuration: "is this commit slower?"
+// (the build to compare with is built from its own checkout; see bench/README.md).
+void run_against_pairs(const Options& o, ScenarioResult& r, const std::vector<std::size_t>& levels,
+                       std::size_t warmup) {
+  CostPair pair{"this build vs --against", gateway_config(o, false, false),
+                gateway_config(o, false, false), "of this build / of " + o.against,
+                "against pairs: two gateways at once with the same configuration, the first from " +
+                    o.against + ", the second from " + o.toolbridge_bin + ", measured in turn."};
+  pair.bin_a = o.against;
+  run_cost_pairs(o, r, levels, warmup, pair);
 }
 
 // gateway_config(o) with `lines` added to its gateway section.
@@ -316,6 +333,7 @@ ScenarioResult run_overhead(const Options& o) {
   if (o.trace) run_trace_pairs(o, r, levels, warmup);
   if (o.otel) run_otel_pairs(o, r, levels, warmup);
   if (o.record) run_record_pairs(o, r, levels, warmup);
+  if (!o.against.empty()) run_against_pairs(o, r, levels, warmup);
 
   // Direct: one stdio session to the same fixture binary, `c` requests in flight on its pipe.
   {

@@ -41,6 +41,8 @@ struct Options {
   // overhead: also measure recording (gateway.record) against none, and a replayed call against
   // a cache hit (table notes).
   bool record = false;
+  // overhead: another build's gateway binary measured against this one, same config (pairs).
+  std::string against;
   // overhead --trace/--otel/--record: window pairs per cost figure (0: each figure's default, 12
   // for most); more pairs narrow the median on a loaded machine.
   std::size_t cost_pairs = 0;

@@ -21,6 +21,7 @@
 
 #include "app/commands.h"
 #include "base/clock.h"
+#include "base/event.h"
 #include "base/spawn.h"
 #include "json/envelope.h"
 #include "json/parse.h"
@@ -52,8 +53,8 @@ class Shim {
         in_(io, ::dup(STDIN_FILENO)),
         out_(io, ::dup(STDOUT_FILENO)),
         framer_(kMaxLine),
-        session_ready_(io, base::steady_clock()),
-        renewed_(io, base::steady_clock()) {}
+        session_ready_(base::steady_clock()),
+        renewed_(base::steady_clock()) {}
 
   void start() { asio::co_spawn(io_, read_stdin(), base::log_failure("stdio shim stdin read")); }
 
@@ -102,12 +103,10 @@ class Shim {
     const bool is_initialize = env.kind == json::Kind::kRequest && env.method == "initialize";
     if (!is_initialize && !init_done_) {
       // Everything after initialize waits until the gateway has given us a session.
-      boost::system::error_code ec;
-      co_await session_ready_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      co_await session_ready_.wait();
     }
     if (renewing_) {
-      boost::system::error_code ec;
-      co_await renewed_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      co_await renewed_.wait();
     }
     if (env.kind == json::Kind::kRequest) {
       pending_[id] = env.method;
@@ -129,7 +128,7 @@ class Shim {
     }
     if (is_initialize) {
       init_done_ = true;
-      session_ready_.cancel();
+      session_ready_.notify_all();
       if (sent && !reply.session_id.empty()) {
         session_id_ = reply.session_id;
         asio::co_spawn(io_, listen_get(), base::log_failure("stdio shim GET stream"));
@@ -152,8 +151,7 @@ class Shim {
   asio::awaitable<bool> renew_session(std::string stale) {
     if (session_id_ != stale) co_return !session_id_.empty();
     if (renewing_) {
-      boost::system::error_code ec;
-      co_await renewed_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      co_await renewed_.wait();
       co_return !session_id_.empty() && session_id_ != stale;
     }
     renewing_ = true;
@@ -174,7 +172,7 @@ class Shim {
                 << (sent ? "HTTP " + std::to_string(init.status) : error) << "\n";
     }
     renewing_ = false;
-    renewed_.cancel();
+    renewed_.notify_all();
     co_return !session_id_.empty();
   }
 
@@ -371,10 +369,10 @@ class Shim {
   bool writing_ = false;
   std::string session_id_;
   bool init_done_ = false;  // initialize answered (or failed): later messages may go
-  base::Timer session_ready_;  // a wake-up: never expires, cancelled
+  base::Event session_ready_;  // notified when initialize has its answer
   std::string init_message_;  // replayed when the gateway has lost the session
   bool renewing_ = false;
-  base::Timer renewed_;                         // cancelled when a renewal ends
+  base::Event renewed_;                         // notified when a renewal ends
   std::map<std::string, std::string> pending_;  // request id (raw JSON) -> method
   // --server: the server's own names -> the gateway's, from the last listing.
   std::map<std::string, std::string> tool_names_, prompt_names_;

@@ -5,7 +5,8 @@
 // more than the bound plus what is being read, however many answers the servers send at once.
 #include <boost/asio/awaitable.hpp>
 #include <cstddef>
-#include <vector>
+
+#include "base/event.h"
 
 namespace toolbridge::base {
 
@@ -27,15 +28,13 @@ class HeldBytes {
   // waits unregisters itself).
   boost::asio::awaitable<void> until_under();
 
-  struct Waker;
-
  private:
   void open();
 
   std::size_t limit_ = 0;
   std::size_t held_ = 0;
   std::size_t waits_ = 0;
-  std::vector<Waker*> waiters_;
+  Event opened_;  // notified when the bytes fall back under the bound
 };
 
 // The process's one count: the HTTP front ends add to it, the upstream readers wait on it.

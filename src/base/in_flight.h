@@ -5,15 +5,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <utility>
-#include <vector>
 
 #include "base/clock.h"
+#include "base/event.h"
 
 namespace toolbridge::base {
 
 class InFlight {
  public:
-  explicit InFlight(const Clock& clock) : clock_(clock) {}
+  explicit InFlight(const Clock& clock) : clock_(clock), zero_(clock) {}
   InFlight(const InFlight&) = delete;
   InFlight& operator=(const InFlight&) = delete;
 
@@ -60,8 +60,8 @@ class InFlight {
  private:
   const Clock& clock_;
   std::size_t count_ = 0;
-  std::vector<Timer*> waiters_;  // the timers of until_zero calls waiting now
-  std::uint64_t wakes_ = 0;      // wake_all() calls so far
+  Event zero_;               // notified when the count reaches zero, and by wake_all()
+  std::uint64_t wakes_ = 0;  // wake_all() calls so far
 };
 
 }  // namespace toolbridge::base

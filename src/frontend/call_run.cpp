@@ -173,7 +173,7 @@ CallRun::CallRun(asio::io_context& io, const gateway::Pipeline& pipeline, bool f
       pipeline_(pipeline),
       fail_fast_(fail_fast),
       sequential_(sequential),
-      wake_(io, pipeline.clock()),
+      done_(pipeline.clock()),
       max_result_bytes_(max_result_bytes) {}
 
 void CallRun::start() {
@@ -226,11 +226,7 @@ std::size_t CallRun::add(std::shared_ptr<Call> call, std::optional<Result> prese
 }
 
 asio::awaitable<void> CallRun::wait() {
-  while (pending_ > 0) {
-    wake_.expires_at(base::Timer::never());
-    boost::system::error_code ec;
-    co_await wake_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  }
+  while (pending_ > 0) co_await done_.wait();
 }
 
 void CallRun::abandon(const std::string& reason) {
@@ -288,7 +284,7 @@ void CallRun::finish(std::size_t i, Result result) {
     cancel_all(skipped_why());
   }
   --pending_;
-  if (pending_ == 0) wake_.cancel();
+  if (pending_ == 0) done_.notify_all();
   if (sequential_) next();
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/event.h"
 #include "call/call.h"
 #include "frontend/batch.h"
 #include "frontend/batch_codec.h"
@@ -119,7 +120,7 @@ class CallRun : public std::enable_shared_from_this<CallRun> {
   const gateway::Pipeline& pipeline_;
   const bool fail_fast_;
   const bool sequential_;
-  base::Timer wake_;  // a wake-up: never expires, cancelled
+  base::Event done_;  // notified when the last call ends
   std::size_t pending_ = 0;
   std::size_t next_ = 0;
   std::size_t held_bytes_ = 0;  // of the results kept for the answer

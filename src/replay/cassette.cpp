@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "cache/canonical.h"
@@ -61,22 +62,14 @@ bool is_error_result(std::string_view result) {
 
 std::uint64_t key_hash(std::string_view trajectory, std::string_view server, std::string_view tool,
                        std::string_view arguments, std::uint64_t occurrence) {
-  // FNV-1a over the parts, each closed by a byte no UTF-8 text holds: no key is built.
-  std::uint64_t h = 14695981039346656037ull;
-  auto mix = [&h](std::string_view part) {
-    for (const char c : part) {
-      h ^= static_cast<unsigned char>(c);
-      h *= 1099511628211ull;
-    }
-    h ^= 0xffu;
-    h *= 1099511628211ull;
-  };
-  mix(trajectory);
-  mix(server);
-  mix(tool);
-  mix(arguments);
-  h ^= occurrence;
-  return h * 1099511628211ull;
+  return KeyHash::of(KeyHash::in_trajectory(KeyHash::call(server, tool, arguments), trajectory),
+                     occurrence);
+}
+
+// Each part's hash folded into the running one, so that moving bytes between parts changes it.
+std::uint64_t fold(std::uint64_t h, std::uint64_t part) {
+  constexpr std::uint64_t kMix = 0x9E3779B97F4A7C15ull;
+  return (h ^ (h >> 29)) * kMix + part;
 }
 
 }  // namespace
@@ -223,11 +216,31 @@ bool Cassette::add(std::string_view record, std::string& error) {
   return true;
 }
 
+std::uint64_t KeyHash::call(std::string_view server, std::string_view tool,
+                            std::string_view arguments) {
+  const std::hash<std::string_view> hash;
+  return fold(fold(hash(server), hash(tool)), hash(arguments));
+}
+
+std::uint64_t KeyHash::in_trajectory(std::uint64_t call, std::string_view trajectory) {
+  return fold(call, std::hash<std::string_view>()(trajectory));
+}
+
+std::uint64_t KeyHash::of(std::uint64_t in_trajectory, std::uint64_t occurrence) {
+  return fold(in_trajectory, occurrence);
+}
+
 const CallRecord* Cassette::find(std::string_view trajectory, std::string_view server,
                                  std::string_view tool, std::string_view arguments,
                                  std::uint64_t occurrence) const {
-  const auto [first, last] = index_.equal_range(
-      key_hash(trajectory, server, tool, arguments, occurrence));
+  return find(key_hash(trajectory, server, tool, arguments, occurrence), trajectory, server, tool,
+              arguments, occurrence);
+}
+
+const CallRecord* Cassette::find(std::uint64_t key, std::string_view trajectory,
+                                 std::string_view server, std::string_view tool,
+                                 std::string_view arguments, std::uint64_t occurrence) const {
+  const auto [first, last] = index_.equal_range(key);
   for (auto it = first; it != last; ++it) {
     const CallRecord& c = calls_[it->second];
     if (c.occurrence == occurrence && c.trajectory == trajectory && c.server == server &&

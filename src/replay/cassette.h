@@ -40,6 +40,18 @@ struct CallRecord {
   std::size_t value_offset = 0;  // where RESULT (or ERROR) starts in answer_tail
 };
 
+// The replay key hashed in parts (std::hash, eight bytes a step): the replay stage hashes a
+// call's bytes once, for its occurrence count and for the cassette's index alike.
+struct KeyHash {
+  // Of a call's (server, tool, canonical arguments).
+  static std::uint64_t call(std::string_view server, std::string_view tool,
+                            std::string_view arguments);
+  // Of that call in one trajectory (what occurrences are counted by).
+  static std::uint64_t in_trajectory(std::uint64_t call, std::string_view trajectory);
+  // Of the whole key (what the cassette's index is by).
+  static std::uint64_t of(std::uint64_t in_trajectory, std::uint64_t occurrence);
+};
+
 class Cassette {
  public:
   // Reads the run at `path`: a run directory (holding calls.jsonl), or a directory of runs,
@@ -60,6 +72,10 @@ class Cassette {
   std::size_t damaged() const { return damaged_; }
 
   const CallRecord* find(std::string_view trajectory, std::string_view server,
+                         std::string_view tool, std::string_view arguments,
+                         std::uint64_t occurrence) const;
+  // The same with the key's KeyHash::of already worked out.
+  const CallRecord* find(std::uint64_t key, std::string_view trajectory, std::string_view server,
                          std::string_view tool, std::string_view arguments,
                          std::uint64_t occurrence) const;
   // The recorded call most like the one asked: among the trajectory's calls (or, if it has

@@ -60,21 +60,12 @@ ReplayStage::ReplayStage(const config::Config& config, const Cassette* cassette,
                     "the server in fallthrough mode).");
 }
 
-void ReplayStage::count(std::string_view result) {
-  metrics_.add(std::string(kReplayedMetric), telemetry::labels({{"result", result}}));
-}
-
-std::uint64_t ReplayStage::next_occurrence(const Call& call, std::string_view arguments) {
-  // Each part hashed eight bytes a step (std::hash), the parts mixed so that moving bytes
-  // between them changes the hash.
-  constexpr std::uint64_t kMix = 0x9E3779B97F4A7C15ull;
-  const std::hash<std::string_view> hash;
-  std::uint64_t h = hash(call.trajectory);
-  for (const std::string_view part : {std::string_view(call.route.server),
-                                      std::string_view(call.route.tool), arguments}) {
-    h = (h ^ (h >> 29)) * kMix + hash(part);
-  }
-  return seen_.next(h);
+void ReplayStage::count(std::uint64_t*& cell, std::string_view result) {
+  // Looked up at the first call of each result, then bumped in place (no label rendering).
+  if (!cell)
+    cell = &metrics_.counter_cell(std::string(kReplayedMetric),
+                                  telemetry::labels({{"result", result}}));
+  ++*cell;
 }
 
 const std::string& ReplayStage::tape_trajectory(const std::string& name) {
@@ -93,21 +84,28 @@ const std::string& ReplayStage::tape_trajectory(const std::string& name) {
 boost::asio::awaitable<Result> ReplayStage::handle(Call& call, call::Next next) {
   // Not a coroutine: a replayed call costs no frame of its own (as a cache hit).
   const std::string_view raw = arguments_of(call);
-  std::string arguments = cache::canonical_json(raw).value_or(std::string(raw));
-  const std::uint64_t occurrence = next_occurrence(call, arguments);
+  std::string arguments;
+  if (!cache::append_canonical_json(arguments, raw)) arguments.assign(raw);
+  // The call's bytes are hashed once, for its occurrence count and the cassette's index.
+  const std::uint64_t parts = KeyHash::call(call.route.server, call.route.tool, arguments);
+  const std::uint64_t own = KeyHash::in_trajectory(parts, call.trajectory);
+  const std::uint64_t occurrence = seen_.next(own);
   if (cassette_) {
     const std::string& tape = tape_trajectory(call.trajectory);
+    const std::uint64_t in_tape =
+        tape == call.trajectory ? own : KeyHash::in_trajectory(parts, tape);
     if (const CallRecord* rec =
-            cassette_->find(tape, call.route.server, call.route.tool, arguments, occurrence)) {
-      count("hit");
+            cassette_->find(KeyHash::of(in_tape, occurrence), tape, call.route.server,
+                            call.route.tool, arguments, occurrence)) {
+      count(hits_, "hit");
       if (recorder_) record_replayed(call, *rec);
       return call::ready(replayed(call, *rec));
     }
     if (strict_) {
-      count("miss");
+      count(misses_, "miss");
       return call::ready(miss(call, tape, arguments, occurrence));
     }
-    count("live");
+    count(lives_, "live");
   }
   return live(call, next, std::move(arguments), occurrence);
 }

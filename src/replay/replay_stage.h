@@ -35,7 +35,6 @@ class ReplayStage final : public call::Stage {
   const std::string& tape_trajectory(const std::string& name);
 
  private:
-  std::uint64_t next_occurrence(const call::Call& call, std::string_view arguments);
   // The call run by the rest of the chain (recorded if it is recording).
   boost::asio::awaitable<call::Result> live(call::Call& call, call::Next next,
                                             std::string arguments, std::uint64_t occurrence);
@@ -46,13 +45,17 @@ class ReplayStage final : public call::Stage {
               const call::Result& result);
   void record_replayed(const call::Call& call, const CallRecord& rec);
   std::string server_fingerprint(const call::Call& call);
-  void count(std::string_view result);
+  // Adds one to toolbridge_replayed_calls_total{result}; `cell` caches its series.
+  void count(std::uint64_t*& cell, std::string_view result);
 
   const config::Config& config_;
   const Cassette* cassette_;
   Recorder* recorder_;
   bool strict_;
   telemetry::Metrics& metrics_;
+  std::uint64_t* hits_ = nullptr;  // the series of each result, once looked up
+  std::uint64_t* misses_ = nullptr;
+  std::uint64_t* lives_ = nullptr;
   const base::Clock& clock_;
   // Calls so far, by a 64-bit hash of (trajectory, server, tool, canonical arguments): one probe
   // and no string kept per call (two distinct calls share a count only on a hash collision).

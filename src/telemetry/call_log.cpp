@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "json/envelope.h"
+#include "json/quote.h"
 
 namespace toolbridge::telemetry {
 
@@ -55,31 +56,7 @@ bool is_error(std::string_view outcome) {
 
 namespace {
 
-// `s` as a JSON string, appended (names here come from the catalog and validated callers, so
-// the common case is one append of the whole name).
-void append_quoted(std::string& out, std::string_view s) {
-  out += '"';
-  const auto plain = [](char c) {
-    return c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20;
-  };
-  std::size_t from = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (plain(s[i])) continue;
-    out.append(s.substr(from, i - from));
-    const auto u = static_cast<unsigned char>(s[i]);
-    if (u >= 0x20) {
-      out += '\\';
-      out += s[i];
-    } else {
-      static constexpr char kHex[] = "0123456789abcdef";
-      const char esc[] = {'\\', 'u', '0', '0', kHex[u >> 4], kHex[u & 15]};
-      out.append(esc, sizeof esc);
-    }
-    from = i + 1;
-  }
-  out.append(s.substr(from));
-  out += '"';
-}
+using json::append_quoted;
 
 template <class Int>
 void append_int(std::string& out, Int v) {

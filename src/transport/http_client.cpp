@@ -10,6 +10,7 @@
 #include <map>
 
 #include "base/clock.h"
+#include "base/event.h"
 
 namespace toolbridge::transport {
 
@@ -51,12 +52,11 @@ class HttpClientPool {
 
  private:
   struct Origin {
-    explicit Origin(const asio::any_io_executor& ex) : slot_free(ex, base::steady_clock()) {}
     std::vector<std::shared_ptr<HttpConnection>> idle;
     std::size_t busy = 0;
-    base::Timer slot_free;  // never expires; cancel() wakes every waiter
+    base::Event slot_free;  // notified when a connection is released
   };
-  Origin& origin(const Url& url) { return origins_.try_emplace(url.origin(), ex_).first->second; }
+  Origin& origin(const Url& url) { return origins_.try_emplace(url.origin()).first->second; }
   std::shared_ptr<HttpConnection> take_idle(Origin& o);
   asio::awaitable<std::shared_ptr<HttpConnection>> connect(const Url& url, HttpError& error);
 
@@ -160,8 +160,7 @@ asio::awaitable<void> HttpClientPool::acquire(HttpExchange::State& st, bool fres
       break;
     }
     // Every connection is busy (answers streaming): wait for one to be released.
-    error_code ec;
-    co_await o.slot_free.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_await o.slot_free.wait();
   }
   HttpError error;
   auto c = co_await connect(url, error);
@@ -170,7 +169,7 @@ asio::awaitable<void> HttpClientPool::acquire(HttpExchange::State& st, bool fres
     if (st.counted) {
       st.counted = false;
       --o.busy;
-      o.slot_free.cancel();
+      o.slot_free.notify_all();
     }
     co_return;
   }
@@ -209,7 +208,7 @@ void HttpClientPool::release(HttpExchange::State& st, bool reusable) {
   if (st.counted) {
     st.counted = false;
     if (o.busy > 0) --o.busy;
-    o.slot_free.cancel();
+    o.slot_free.notify_all();
   }
   if (!c) return;
   if (reusable && !closed_ && st.request.lease != Lease::kOwn && c->is_open() &&
@@ -228,7 +227,7 @@ void HttpClientPool::close() {
   live_.clear();
   for (auto& [key, o] : origins_) {
     o.idle.clear();
-    o.slot_free.cancel();
+    o.slot_free.notify_all();
   }
 }
 

@@ -1,8 +1,5 @@
 #include "upstream/start_gate.h"
 
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
 namespace toolbridge::upstream {
 
 namespace asio = boost::asio;
@@ -12,10 +9,9 @@ asio::awaitable<void> StartGate::acquire() {
     --free_;
     co_return;
   }
-  auto t = std::make_shared<base::Timer>(io_, base::steady_clock());
-  waiters_.push_back(t);
-  boost::system::error_code ec;
-  co_await t->async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  auto turn = std::make_shared<base::Event>();
+  waiters_.push_back(turn);
+  co_await turn->wait();
 }
 
 void StartGate::release() {
@@ -23,7 +19,7 @@ void StartGate::release() {
     ++free_;
     return;
   }
-  waiters_.front()->cancel();  // hands the permit straight to the next waiter
+  waiters_.front()->notify_all();  // hands the permit straight to the next waiter
   waiters_.pop_front();
 }
 

@@ -7,7 +7,7 @@
 #include <deque>
 #include <memory>
 
-#include "base/clock.h"
+#include "base/event.h"
 
 namespace toolbridge::upstream {
 
@@ -20,7 +20,7 @@ class StartGate {
  private:
   boost::asio::io_context& io_;
   std::size_t free_;
-  std::deque<std::shared_ptr<base::Timer>> waiters_;  // wake-ups: never expire, cancelled
+  std::deque<std::shared_ptr<base::Event>> waiters_;  // in order of arrival, each woken in turn
 };
 
 }  // namespace toolbridge::upstream

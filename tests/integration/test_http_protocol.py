@@ -99,13 +99,13 @@ def test_unsupported_protocol_version_header_is_400(session):
     assert resp.status_code == 400, f"HTTP {resp.status_code}: {resp.text[:300]}"
 
 
-def test_get_opens_sse_stream_or_405(session):
+def test_get_opens_sse_stream(session):
+    # A session's GET opens its event stream (docs/endpoints.md); 405 is only for stateless MCP.
     headers = {"Accept": "text/event-stream", "Mcp-Session-Id": session.session_id,
                "MCP-Protocol-Version": session.version}
     with session.client.stream("GET", session.url, headers=headers, timeout=10) as resp:
-        assert resp.status_code in (200, 405), f"HTTP {resp.status_code}"
-        if resp.status_code == 200:
-            assert resp.headers["content-type"].split(";")[0].strip() == "text/event-stream"
+        assert resp.status_code == 200, f"HTTP {resp.status_code}"
+        assert resp.headers["content-type"].split(";")[0].strip() == "text/event-stream"
 
 
 def test_delete_ends_session(gw):

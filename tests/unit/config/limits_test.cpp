@@ -71,5 +71,16 @@ TEST(ConfigLimits, DeepYamlNestingIsAClearError) {
   EXPECT_NE(error.find("nests deeper than 64 levels"), std::string::npos) << error;
 }
 
+// fuzz/findings/config-yaml-self-alias.yaml: an alias inside its own anchor made yaml-cpp hand
+// back a node that contains itself, and reading it overflowed the stack (SIGSEGV).
+TEST(ConfigLimits, AnAliasInsideItsOwnAnchorIsAClearError) {
+  for (const std::string text : {"a: &a [*a]\n", "servers: &s {x: *s}\n"}) {
+    const std::string error = yaml_error(text);
+    EXPECT_NE(error.find("cfg.yaml:1:"), std::string::npos) << text << " -> " << error;
+    EXPECT_NE(error.find("nests deeper than 64 levels"), std::string::npos)
+        << text << " -> " << error;
+  }
+}
+
 }  // namespace
 }  // namespace toolbridge::config
