@@ -92,7 +92,6 @@ class Redis {
  public:
   std::string start() {
     port_ = free_port();
-    std::string error;
     process::Spec spec;
     spec.argv = {"redis-server",
                  "--port",
@@ -106,8 +105,9 @@ class Redis {
                  "--dir",
                  std::filesystem::temp_directory_path().string()};
     spec.env = process::build_env({}, {});
-    child_ = process::Child::spawn(spec, error);
-    if (!error.empty()) return "cannot start redis-server: " + error;
+    base::Expected<process::Child> spawned = process::Child::spawn(spec);
+    if (!spawned) return "cannot start redis-server: " + spawned.error();
+    child_ = std::move(*spawned);
     for (int i = 0; i < 100; ++i) {
       const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
       sockaddr_in addr{};

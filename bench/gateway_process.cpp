@@ -131,9 +131,9 @@ std::string GatewayProcess::start(const std::string& toolbridge_bin, const std::
   process::Spec spec;
   spec.argv = {toolbridge_bin, "serve", "--listen", "127.0.0.1:0", "--config", config_path_};
   spec.env = process::build_env({}, {});
-  std::string error;
-  child_ = process::Child::spawn(spec, error);
-  if (child_.pid() <= 0) return "cannot start the gateway: " + error;
+  base::Expected<process::Child> spawned = process::Child::spawn(spec);
+  if (!spawned) return "cannot start the gateway: " + spawned.error();
+  child_ = std::move(*spawned);
   stopped_ = false;
   ::close(child_.release_stdin());
   stdout_fd_ = child_.release_stdout();

@@ -31,12 +31,12 @@ HelperResult run_helper(const std::vector<std::string>& argv, const std::string&
   process::Spec spec;
   spec.argv = argv;
   spec.env = process::build_env({}, {});
-  std::string error;
-  process::Child child = process::Child::spawn(spec, error);  // its destructor kills and reaps
-  if (child.pid() <= 0) {
-    result.error = "cannot start " + argv.front() + ": " + error;
+  base::Expected<process::Child> spawned = process::Child::spawn(spec);
+  if (!spawned) {
+    result.error = "cannot start " + argv.front() + ": " + spawned.error();
     return result;
   }
+  process::Child child = std::move(*spawned);  // its destructor kills and reaps
   int in = child.release_stdin();
   int fds[2] = {child.release_stdout(), child.release_stderr()};
   std::string err_text;

@@ -73,9 +73,9 @@ std::string PeerProcess::start(const std::vector<std::string>& argv, unsigned sh
   process::Spec spec;
   spec.argv = argv;
   spec.env = process::build_env({}, {});
-  std::string error;
-  child_ = process::Child::spawn(spec, error);
-  if (child_.pid() <= 0) return "cannot start " + argv.front() + ": " + error;
+  base::Expected<process::Child> spawned = process::Child::spawn(spec);
+  if (!spawned) return "cannot start " + argv.front() + ": " + spawned.error();
+  child_ = std::move(*spawned);
   stopped_ = false;
   stdin_ = child_.release_stdin();  // held open: supergateway exits when its stdin closes
   reader_ = std::thread(

@@ -71,12 +71,12 @@ SpawnCallResult spawn_per_call(const std::vector<std::string>& argv, const std::
   process::Spec spec;
   spec.argv = argv;
   spec.env = process::build_env({}, {});
-  std::string error;
-  process::Child child = process::Child::spawn(spec, error);  // its destructor kills and reaps
-  if (child.pid() <= 0) {
-    result.error = "spawn: " + error;
+  base::Expected<process::Child> spawned = process::Child::spawn(spec);
+  if (!spawned) {
+    result.error = "spawn: " + spawned.error();
     return result;
   }
+  process::Child child = std::move(*spawned);  // its destructor kills and reaps
   const int in = child.release_stdin();
   const int out = child.release_stdout();
   const int err = child.release_stderr();

@@ -32,9 +32,9 @@ std::string StdioSession::spawn(const std::vector<std::string>& argv) {
   process::Spec spec;
   spec.argv = argv;
   spec.env = process::build_env({}, {});
-  std::string error;
-  child_ = process::Child::spawn(spec, error);
-  if (child_.pid() <= 0) return error;
+  base::Expected<process::Child> spawned = process::Child::spawn(spec);
+  if (!spawned) return spawned.error();
+  child_ = std::move(*spawned);
   in_.assign(child_.release_stdin());
   out_.assign(child_.release_stdout());
   err_.assign(child_.release_stderr());

@@ -67,9 +67,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   frontend::BatchRequest plain;
   if (!frontend::read_plain_batch_request(text, plain, kMaxCalls)) return 0;
 
-  std::string problem;
-  const bj::value body = frontend::decode_body(frontend::Encoding::kJson, text, problem);
-  require(problem.empty());
+  const toolbridge::base::Expected<bj::value> decoded =
+      frontend::decode_body(frontend::Encoding::kJson, text);
+  require(decoded.ok());
+  const bj::value& body = *decoded;
   frontend::BatchRequest dom;
   require(frontend::read_batch_request(body, dom, kMaxCalls).empty());
 

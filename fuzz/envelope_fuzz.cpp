@@ -74,11 +74,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_envelope(text);
   check_members(text);
   if (json::is_batch(text)) {
-    std::string problem;
-    if (const auto parts = json::split_batch(text, problem)) {
+    if (const auto parts = json::split_batch(text)) {
       for (const auto& part : *parts) check_envelope(part);
     } else {
-      require(!problem.empty());
+      require(!parts.error().empty());
     }
   }
   (void)json::quote(text);

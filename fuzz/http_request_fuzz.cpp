@@ -40,7 +40,7 @@ struct Gateway {
     config.source = "<fuzz>";
     config.gateway.port = 0;
     server = std::make_unique<toolbridge::frontend::Server>(io, std::move(config));
-    if (!server->start().empty()) std::abort();
+    if (!server->start()) std::abort();
     endpoint = tcp::endpoint(asio::ip::make_address("127.0.0.1"), server->port());
   }
 };

@@ -11,10 +11,12 @@ namespace toolbridge::app {
 namespace {
 
 std::unique_ptr<replay::Cassette> open(const std::string& dir) {
-  std::string error;
-  auto c = replay::Cassette::load(dir, error);
-  if (!c) std::cerr << "toolbridge cassette: " << error << "\n";
-  return c;
+  auto c = replay::Cassette::load(dir);
+  if (!c) {
+    std::cerr << "toolbridge cassette: " << c.error() << "\n";
+    return nullptr;
+  }
+  return std::move(*c);
 }
 
 }  // namespace

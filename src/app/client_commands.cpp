@@ -162,13 +162,13 @@ class CliSession {
 };
 
 bool connect(const std::string& url, std::unique_ptr<CliSession>& out) {
-  std::string error;
-  auto parsed = transport::parse_url(url, error);
+  auto parsed = transport::parse_url(url);
   if (!parsed) {
-    std::cerr << "toolbridge: " << error << "\n";
+    std::cerr << "toolbridge: " << parsed.error() << "\n";
     return false;
   }
   out = std::make_unique<CliSession>(*parsed);
+  std::string error;
   if (!out->open(error)) {
     std::cerr << "toolbridge: " << error << "\n";
     return false;

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "app/commands.h"
+#include "base/expected.h"
 #include "base/memory.h"
 #include "base/spawn.h"
 #include "config/config.h"
@@ -102,8 +103,9 @@ int serve(const std::string& config_path, const std::string& listen, const std::
   }
   // One cgroup per instance keeps what a server's children setsid() away from killable; made
   // before the watchdog, which destroys the tree if the gateway dies by SIGKILL.
-  if (std::string why; !process::cgroups::enable(why)) {
-    spdlog::info("no cgroup v2 for server instances ({}): containment by process group", why);
+  if (base::Status enabled = process::cgroups::enable(); !enabled) {
+    spdlog::info("no cgroup v2 for server instances ({}): containment by process group",
+                 enabled.error());
   }
   // Before any thread: the watchdog that kills children's process groups if we die by SIGKILL.
   process::GroupReaper::start();
@@ -121,8 +123,8 @@ int serve(const std::string& config_path, const std::string& listen, const std::
           return next;
         });
   }
-  if (std::string err = gw.start(); !err.empty()) {
-    std::cerr << "toolbridge: " << err << "\n";
+  if (base::Status started = gw.start(); !started) {
+    std::cerr << "toolbridge: " << started.error() << "\n";
     return 1;
   }
   std::string shown_host = cfg.gateway.host.find(':') != std::string::npos
@@ -174,8 +176,8 @@ int serve(const std::string& config_path, const std::string& listen, const std::
                                                                       int) {
     if (ec) return;
     if (gw.tls()) {
-      if (std::string err = gw.reload_tls(); !err.empty()) {
-        spdlog::error("SIGHUP: {}; the previous certificate stays in use", err);
+      if (base::Status reloaded = gw.reload_tls(); !reloaded) {
+        spdlog::error("SIGHUP: {}; the previous certificate stays in use", reloaded.error());
       } else {
         spdlog::info("SIGHUP: TLS certificate and key reloaded");
       }
@@ -208,8 +210,8 @@ int report_missing_commands(const config::Config& cfg) {
       continue;
     process::Spec spec{
         {s.command}, process::build_env(s.env, s.inherit_env), runtime_cwd ? "" : s.cwd};
-    if (std::string error; process::find_executable(spec, error).empty()) {
-      std::cerr << cfg.source << ": servers." << s.name << ".command: " << error << "\n";
+    if (auto exe = process::find_executable(spec); !exe) {
+      std::cerr << cfg.source << ": servers." << s.name << ".command: " << exe.error() << "\n";
       ++missing;
     }
   }

@@ -29,10 +29,9 @@ std::string text_of(const bj::object& o, std::string_view key) {
 }  // namespace
 
 int run_reload(const std::string& url) {
-  std::string error;
-  auto parsed = transport::parse_url(url, error);
+  auto parsed = transport::parse_url(url);
   if (!parsed) {
-    std::cerr << "toolbridge: " << error << "\n";
+    std::cerr << "toolbridge: " << parsed.error() << "\n";
     return 2;
   }
   // The gateway's MCP URL (…/mcp) or its base: the endpoint is at the root of its origin.

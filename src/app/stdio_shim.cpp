@@ -381,10 +381,9 @@ class Shim {
 }  // namespace
 
 int run_stdio_shim(const std::string& url, const std::string& server) {
-  std::string error;
-  auto parsed = transport::parse_url(url, error);
+  auto parsed = transport::parse_url(url);
   if (!parsed) {
-    std::cerr << "toolbridge stdio: " << error << "\n";
+    std::cerr << "toolbridge stdio: " << parsed.error() << "\n";
     return 2;
   }
   asio::io_context io(1);

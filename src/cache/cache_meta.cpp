@@ -23,20 +23,21 @@ bool max_age(const boost::json::value& v, std::int64_t& out) {
 }
 }  // namespace
 
-std::string read_cache_meta(const boost::json::value& v, std::string& mode,
-                            std::int64_t& max_age_ms) {
+base::Status read_cache_meta(const boost::json::value& v, std::string& mode,
+                             std::int64_t& max_age_ms) {
   if (v.is_string()) {
-    if (v.as_string() != "bypass" && v.as_string() != "refresh") return std::string(kUsage);
+    if (v.as_string() != "bypass" && v.as_string() != "refresh")
+      return base::fail(std::string(kUsage));
     mode = std::string(v.as_string());
     return {};
   }
   if (v.is_object()) {
     const auto& o = v.as_object();
     const auto* age = o.if_contains("max_age_ms");
-    if (o.size() != 1 || !age || !max_age(*age, max_age_ms)) return std::string(kUsage);
+    if (o.size() != 1 || !age || !max_age(*age, max_age_ms)) return base::fail(std::string(kUsage));
     return {};
   }
-  if (!max_age(v, max_age_ms)) return std::string(kUsage);
+  if (!max_age(v, max_age_ms)) return base::fail(std::string(kUsage));
   return {};
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/expected.h"
 #include "call/meta_key.h"
 #include "json/envelope.h"
 
@@ -25,9 +26,9 @@ struct Request {
 call::MetaKey request_meta_key();
 
 // Reads "bypass", "refresh", {"max_age_ms": N} or N (a max age in ms) into `mode` and
-// `max_age_ms`; returns why the value is not one of those (empty if it is).
-std::string read_cache_meta(const boost::json::value& v, std::string& mode,
-                            std::int64_t& max_age_ms);
+// `max_age_ms`, or says why the value is not one of those.
+base::Status read_cache_meta(const boost::json::value& v, std::string& mode,
+                             std::int64_t& max_age_ms);
 
 // `result` (a tools/call result object, raw JSON) with `info` (raw JSON) as
 // _meta["toolbridge/cache"]. A result that is not an object comes back as is.

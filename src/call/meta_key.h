@@ -7,15 +7,16 @@
 #include <string>
 #include <string_view>
 
+#include "base/expected.h"
 #include "call/call.h"
 
 namespace toolbridge::call {
 
 struct MetaKey {
   std::string_view name;
-  // Takes the value into the call (its stage's slot); returns why it is malformed (the caller
-  // gets -32602 with it), empty when it was accepted.
-  std::string (*read)(Call& call, const boost::json::value& value);
+  // Takes the value into the call (its stage's slot), or says why it is malformed (the caller
+  // gets -32602 with it).
+  base::Status (*read)(Call& call, const boost::json::value& value);
 };
 
 }  // namespace toolbridge::call

@@ -68,7 +68,7 @@ std::string describe(char32_t c) {
 
 }  // namespace
 
-std::string trajectory_name_error(std::string_view name) {
+base::Status check_trajectory_name(std::string_view name) {
   std::size_t count = 0;
   std::string problem;
   for (std::string_view rest = name; !rest.empty();) {
@@ -90,7 +90,7 @@ std::string trajectory_name_error(std::string_view name) {
     problem = fmt::format("the name is longer than {} characters", kMaxTrajectoryNameChars);
   }
   if (problem.empty()) return {};
-  return problem + "; " + std::string(kTrajectoryNameRule);
+  return base::fail(problem + "; " + std::string(kTrajectoryNameRule));
 }
 
 }  // namespace toolbridge::call

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/expected.h"
+
 namespace toolbridge::call {
 
 inline constexpr std::size_t kMaxTrajectoryNameChars = 256;
@@ -16,8 +18,8 @@ inline constexpr std::string_view kTrajectoryNameRule =
     "a trajectory name is 1 to 256 characters (not bytes): letters and digits of any script and "
     ". _ - : @ +, starting with a letter, a digit or _";
 
-// Empty when `name` follows the rule; otherwise what breaks it (which character, or the length)
-// followed by the rule.
-std::string trajectory_name_error(std::string_view name);
+// Success when `name` follows the rule; otherwise what breaks it (which character, or the
+// length) followed by the rule.
+base::Status check_trajectory_name(std::string_view name);
 
 }  // namespace toolbridge::call

@@ -59,9 +59,9 @@ void read_token(const NodeReader& r, const Entry& e, const std::string& p, ApiKe
     return;
   }
   if (e.key == "token") {
-    Expansion x = expand_env_refs(r.text(e.value, p));
-    if (!x.error.empty()) r.fail(e.value.mark, p, x.error);
-    token = std::move(x.text);
+    base::Expected<std::string> x = expand_env_refs(r.text(e.value, p));
+    if (!x) r.fail(e.value.mark, p, x.error());
+    token = std::move(*x);
   } else {
     const std::string& file = r.text(e.value, p);
     std::ifstream in(file, std::ios::binary);
@@ -168,9 +168,9 @@ void read_tls(const NodeReader& r, const Node& node, const std::string& path, Tl
 
 std::string read_gateway_id(const NodeReader& r, const Node& node, const std::string& path) {
   // ${env:POD_NAME}: one config for every replica.
-  Expansion x = expand_env_refs(r.text(node, path));
-  if (!x.error.empty()) r.fail(node.mark, path, x.error);
-  const std::string& id = x.text;
+  const base::Expected<std::string> x = expand_env_refs(r.text(node, path));
+  if (!x) r.fail(node.mark, path, x.error());
+  const std::string& id = *x;
   const bool valid =
       !id.empty() && id.size() <= 32 && std::all_of(id.begin(), id.end(), [](char c) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||

@@ -85,12 +85,12 @@ void read_type(const NodeReader& r, const Entry& e, const std::string& p, Server
 // Header values may name an environment variable as ${env:NAME}, so API keys stay out of the
 // file. An unset variable is an error: a request without its key would fail less clearly.
 std::string header_value(const NodeReader& r, const Node& n, const std::string& path) {
-  Expansion value = expand_env_refs(r.text(n, path));
-  if (!value.error.empty()) r.fail(n.mark, path, value.error);
-  if (value.text.find_first_of("\r\n") != std::string::npos) {
+  base::Expected<std::string> value = expand_env_refs(r.text(n, path));
+  if (!value) r.fail(n.mark, path, value.error());
+  if (value->find_first_of("\r\n") != std::string::npos) {
     r.fail(n.mark, path, "a header value must not contain a line break");
   }
-  return std::move(value.text);
+  return std::move(*value);
 }
 
 bool is_header_name(std::string_view name) {
@@ -141,9 +141,9 @@ void read_env(const NodeReader& r, const Entry& e, const std::string& p, ServerD
       r.fail(var.key_mark, p, fmt::format("'{}' is not an environment variable name", var.key));
     }
     const std::string path = join_path(p, var.key);
-    Expansion value = expand_env_refs(r.text(var.value, path));
-    if (!value.error.empty()) r.fail(var.value.mark, path, value.error);
-    if (!d.server.env.emplace(var.key, std::move(value.text)).second) {
+    base::Expected<std::string> value = expand_env_refs(r.text(var.value, path));
+    if (!value) r.fail(var.value.mark, path, value.error());
+    if (!d.server.env.emplace(var.key, std::move(*value)).second) {
       r.fail(var.key_mark, p, fmt::format("duplicate variable '{}'", var.key));
     }
   }

@@ -14,30 +14,29 @@ bool is_env_name(std::string_view s) {
   });
 }
 
-Expansion expand_env_refs(std::string_view raw) {
-  Expansion out;
+base::Expected<std::string> expand_env_refs(std::string_view raw) {
+  std::string out;
   std::size_t at = 0;
   for (;;) {
     const std::size_t open = raw.find("${env:", at);
     if (open == std::string_view::npos) break;
     const std::size_t close = raw.find('}', open);
-    if (close == std::string_view::npos) return {{}, "'${env:' without a closing '}'"};
+    if (close == std::string_view::npos) return base::fail("'${env:' without a closing '}'");
     const std::string name(raw.substr(open + 6, close - open - 6));
-    if (!is_env_name(name)) {
-      return {{}, fmt::format("'{}' is not an environment variable name", name)};
-    }
+    if (!is_env_name(name))
+      return base::fail(fmt::format("'{}' is not an environment variable name", name));
     const char* env = std::getenv(name.c_str());
     if (!env) {
-      return {{},
-              fmt::format("environment variable {} (from ${{env:{}}}) is not set in the "
-                          "gateway's environment",
-                          name, name)};
+      return base::fail(
+          fmt::format("environment variable {} (from ${{env:{}}}) is not set in the "
+                      "gateway's environment",
+                      name, name));
     }
-    out.text.append(raw.substr(at, open - at));
-    out.text += env;
+    out.append(raw.substr(at, open - at));
+    out += env;
     at = close + 1;
   }
-  out.text.append(raw.substr(at));
+  out.append(raw.substr(at));
   return out;
 }
 

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/expected.h"
+
 namespace toolbridge::config {
 
 // A name a shell would accept for an environment variable: [A-Za-z_][A-Za-z0-9_]*.
@@ -15,11 +17,7 @@ bool is_env_name(std::string_view s);
 // `raw` with each ${env:NAME} replaced by the variable's value, or a message saying why not
 // (unclosed reference, a bad name, an unset variable: a request without its key would fail less
 // clearly).
-struct Expansion {
-  std::string text;
-  std::string error;  // empty on success
-};
-Expansion expand_env_refs(std::string_view raw);
+base::Expected<std::string> expand_env_refs(std::string_view raw);
 
 inline constexpr std::array<std::string_view, 2> kSessionVars{"${session.id}", "${session.dir}"};
 

@@ -35,31 +35,30 @@ asio::awaitable<void> Admin::release(transport::Exchange& ex, std::string_view p
   // another process than the agent (on the same address, or with the same tenant header).
   const auto& req = ex.request();
   const std::string name = percent_decode(path.substr(kSessionsPath.size()));
-  std::string refused;
-  const std::string owner = owner_of(ex, refused);
+  const base::Expected<std::string> owner = owner_of(ex);
   const bool bad_method = req.method() != http::verb::delete_;
-  const std::string bad_name = call::trajectory_name_error(name);
-  if (bad_method || !bad_name.empty() || owner.empty()) {
+  const base::Status valid_name = call::check_trajectory_name(name);
+  if (bad_method || !valid_name || !owner) {
     const auto status = bad_method ? http::status::method_not_allowed : http::status::bad_request;
     std::string message =
         "DELETE /sessions/NAME releases the per_session instances of session or trajectory NAME "
         "(percent-encoded)";
-    if (!bad_name.empty()) message += ": " + bad_name;
-    if (owner.empty() && !bad_method) message = refused;
+    if (!valid_name) message += ": " + valid_name.error();
+    if (!owner && !bad_method) message = owner.error();
     const std::string body = json::make_error({}, json::kInvalidRequest, message);
     transport::Headers headers;
     if (bad_method) headers.emplace_back("Allow", "DELETE");
     co_await ex.reply(status, "application/json", body, headers);
     co_return;
   }
-  const std::size_t n = gateway_.release_for(name, owner, refused);
-  if (!refused.empty()) {
-    const std::string body = json::make_error({}, json::kInvalidRequest, refused);
+  const base::Expected<std::size_t> n = gateway_.release_for(name, *owner);
+  if (!n) {
+    const std::string body = json::make_error({}, json::kInvalidRequest, n.error());
     co_await ex.reply(http::status::forbidden, "application/json", body, {});
     co_return;
   }
   if (on_release_) on_release_(name);
-  const std::string body = R"({"released":)" + std::to_string(n) + "}";
+  const std::string body = R"({"released":)" + std::to_string(*n) + "}";
   co_await ex.reply(http::status::ok, "application/json", body, {});
 }
 

@@ -71,20 +71,17 @@ const config::ApiKey* Auth::find(std::string_view token) const {
   return found;
 }
 
-const config::ApiKey* Auth::verify(transport::Exchange& ex, std::string& problem) const {
+base::Expected<const config::ApiKey*> Auth::verify(transport::Exchange& ex) const {
   const std::string_view value = header(ex.request(), "Authorization");
-  if (value.empty()) {
-    problem = "this gateway needs an API key: send `Authorization: Bearer TOKEN`";
-    return nullptr;
-  }
+  if (value.empty())
+    return base::fail("this gateway needs an API key: send `Authorization: Bearer TOKEN`");
   transport::Exchange::Verified* memo = ex.verified();
   if (memo && memo->key && same(memo->credential, value) && current(memo->key)) return memo->key;
   const std::string_view token = bearer_token(value);
   const config::ApiKey* key = token.empty() ? nullptr : find(token);
   if (!key) {
-    problem = token.empty() ? "the Authorization header is not `Bearer TOKEN`"
-                            : "the API key is not valid";
-    return nullptr;
+    return base::fail(token.empty() ? "the Authorization header is not `Bearer TOKEN`"
+                                    : "the API key is not valid");
   }
   if (memo) {
     memo->credential.assign(value.data(), value.size());

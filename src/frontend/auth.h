@@ -9,6 +9,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "base/expected.h"
 #include "config/config.h"
 #include "transport/http_server.h"
 
@@ -25,9 +26,9 @@ class Auth {
 
   // No keys configured: every request goes on, and nothing here runs.
   bool enabled() const { return !keys_.empty(); }
-  // The key the request carries (`Authorization: Bearer TOKEN`), or null with `problem` set.
+  // The key the request carries (`Authorization: Bearer TOKEN`, never null), or what is wrong.
   // Uses and refreshes the connection's memo of its last verified credential.
-  const config::ApiKey* verify(transport::Exchange& ex, std::string& problem) const;
+  base::Expected<const config::ApiKey*> verify(transport::Exchange& ex) const;
   // The key of `token`, or null.
   const config::ApiKey* find(std::string_view token) const;
   // 401 with WWW-Authenticate (RFC 6750).

@@ -56,14 +56,13 @@ asio::awaitable<void> Batch::refuse(Exchange& ex, const BatchRefusal& refusal,
 asio::awaitable<void> Batch::tools(Exchange& ex) {
   co_await gateway_.until_settled();
   const transport::Headers none;
-  std::string problem;
-  const std::string surface = named_surface(ex.request(), {}, gateway_.surfaces(), problem);
-  if (!problem.empty()) {
-    const BatchRefusal refusal{400, "invalid_request", std::move(problem)};
+  const base::Expected<std::string> surface = named_surface(ex.request(), {}, gateway_.surfaces());
+  if (!surface) {
+    const BatchRefusal refusal{400, "invalid_request", surface.error()};
     co_await refuse(ex, refusal, none);
     co_return;
   }
-  if (auto view = gateway_.surfaces().view(surface)) {
+  if (auto view = gateway_.surfaces().view(*surface)) {
     // X-Toolbridge-Surface: the surface's list, as tools/list on /s/NAME/mcp.
     const std::string listed = surfaces::allowed_tools_json(*view, ex.principal);
     co_await ex.reply(http::status::ok, "application/json", listed, none);
@@ -98,14 +97,13 @@ asio::awaitable<void> Batch::post(Exchange& ex) {
                      read_plain_batch_request(req.body(), request, limits.batch_max_calls);
   if (!plain) {
     request = BatchRequest{};
-    std::string problem;
-    const bj::value body = decode_body(encoding, req.body(), problem);
-    if (!problem.empty()) {
-      const BatchRefusal r{400, "invalid_body", std::move(problem)};
+    const base::Expected<bj::value> body = decode_body(encoding, req.body());
+    if (!body) {
+      const BatchRefusal r{400, "invalid_body", body.error()};
       co_await refuse(ex, r, no_headers);
       co_return;
     }
-    if (BatchRefusal r = read_batch_request(body, request, limits.batch_max_calls); !r.empty()) {
+    if (BatchRefusal r = read_batch_request(*body, request, limits.batch_max_calls); !r.empty()) {
       co_await refuse(ex, r, no_headers);
       co_return;
     }

@@ -115,11 +115,17 @@ bj::value decode_msgpack(std::string_view body, std::string& problem) {
 
 }  // namespace
 
-bj::value decode_body(Encoding e, std::string_view body, std::string& problem) {
-  if (e == Encoding::kMsgpack) return decode_msgpack(body, problem);
-  boost::system::error_code ec;
-  bj::value v = json::parse(body, ec);
-  if (ec) problem = "the body is not JSON (or is nested deeper than 128 levels): " + ec.message();
+base::Expected<bj::value> decode_body(Encoding e, std::string_view body) {
+  std::string problem;
+  bj::value v;
+  if (e == Encoding::kMsgpack) {
+    v = decode_msgpack(body, problem);
+  } else {
+    boost::system::error_code ec;
+    v = json::parse(body, ec);
+    if (ec) problem = "the body is not JSON (or is nested deeper than 128 levels): " + ec.message();
+  }
+  if (!problem.empty()) return base::fail(std::move(problem));
   return v;
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/expected.h"
 #include "call/call.h"
 #include "json/quote.h"
 
@@ -22,8 +23,8 @@ inline constexpr std::string_view kSupportedMediaTypes =
 Encoding encoding_of(std::string_view content_type);
 std::string_view content_type(Encoding e);
 
-// The request body as a value; null with `problem` set if it cannot be decoded.
-boost::json::value decode_body(Encoding e, std::string_view body, std::string& problem);
+// The request body as a value, or why it cannot be decoded.
+base::Expected<boost::json::value> decode_body(Encoding e, std::string_view body);
 
 // One call's answer, in request order.
 struct BatchEntry {

@@ -75,8 +75,8 @@ BatchCallSpec read_call(const bj::value& v, std::size_t index) {
         return c;
       }
     } else if (key == "id") {
-      if (std::string why = idempotency::key_error(value, where + ".id"); !why.empty()) {
-        c.error = std::move(why);
+      if (base::Status valid = idempotency::check_key(value, where + ".id"); !valid) {
+        c.error = valid.error();
         return c;
       }
       c.id = std::string(value.as_string());
@@ -162,7 +162,7 @@ class PlainReader {
         return calls(out.calls);
       case 1: {
         const auto trajectory = plain_string();
-        if (!trajectory || !call::trajectory_name_error(*trajectory).empty()) return false;
+        if (!trajectory || !call::check_trajectory_name(*trajectory)) return false;
         out.trajectory = *trajectory;
         return true;
       }
@@ -302,8 +302,8 @@ BatchRefusal read_batch_request(const bj::value& body, BatchRequest& out, std::s
       calls = &value.as_array();
     } else if (key == "trajectory") {
       if (!value.is_string()) return bad("trajectory must be a string");
-      if (std::string why = call::trajectory_name_error(value.as_string()); !why.empty()) {
-        return bad("trajectory: " + why);
+      if (base::Status named = call::check_trajectory_name(value.as_string()); !named) {
+        return bad("trajectory: " + named.error());
       }
       out.trajectory = std::string(value.as_string());
     } else if (key == "surface") {

@@ -26,30 +26,30 @@ using transport::Exchange;
 
 namespace {
 // The surface named by X-Toolbridge-Surface and the body (they must agree); empty if none.
-std::string scope_surface(const transport::Request& req, const gateway::Gateway& gateway,
-                          const std::string& body_surface, std::string& problem) {
-  std::string surface = named_surface(req, {}, gateway.surfaces(), problem);
-  if (!problem.empty() || body_surface.empty()) return surface;
-  if (!surface.empty() && surface != body_surface) {
-    problem = fmt::format("{} names surface '{}' but the body names '{}'; name one", kSurfaceHeader,
-                          surface, body_surface);
-  } else if (!gateway.surfaces().has(body_surface)) {
-    problem = "surface: " + gateway.surfaces().unknown_message(body_surface);
+base::Expected<std::string> scope_surface(const transport::Request& req,
+                                          const gateway::Gateway& gateway,
+                                          const std::string& body_surface) {
+  base::Expected<std::string> surface = named_surface(req, {}, gateway.surfaces());
+  if (!surface || body_surface.empty()) return surface;
+  if (!surface->empty() && *surface != body_surface) {
+    return base::fail(fmt::format("{} names surface '{}' but the body names '{}'; name one",
+                                  kSurfaceHeader, *surface, body_surface));
   }
+  if (!gateway.surfaces().has(body_surface))
+    return base::fail("surface: " + gateway.surfaces().unknown_message(body_surface));
   return body_surface;
 }
 }  // namespace
 
 BatchRefusal surface_scope(Exchange& ex, const gateway::Gateway& gateway,
                            const std::string& body_surface, CallScope& out) {
-  std::string problem;
-  const std::string surface = scope_surface(ex.request(), gateway, body_surface, problem);
-  if (!problem.empty()) return BatchRefusal{400, "invalid_request", std::move(problem)};
+  const base::Expected<std::string> surface = scope_surface(ex.request(), gateway, body_surface);
+  if (!surface) return BatchRefusal{400, "invalid_request", surface.error()};
   if (ex.principal) {
-    if (std::string why = key_surface_refusal(*ex.principal, surface); !why.empty())
-      return BatchRefusal{403, "surface_refused", std::move(why)};
+    if (base::Status allowed = check_key_surface(*ex.principal, *surface); !allowed)
+      return BatchRefusal{403, "surface_refused", allowed.error()};
   }
-  if (!surface.empty()) out.surface = gateway.surfaces().view(surface);
+  if (!surface->empty()) out.surface = gateway.surfaces().view(*surface);
   return {};
 }
 
@@ -61,7 +61,11 @@ BatchRefusal call_scope(Exchange& ex, gateway::Gateway& gateway, const std::stri
   // The trajectory and tenant may come as headers (as for /mcp) or in the body; both may be
   // given only if they agree.
   std::string problem;
-  std::string trajectory = named_trajectory(req, {}, problem);
+  std::string trajectory;
+  if (base::Expected<std::string> named = named_trajectory(req, {}))
+    trajectory = std::move(*named);
+  else
+    problem = named.error();
   if (problem.empty() && !body_trajectory.empty()) {
     if (!trajectory.empty() && trajectory != body_trajectory) {
       problem = fmt::format("{} names trajectory '{}' but the body names '{}'; name one",
@@ -71,7 +75,12 @@ BatchRefusal call_scope(Exchange& ex, gateway::Gateway& gateway, const std::stri
   }
   const std::string header_tenant(header(req, kTenantHeader));
   std::string owner;
-  if (problem.empty()) owner = owner_of(ex, problem);
+  if (problem.empty()) {
+    if (base::Expected<std::string> from = owner_of(ex))
+      owner = std::move(*from);
+    else
+      problem = from.error();
+  }
   if (problem.empty() && !body_tenant.empty()) {
     if (!header_tenant.empty() && header_tenant != body_tenant) {
       problem = fmt::format("{} names tenant '{}' but the body names '{}'; name one", kTenantHeader,
@@ -85,9 +94,8 @@ BatchRefusal call_scope(Exchange& ex, gateway::Gateway& gateway, const std::stri
   if (BatchRefusal r = surface_scope(ex, gateway, body_surface, out); !r.empty()) return r;
   if (gateway.stopping()) return BatchRefusal{503, "shutting_down", "the gateway is shutting down"};
   if (!trajectory.empty()) {
-    if (std::string refused = gateway.claim_trajectory(trajectory, owner); !refused.empty()) {
-      return BatchRefusal{403, "trajectory_refused", std::move(refused)};
-    }
+    if (base::Status claimed = gateway.claim_trajectory(trajectory, owner); !claimed)
+      return BatchRefusal{403, "trajectory_refused", claimed.error()};
   }
   // Without a trajectory, the request's calls share a key of their own ('/' is never in a
   // trajectory name), released when it ends: per_session servers keep no state across requests

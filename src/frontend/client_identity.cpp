@@ -9,7 +9,7 @@
 
 namespace toolbridge::frontend {
 
-std::string owner_of(const transport::Exchange& ex, std::string& error) {
+base::Expected<std::string> owner_of(const transport::Exchange& ex) {
   // An API key names its tenant; what the caller says is not asked.
   if (ex.principal) return "tenant " + ex.principal->tenant;
   const std::string tenant(header(ex.request(), kTenantHeader));
@@ -19,11 +19,18 @@ std::string owner_of(const transport::Exchange& ex, std::string& error) {
                               (c >= '0' && c <= '9') || c == '.' || c == '_' || c == ':' ||
                               c == '-';
                      });
-  if (!valid) {
-    error = std::string(kTenantHeader) + " must be 1-128 characters of [A-Za-z0-9._:-]";
+  if (!valid)
+    return base::fail(std::string(kTenantHeader) + " must be 1-128 characters of [A-Za-z0-9._:-]");
+  return "tenant " + tenant;
+}
+
+std::string owner_of(const transport::Exchange& ex, std::string& error) {
+  base::Expected<std::string> owner = owner_of(ex);
+  if (!owner) {
+    error = owner.error();
     return {};
   }
-  return "tenant " + tenant;
+  return std::move(*owner);
 }
 
 std::string unknown_session_message(std::string_view session_id, const std::string& gateway_id) {

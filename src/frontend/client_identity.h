@@ -5,14 +5,18 @@
 #include <string>
 #include <string_view>
 
+#include "base/expected.h"
 #include "transport/http_server.h"
 
 namespace toolbridge::frontend {
 
 inline constexpr const char* kTenantHeader = "X-Toolbridge-Tenant";
 
-// The owner of what this request opens or names; empty with `error` set if the tenant header is
-// not 1-128 characters of [A-Za-z0-9._:-].
+// The owner of what this request opens or names; a failure if the tenant header is not 1-128
+// characters of [A-Za-z0-9._:-].
+base::Expected<std::string> owner_of(const transport::Exchange& ex);
+// The same in the old convention, for src/frontend/mcp_stateless* until it moves to the one
+// above; do not add uses.
 std::string owner_of(const transport::Exchange& ex, std::string& error);
 
 // The 404 message for an Mcp-Session-Id this gateway does not hold: when the id names another

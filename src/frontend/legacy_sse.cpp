@@ -76,15 +76,23 @@ asio::awaitable<void> LegacySse::open_stream(Exchange& ex, std::string_view path
     co_await ex.reply(http::status::not_acceptable, "application/json", answer, {});
     co_return;
   }
+  base::Expected<std::string> owner = owner_of(ex);
+  const base::Expected<std::string> trajectory = named_trajectory(ex.request(), path_trajectory);
+  base::Expected<std::string> surface = std::string();
+  // The trajectory's refusal first, then the owner's, then the surface's.
   std::string refused;
-  std::string owner = owner_of(ex, refused);
-  const std::string trajectory = named_trajectory(ex.request(), path_trajectory, refused);
-  const std::string surface =
-      refused.empty() ? named_surface(ex.request(), {}, gateway_.surfaces(), refused) : "";
-  // The same ownership rule as _meta["toolbridge/session"], checked before a session exists.
-  if (!owner.empty() && refused.empty() && !trajectory.empty())
-    refused = gateway_.claim_trajectory(trajectory, owner);
-  if (owner.empty() || !refused.empty()) {
+  if (!trajectory) {
+    refused = trajectory.error();
+  } else if (!owner) {
+    refused = owner.error();
+  } else if (surface = named_surface(ex.request(), {}, gateway_.surfaces()); !surface) {
+    refused = surface.error();
+  } else if (!trajectory->empty()) {
+    // The same ownership rule as _meta["toolbridge/session"], checked before a session exists.
+    if (base::Status claimed = gateway_.claim_trajectory(*trajectory, *owner); !claimed)
+      refused = claimed.error();
+  }
+  if (!refused.empty()) {
     co_await ex.reply(http::status::bad_request, "application/json", error_body(refused), {});
     co_return;
   }
@@ -95,10 +103,10 @@ asio::awaitable<void> LegacySse::open_stream(Exchange& ex, std::string_view path
                       retry_after);
     co_return;
   }
-  session->owner = std::move(owner);
+  session->owner = std::move(*owner);
   session->principal = ex.principal;
-  session->trajectory = trajectory;
-  session->surface = surface;
+  session->trajectory = *trajectory;
+  session->surface = *surface;
   // Legacy clients speak the oldest version we know until initialize says otherwise.
   session->version = mcp::Version::k2025_03_26;
   session->serves_tasks = false;  // its POSTs go to the method table, which has no task methods
@@ -146,14 +154,20 @@ asio::awaitable<void> LegacySse::post_message(Exchange& ex) {
                       error_body("Content-Type must be application/json"), {});
     co_return;
   }
-  std::string refusal;
-  const std::string named = named_trajectory(req, {}, refusal);
-  if (refusal.empty()) refusal = session_mismatch(session->trajectory, named);
-  if (refusal.empty()) {
-    const std::string surface = named_surface(req, {}, gateway_.surfaces(), refusal);
-    if (refusal.empty()) refusal = surface_mismatch(session->surface, surface);
+  base::Status allowed;
+  if (const base::Expected<std::string> named = named_trajectory(req, {}); !named)
+    allowed = base::Unexpected{named.error()};
+  else
+    allowed = check_session_trajectory(session->trajectory, *named);
+  if (allowed) {
+    if (const base::Expected<std::string> surface = named_surface(req, {}, gateway_.surfaces());
+        !surface)
+      allowed = base::Unexpected{surface.error()};
+    else
+      allowed = check_session_surface(session->surface, *surface);
   }
-  if (!refusal.empty()) {
+  if (!allowed) {
+    const std::string refusal = allowed.error();
     co_await ex.reply(http::status::bad_request, "application/json", error_body(refusal), {});
     co_return;
   }

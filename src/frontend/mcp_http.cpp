@@ -51,26 +51,25 @@ std::pair<http::status, std::string> check_media_types(const transport::Request&
 
 }  // namespace
 
-std::string McpHttp::transport_refusal(const transport::Request& req,
-                                       std::string_view path_trajectory,
-                                       std::string_view path_surface,
-                                       const Session& session) const {
-  std::string error;
-  const std::string named = named_trajectory(req, path_trajectory, error);
-  if (!error.empty()) return error;
-  if (std::string why = session_mismatch(session.trajectory, named); !why.empty()) return why;
-  const std::string surface = named_surface(req, path_surface, gateway_.surfaces(), error);
-  return error.empty() ? surface_mismatch(session.surface, surface) : error;
+base::Status McpHttp::transport_refusal(const transport::Request& req,
+                                        std::string_view path_trajectory,
+                                        std::string_view path_surface,
+                                        const Session& session) const {
+  const base::Expected<std::string> named = named_trajectory(req, path_trajectory);
+  if (!named) return base::Unexpected{named.error()};
+  if (base::Status same = check_session_trajectory(session.trajectory, *named); !same) return same;
+  const base::Expected<std::string> surface = named_surface(req, path_surface, gateway_.surfaces());
+  if (!surface) return base::Unexpected{surface.error()};
+  return check_session_surface(session.surface, *surface);
 }
 
 McpHttp::Messages McpHttp::read_messages(const std::string& body) {
   Messages m;
   m.batch = json::is_batch(body);
   if (m.batch) {
-    std::string problem;
-    auto parts = json::split_batch(body, problem);
+    auto parts = json::split_batch(body);
     if (!parts) {
-      m.error = json::make_error({}, json::kParseError, "Parse error: " + problem);
+      m.error = json::make_error({}, json::kParseError, "Parse error: " + parts.error());
       return m;
     }
     if (parts->empty()) {
@@ -100,31 +99,34 @@ McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, cons
   const auto& req = ex.request();
   SessionOrError out;
   const json::Envelope& first = m.envelopes.front();
-  std::string bad_name;
-  const std::string trajectory = named_trajectory(req, path_trajectory, bad_name);
-  const std::string surface =
-      bad_name.empty() ? named_surface(req, path_surface, gateway_.surfaces(), bad_name) : "";
-  if (!bad_name.empty()) {
+  const base::Expected<std::string> named = named_trajectory(req, path_trajectory);
+  const base::Expected<std::string> named_on =
+      named ? named_surface(req, path_surface, gateway_.surfaces())
+            : base::Expected<std::string>(std::string());
+  if (!named || !named_on) {
     out.status = http::status::bad_request;
     out.error = json::make_error(m.batch ? std::string_view() : first.id.in(body),
-                                 json::kInvalidParams, bad_name);
+                                 json::kInvalidParams, !named ? named.error() : named_on.error());
     return out;
   }
+  const std::string& trajectory = *named;
+  const std::string& surface = *named_on;
   if (!m.batch && first.kind == json::Kind::kRequest && first.method == "initialize") {
-    std::string refused;
-    std::string owner = owner_of(ex, refused);
-    if (owner.empty()) {
+    base::Expected<std::string> owner = owner_of(ex);
+    if (!owner) {
       out.status = http::status::bad_request;
-      out.error = json::make_error(first.id.in(body), json::kInvalidRequest, refused);
+      out.error = json::make_error(first.id.in(body), json::kInvalidRequest, owner.error());
       return out;
     }
     // The same ownership rule as _meta["toolbridge/session"], checked before a session exists.
-    if (!trajectory.empty()) refused = gateway_.claim_trajectory(trajectory, owner);
-    if (!refused.empty()) {
-      out.status = http::status::bad_request;
-      out.error = json::make_error(first.id.in(body), json::kInvalidParams, refused);
-      return out;
+    if (!trajectory.empty()) {
+      if (base::Status claimed = gateway_.claim_trajectory(trajectory, *owner); !claimed) {
+        out.status = http::status::bad_request;
+        out.error = json::make_error(first.id.in(body), json::kInvalidParams, claimed.error());
+        return out;
+      }
     }
+    std::string refused;
     out.session = gateway_.create_session(ex.client(), refused);
     if (!out.session) {
       out.status = http::status::service_unavailable;
@@ -133,7 +135,7 @@ McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, cons
       if (!gateway_.stopping()) out.headers.emplace_back("Retry-After", "5");
       return out;
     }
-    out.session->owner = std::move(owner);
+    out.session->owner = std::move(*owner);
     out.session->principal = ex.principal;
     out.session->trajectory = trajectory;
     out.session->surface = surface;
@@ -158,10 +160,10 @@ McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, cons
     out.error = json::make_error({}, json::kInvalidRequest, why);
     return out;
   }
-  std::string mismatch = session_mismatch(out.session->trajectory, trajectory);
-  if (mismatch.empty()) mismatch = surface_mismatch(out.session->surface, surface);
-  if (!mismatch.empty()) {
-    out.error = json::make_error({}, json::kInvalidParams, mismatch);
+  base::Status same = check_session_trajectory(out.session->trajectory, trajectory);
+  if (same) same = check_session_surface(out.session->surface, surface);
+  if (!same) {
+    out.error = json::make_error({}, json::kInvalidParams, same.error());
     return out;
   }
   // The spec rejects only invalid or unsupported versions; the session keeps the negotiated one.
@@ -400,9 +402,8 @@ asio::awaitable<void> McpHttp::get(Exchange& ex, std::string_view trajectory,
     co_await ex.reply(status, "application/json", body, {});
     co_return;
   }
-  if (std::string refusal = transport_refusal(req, trajectory, surface, *session);
-      !refusal.empty()) {
-    const std::string body = json::make_error({}, json::kInvalidParams, refusal);
+  if (base::Status allowed = transport_refusal(req, trajectory, surface, *session); !allowed) {
+    const std::string body = json::make_error({}, json::kInvalidParams, allowed.error());
     co_await ex.reply(http::status::bad_request, "application/json", body, {});
     co_return;
   }
@@ -447,9 +448,9 @@ asio::awaitable<void> McpHttp::del(Exchange& ex, std::string_view trajectory,
     co_await ex.reply(status, "application/json", body, {});
     co_return;
   }
-  if (std::string refusal = transport_refusal(ex.request(), trajectory, surface, *session);
-      !refusal.empty()) {
-    const std::string body = json::make_error({}, json::kInvalidParams, refusal);
+  if (base::Status allowed = transport_refusal(ex.request(), trajectory, surface, *session);
+      !allowed) {
+    const std::string body = json::make_error({}, json::kInvalidParams, allowed.error());
     co_await ex.reply(http::status::bad_request, "application/json", body, {});
     co_return;
   }

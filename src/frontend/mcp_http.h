@@ -65,10 +65,11 @@ class McpHttp {
   };
   Accepted accept_post(const transport::Exchange& ex, std::string_view trajectory,
                        std::string_view surface);
-  // Why a GET or DELETE may not use `session` under the trajectory and surface it names.
-  std::string transport_refusal(const transport::Request& req, std::string_view path_trajectory,
-                                std::string_view path_surface,
-                                const gateway::Session& session) const;
+  // Whether a GET or DELETE may use `session` under the trajectory and surface it names; or why
+  // not.
+  base::Status transport_refusal(const transport::Request& req, std::string_view path_trajectory,
+                                 std::string_view path_surface,
+                                 const gateway::Session& session) const;
   boost::asio::awaitable<void> answer(transport::Exchange& ex,
                                       std::shared_ptr<gateway::PostStream> stream, bool batch,
                                       const transport::Headers& headers);

@@ -280,14 +280,17 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
   // The trajectory: the X-Toolbridge-Trajectory header, else metadata.trajectory_id (both
   // under the trajectory name rule), else `user` (any printable ASCII: often an account id).
   std::string trajectory_error;
-  std::string trajectory = named_trajectory(ex.request(), "", trajectory_error);
+  std::string trajectory;
+  if (base::Expected<std::string> named = named_trajectory(ex.request(), ""))
+    trajectory = std::move(*named);
+  else
+    trajectory_error = named.error();
   if (trajectory.empty() && trajectory_error.empty()) {
     if (const auto* md = body.if_contains("metadata"); md && md->is_object()) {
       if (const auto* t = md->get_object().if_contains("trajectory_id"); t && t->is_string()) {
         trajectory = std::string(t->get_string());
-        trajectory_error = call::trajectory_name_error(trajectory);
-        if (!trajectory_error.empty())
-          trajectory_error = "metadata.trajectory_id: " + trajectory_error;
+        if (base::Status named = call::check_trajectory_name(trajectory); !named)
+          trajectory_error = "metadata.trajectory_id: " + named.error();
       }
     }
   }
@@ -306,12 +309,13 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
                          "");
     co_return;
   }
-  std::string owner_error;
-  std::string tenant = owner_of(ex, owner_error);
-  if (!owner_error.empty()) {
+  base::Expected<std::string> owner = owner_of(ex);
+  if (!owner) {
+    const std::string owner_error = owner.error();
     co_await reply_error(ex, http::status::bad_request, owner_error, "invalid_request_error", "");
     co_return;
   }
+  std::string tenant = std::move(*owner);
   const std::string prompt = prompt_key(body, chat);
   const llm::RouteInput input{trajectory, prompt};
 

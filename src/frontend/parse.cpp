@@ -148,9 +148,10 @@ asio::awaitable<void> Parse::post(Exchange& ex) {
   if (encoding_of(header(ex.request(), "Content-Type")) != Encoding::kJson) {
     refusal = {415, "unsupported_media_type", "POST /v1/parse takes Content-Type application/json"};
   } else {
-    std::string problem;
-    body = decode_body(Encoding::kJson, ex.request().body(), problem);
-    if (!problem.empty()) refusal = {400, "invalid_body", std::move(problem)};
+    if (base::Expected<bj::value> decoded = decode_body(Encoding::kJson, ex.request().body()))
+      body = std::move(*decoded);
+    else
+      refusal = {400, "invalid_body", decoded.error()};
   }
   if (refusal.empty() && body.is_object() && body.as_object().contains("turns")) {
     co_await post_turns(ex, body);
@@ -267,16 +268,20 @@ asio::awaitable<void> Parse::open(Exchange& ex) {
     refusal = {415, "unsupported_media_type",
                "POST /v1/parse/streams takes Content-Type application/json"};
   } else {
-    std::string problem;
-    const bj::value body = decode_body(Encoding::kJson, ex.request().body(), problem);
-    if (!problem.empty()) refusal = {400, "invalid_body", std::move(problem)};
-    if (problem.empty() && body.is_object() && body.as_object().contains("turns")) {
+    const base::Expected<bj::value> body = decode_body(Encoding::kJson, ex.request().body());
+    if (!body) refusal = {400, "invalid_body", body.error()};
+    if (body && body->is_object() && body->as_object().contains("turns")) {
       refusal = {400, "invalid_request", "a stream is one turn: turns go to POST /v1/parse"};
     }
-    if (refusal.empty()) turn = begin(ex, body, true, refusal);
+    if (refusal.empty()) turn = begin(ex, *body, true, refusal);
   }
   std::string owner;
-  if (turn) owner = owner_of(ex, refusal.message);
+  if (turn) {
+    if (base::Expected<std::string> from = owner_of(ex))
+      owner = std::move(*from);
+    else
+      refusal.message = from.error();
+  }
   if (!turn || !refusal.empty()) {
     if (refusal.code.empty()) refusal = {400, "invalid_request", refusal.message};
     co_await refuse(ex, refusal);
@@ -322,9 +327,8 @@ asio::awaitable<void> Parse::stream(Exchange& ex, std::string_view path) {
     co_return;
   }
   auto it = streams_.find(id);
-  std::string problem;
-  const std::string owner = owner_of(ex, problem);
-  if (it == streams_.end() || it->second->owner != owner) {
+  const base::Expected<std::string> owner = owner_of(ex);
+  if (it == streams_.end() || !owner || it->second->owner != *owner) {
     const BatchRefusal r{404, "no_stream",
                          fmt::format("no parse stream '{}' (finished, dropped, or idle for "
                                      "longer than {} ms)",
@@ -344,12 +348,11 @@ asio::awaitable<void> Parse::stream(Exchange& ex, std::string_view path) {
 
 asio::awaitable<void> Parse::append(Exchange& ex, const std::string& id) {
   const std::shared_ptr<Stream> s = streams_.find(id)->second;
-  std::string problem;
-  const bj::value body = decode_body(Encoding::kJson, ex.request().body(), problem);
+  const base::Expected<bj::value> body = decode_body(Encoding::kJson, ex.request().body());
   std::string text;
   bool done = false;
-  BatchRefusal refusal{400, "invalid_body", problem};
-  if (problem.empty()) refusal = read_append(body, text, done);
+  BatchRefusal refusal{400, "invalid_body", body.error()};
+  if (body) refusal = read_append(*body, text, done);
   if (refusal.empty() && s->finishing) {
     refusal = {409, "finishing", "the stream is already done; its answer is on its way"};
   }

@@ -45,8 +45,8 @@ BatchRefusal read_option(std::string_view key, const bj::value& v, ParseOptions&
     }
   } else if (key == "trajectory") {
     if (!v.is_string()) return bad("trajectory must be a string");
-    if (std::string why = call::trajectory_name_error(v.as_string()); !why.empty()) {
-      return bad("trajectory: " + why);
+    if (base::Status named = call::check_trajectory_name(v.as_string()); !named) {
+      return bad("trajectory: " + named.error());
     }
     out.trajectory = std::string(v.as_string());
   } else if (key == "surface") {
@@ -76,7 +76,7 @@ BatchRefusal read_option(std::string_view key, const bj::value& v, ParseOptions&
     if (!known) return bad("mode must be \"all\" (the default) or \"fail_fast\"");
     out.fail_fast = v.as_string() == "fail_fast";
   } else if (key == "id") {
-    if (std::string why = idempotency::key_error(v, "id"); !why.empty()) return bad(why);
+    if (base::Status valid = idempotency::check_key(v, "id"); !valid) return bad(valid.error());
     if (v.as_string().size() > kMaxTurnIdBytes) {
       return bad(fmt::format("id must be at most {} characters (its calls' keys add /N)",
                              kMaxTurnIdBytes));

@@ -332,30 +332,30 @@ Handler Server::guarded(Handler handler) {
   return [this, handler = std::move(handler)](Exchange& ex,
                                               std::string_view path) -> asio::awaitable<void> {
     if (auth_.enabled() && !Auth::open_path(path)) {
-      std::string refusal;
-      ex.principal = auth_.verify(ex, refusal);
-      if (!ex.principal) return auth_.challenge(ex, std::move(refusal));
-      if (std::string why = key_surface_refusal(*ex.principal, ex.request(), path); !why.empty()) {
-        return forbid(ex, std::move(why));
-      }
+      base::Expected<const config::ApiKey*> key = auth_.verify(ex);
+      if (!key) return auth_.challenge(ex, key.error());
+      ex.principal = *key;
+      if (base::Status allowed = check_key_surface(*ex.principal, ex.request(), path); !allowed)
+        return forbid(ex, allowed.error());
     }
     return handler(ex, path);
   };
 }
 
-std::string Server::reload_tls() {
-  if (!http_.tls()) return "TLS is not configured (gateway.tls)";
+base::Status Server::reload_tls() {
+  if (!http_.tls()) return base::fail("TLS is not configured (gateway.tls)");
   return http_.reload_tls();
 }
 
-std::string Server::start() {
+base::Status Server::start() {
   if (std::string err = unauthenticated_refusal(gateway_.config().gateway); !err.empty())
-    return err;
-  if (std::string err = http_.listen(); !err.empty()) return err;
+    return base::fail(std::move(err));
+  if (base::Status listening = http_.listen(); !listening) return listening;
   if (admin_http_) {
-    if (std::string err = admin_http_->listen(); !err.empty()) return "admin_listen: " + err;
+    if (base::Status listening = admin_http_->listen(); !listening)
+      return base::fail("admin_listen: " + listening.error());
   }
-  if (std::string err = gateway_.start(); !err.empty()) return err;
+  if (base::Status started = gateway_.start(); !started) return started;
   openai_.start();
   return {};
 }

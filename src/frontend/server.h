@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "base/expected.h"
 #include "frontend/admin.h"
 #include "frontend/auth.h"
 #include "frontend/batch.h"
@@ -26,13 +27,13 @@ class Server {
  public:
   Server(boost::asio::io_context& io, config::Config config);
 
-  // Binds the listener, then starts every server. Returns an error message if it cannot bind.
-  std::string start();
+  // Binds the listener, then starts every server; fails (saying why) if it cannot bind.
+  base::Status start();
   // Stops accepting, lets calls in flight finish (shutdown_grace), ends sessions, stops servers.
   boost::asio::awaitable<void> shutdown();
 
   // SIGHUP: reads gateway.tls's certificate and key again; an error keeps the old ones.
-  std::string reload_tls();
+  base::Status reload_tls();
   bool tls() const { return http_.tls(); }
 
   unsigned short port() const { return http_.port(); }

@@ -34,43 +34,40 @@ std::optional<SurfacePath> split_surface_path(std::string_view path) {
   return out;
 }
 
-std::string named_surface(const transport::Request& req, std::string_view from_path,
-                          const surfaces::Registry& registry, std::string& error) {
-  const std::string from_header(header(req, kSurfaceHeader));
+base::Expected<std::string> named_surface(const transport::Request& req, std::string_view from_path,
+                                          const surfaces::Registry& registry) {
+  std::string from_header(header(req, kSurfaceHeader));
   for (const auto& [name, where] : {std::pair<std::string_view, std::string>{
                                         from_path, "the surface in the URL path (/s/NAME/...)"},
                                     {from_header, kSurfaceHeader}}) {
     if (name.empty()) continue;
-    if (std::string why = config::surface_name_error(name); !why.empty()) {
-      error = where + ": " + why;
-      return {};
-    }
-    if (!registry.has(name)) {
-      error = where + ": " + registry.unknown_message(name);
-      return {};
-    }
+    if (std::string why = config::surface_name_error(name); !why.empty())
+      return base::fail(where + ": " + why);
+    if (!registry.has(name)) return base::fail(where + ": " + registry.unknown_message(name));
   }
   if (!from_path.empty() && !from_header.empty() && from_path != from_header) {
-    error = "the URL path names surface '" + std::string(from_path) + "' but " + kSurfaceHeader +
-            " names '" + from_header + "'; name one surface";
-    return {};
+    return base::fail("the URL path names surface '" + std::string(from_path) + "' but " +
+                      kSurfaceHeader + " names '" + from_header + "'; name one surface");
   }
-  return from_path.empty() ? from_header : std::string(from_path);
+  if (from_path.empty()) return from_header;
+  return std::string(from_path);
 }
 
-std::string surface_mismatch(const std::string& session_surface, std::string_view named) {
+base::Status check_session_surface(const std::string& session_surface, std::string_view named) {
   if (named.empty() || named == session_surface) return {};
   if (session_surface.empty()) {
-    return "this request names surface '" + std::string(named) +
-           "' but its session was opened without one; open the session with the same URL or " +
-           kSurfaceHeader + " as its requests";
+    return base::fail(
+        "this request names surface '" + std::string(named) +
+        "' but its session was opened without one; open the session with the same URL or " +
+        kSurfaceHeader + " as its requests");
   }
-  return "this request names surface '" + std::string(named) + "' but its session was opened on '" +
-         session_surface + "'; a session shows one surface (open another session for another)";
+  return base::fail("this request names surface '" + std::string(named) +
+                    "' but its session was opened on '" + session_surface +
+                    "'; a session shows one surface (open another session for another)");
 }
 
-std::string key_surface_refusal(const config::ApiKey& key, const transport::Request& req,
-                                std::string_view path) {
+base::Status check_key_surface(const config::ApiKey& key, const transport::Request& req,
+                               std::string_view path) {
   // A batch's or a parse request's body may name the surface: their handlers check it.
   if (key.surfaces.empty() || path == "/v1/batch" || path == "/v1/parse" ||
       path.starts_with("/v1/parse/streams"))
@@ -82,10 +79,10 @@ std::string key_surface_refusal(const config::ApiKey& key, const transport::Requ
     named = std::string(header(req, kSurfaceHeader));
   }
   // Any other path (the catalog, the trajectories, the metrics) names none: it shows more.
-  return key_surface_refusal(key, named);
+  return check_key_surface(key, named);
 }
 
-std::string key_surface_refusal(const config::ApiKey& key, const std::string& named) {
+base::Status check_key_surface(const config::ApiKey& key, const std::string& named) {
   if (key.surfaces.empty()) return {};
   for (const std::string& s : key.surfaces) {
     if (s == named) return {};
@@ -95,8 +92,8 @@ std::string key_surface_refusal(const config::ApiKey& key, const std::string& na
   const std::string what = named.empty()
                                ? std::string("this request names no surface")
                                : "this request names surface '" + named.substr(0, 64) + "'";
-  return "API key '" + key.name + "' may only use the tool surfaces " + list + " (/s/NAME/mcp or " +
-         kSurfaceHeader + "); " + what;
+  return base::fail("API key '" + key.name + "' may only use the tool surfaces " + list +
+                    " (/s/NAME/mcp or " + kSurfaceHeader + "); " + what);
 }
 
 }  // namespace toolbridge::frontend

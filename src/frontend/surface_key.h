@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/expected.h"
 #include "surfaces/registry.h"
 #include "transport/http_server.h"
 
@@ -25,22 +26,22 @@ struct SurfacePath {
 std::optional<SurfacePath> split_surface_path(std::string_view path);
 
 // The surface a request names by its path (`from_path`, empty if none) and its
-// X-Toolbridge-Surface header: empty if neither names one. `error` is set when a name breaks
-// the rule, names no configured surface, or the two name different surfaces.
-std::string named_surface(const transport::Request& req, std::string_view from_path,
-                          const surfaces::Registry& registry, std::string& error);
+// X-Toolbridge-Surface header: empty if neither names one. A failure when a name breaks the
+// rule, names no configured surface, or the two name different surfaces.
+base::Expected<std::string> named_surface(const transport::Request& req, std::string_view from_path,
+                                          const surfaces::Registry& registry);
 
-// Empty when a request that names `named` (maybe empty) may use a session opened on
+// Success when a request that names `named` (maybe empty) may use a session opened on
 // `session_surface` (maybe empty); else why not.
-std::string surface_mismatch(const std::string& session_surface, std::string_view named);
+base::Status check_session_surface(const std::string& session_surface, std::string_view named);
 
-// Empty when API key `key` may send a request to `path`: a key restricted to surfaces
+// Success when API key `key` may send a request to `path`: a key restricted to surfaces
 // (auth.keys[].surfaces) reaches only MCP requests and /v1/tools that name one of its surfaces by
 // path or header, and /v1/batch (whose body may name the surface: checked with it); else why
 // not.
-std::string key_surface_refusal(const config::ApiKey& key, const transport::Request& req,
-                                std::string_view path);
-// Empty when API key `key` may use surface `named` (empty: none, the whole catalog).
-std::string key_surface_refusal(const config::ApiKey& key, const std::string& named);
+base::Status check_key_surface(const config::ApiKey& key, const transport::Request& req,
+                               std::string_view path);
+// Success when API key `key` may use surface `named` (empty: none, the whole catalog).
+base::Status check_key_surface(const config::ApiKey& key, const std::string& named);
 
 }  // namespace toolbridge::frontend

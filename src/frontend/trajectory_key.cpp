@@ -33,40 +33,48 @@ std::optional<TrajectoryPath> split_trajectory_path(std::string_view path) {
   return TrajectoryPath{percent_decode(rest.substr(0, slash)), rest.substr(slash + 1)};
 }
 
-std::string named_trajectory(const transport::Request& req, std::string_view from_path,
-                             std::string& error) {
-  const std::string from_header(header(req, kTrajectoryHeader));
+base::Expected<std::string> named_trajectory(const transport::Request& req,
+                                             std::string_view from_path) {
+  std::string from_header(header(req, kTrajectoryHeader));
   if (!from_path.empty()) {
-    if (std::string why = call::trajectory_name_error(from_path); !why.empty()) {
-      error = "the trajectory in the URL path (/t/NAME/...): " + why;
-      return {};
-    }
+    if (base::Status named = call::check_trajectory_name(from_path); !named)
+      return base::fail("the trajectory in the URL path (/t/NAME/...): " + named.error());
   }
   if (!from_header.empty()) {
-    if (std::string why = call::trajectory_name_error(from_header); !why.empty()) {
-      error = std::string(kTrajectoryHeader) + ": " + why;
-      return {};
-    }
+    if (base::Status named = call::check_trajectory_name(from_header); !named)
+      return base::fail(std::string(kTrajectoryHeader) + ": " + named.error());
   }
   if (!from_path.empty() && !from_header.empty() && from_path != from_header) {
-    error = "the URL path names trajectory '" + std::string(from_path) + "' but " +
-            kTrajectoryHeader + " names '" + from_header +
-            "'; name one trajectory (they mean the same thing)";
-    return {};
+    return base::fail("the URL path names trajectory '" + std::string(from_path) + "' but " +
+                      kTrajectoryHeader + " names '" + from_header +
+                      "'; name one trajectory (they mean the same thing)");
   }
-  return from_path.empty() ? from_header : std::string(from_path);
+  if (from_path.empty()) return from_header;
+  return std::string(from_path);
 }
 
-std::string session_mismatch(const std::string& session_trajectory, std::string_view named) {
+std::string named_trajectory(const transport::Request& req, std::string_view from_path,
+                             std::string& error) {
+  base::Expected<std::string> named = named_trajectory(req, from_path);
+  if (!named) {
+    error = named.error();
+    return {};
+  }
+  return std::move(*named);
+}
+
+base::Status check_session_trajectory(const std::string& session_trajectory,
+                                      std::string_view named) {
   if (named.empty() || named == session_trajectory) return {};
   if (session_trajectory.empty()) {
-    return "this request names trajectory '" + std::string(named) +
-           "' but its session was opened without one; open the session with the same URL or " +
-           kTrajectoryHeader + " as its requests";
+    return base::fail(
+        "this request names trajectory '" + std::string(named) +
+        "' but its session was opened without one; open the session with the same URL or " +
+        kTrajectoryHeader + " as its requests");
   }
-  return "this request names trajectory '" + std::string(named) +
-         "' but its session was opened for '" + session_trajectory +
-         "'; a session belongs to one trajectory (open another session for another)";
+  return base::fail("this request names trajectory '" + std::string(named) +
+                    "' but its session was opened for '" + session_trajectory +
+                    "'; a session belongs to one trajectory (open another session for another)");
 }
 
 }  // namespace toolbridge::frontend

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/expected.h"
 #include "transport/http_server.h"
 
 namespace toolbridge::frontend {
@@ -24,14 +25,19 @@ struct TrajectoryPath {
 std::optional<TrajectoryPath> split_trajectory_path(std::string_view path);
 
 // The trajectory a request names by its path (`from_path`, empty if it came to /mcp or /sse)
-// and its X-Toolbridge-Trajectory header: empty if neither names one. `error` is set when a
-// name breaks the rule or the two name different trajectories.
+// and its X-Toolbridge-Trajectory header: empty if neither names one. A failure when a name
+// breaks the rule or the two name different trajectories.
+base::Expected<std::string> named_trajectory(const transport::Request& req,
+                                             std::string_view from_path);
+// The same in the old convention, for src/frontend/mcp_stateless* until it moves to the one
+// above; do not add uses.
 std::string named_trajectory(const transport::Request& req, std::string_view from_path,
                              std::string& error);
 
-// Empty when a request that names `named` (maybe empty) may use a session opened for
+// Success when a request that names `named` (maybe empty) may use a session opened for
 // `session_trajectory` (maybe empty); else why not. A session belongs to one trajectory for life.
-std::string session_mismatch(const std::string& session_trajectory, std::string_view named);
+base::Status check_session_trajectory(const std::string& session_trajectory,
+                                      std::string_view named);
 
 std::string percent_decode(std::string_view text);
 

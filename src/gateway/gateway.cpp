@@ -206,11 +206,12 @@ void Gateway::register_otel_metrics() {
 void Gateway::setup_replay() {
   const config::Gateway& g = config_.gateway;
   if (!g.replay.path.empty()) {
-    cassette_ = replay::Cassette::load(g.replay.path, replay_error_);
-    if (!cassette_) {
-      replay_error_ = "replay: " + replay_error_;
+    auto loaded = replay::Cassette::load(g.replay.path);
+    if (!loaded) {
+      replay_error_ = "replay: " + loaded.error();
       return;
     }
+    cassette_ = std::move(*loaded);
     if (cassette_->torn_tail())
       spdlog::warn("replay: {}: the last record was cut short (a crash?) and is left out",
                    cassette_->dir());
@@ -239,12 +240,12 @@ bool Gateway::replay_only() const {
   return cassette_ && config_.gateway.replay.mode == config::ReplayMode::kStrict;
 }
 
-std::string Gateway::start() {
-  if (!replay_error_.empty()) return replay_error_;
+base::Status Gateway::start() {
+  if (!replay_error_.empty()) return base::fail(replay_error_);
   if (recorder_) recorder_->start_writer();
   if (otel_) otel_->start();
   if (trace_) {
-    if (std::string err = trace_->error(); !err.empty()) return "trace: " + err;
+    if (std::string err = trace_->error(); !err.empty()) return base::fail("trace: " + err);
     trace_->start_writer();
   }
   settle_by_ = clock_.now() + config_.gateway.ready_timeout;
@@ -348,7 +349,7 @@ std::size_t Gateway::release_session(const std::string& key) {
   return n;
 }
 
-std::string Gateway::claim_trajectory(const std::string& name, const std::string& owner) {
+base::Status Gateway::claim_trajectory(const std::string& name, const std::string& owner) {
   // Names of trajectories whose instances are gone are forgotten by the sweep; a flood of new
   // names between two sweeps is bounded here.
   constexpr std::size_t kMaxTrajectories = 100'000;
@@ -359,29 +360,29 @@ std::string Gateway::claim_trajectory(const std::string& name, const std::string
     const std::size_t cap = config_.gateway.max_trajectories_per_client;
     if (trajectories_of(owner) >= cap) forget_unbound_trajectories_now_and_then();
     if (trajectories_of(owner) >= cap) {
-      return fmt::format(
+      return base::fail(fmt::format(
           "this client ({}) has {} trajectories in use (gateway.max_trajectories_per_client); "
           "release finished ones with DELETE /sessions/NAME or toolbridge/release",
-          owner, cap);
+          owner, cap));
     }
     if (trajectory_owners_.size() >= kMaxTrajectories) forget_unbound_trajectories_now_and_then();
     if (trajectory_owners_.size() >= kMaxTrajectories) {
-      return fmt::format("too many trajectories in use ({}); release finished ones",
-                         kMaxTrajectories);
+      return base::fail(fmt::format("too many trajectories in use ({}); release finished ones",
+                                    kMaxTrajectories));
     }
     trajectory_owners_.emplace(name, owner);
     ++owned_trajectories_[owner];
     return {};
   }
   if (it->second == owner) return {};
-  return fmt::format(
+  return base::fail(fmt::format(
       "trajectory '{}' belongs to another client ({}); a trajectory is used and released by the "
       "client (address or X-Toolbridge-Tenant) that named it first",
-      name, it->second.starts_with("tenant ") ? "another tenant" : "another address");
+      name, it->second.starts_with("tenant ") ? "another tenant" : "another address"));
 }
 
-std::size_t Gateway::release_for(const std::string& name, const std::string& owner,
-                                 std::string& refused) {
+base::Expected<std::size_t> Gateway::release_for(const std::string& name,
+                                                 const std::string& owner) {
   std::string holder;
   if (auto session = sessions_.find(name)) {
     holder = session->owner;
@@ -389,11 +390,10 @@ std::size_t Gateway::release_for(const std::string& name, const std::string& own
     holder = it->second;
   }
   if (!holder.empty() && holder != owner) {
-    refused = fmt::format(
+    return base::fail(fmt::format(
         "'{}' belongs to another client: only the address or X-Toolbridge-Tenant that opened the "
         "session or first named the trajectory may release it",
-        name);
-    return 0;
+        name));
   }
   return release_session(name);
 }

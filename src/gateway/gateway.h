@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/expected.h"
 #include "catalog/catalog.h"
 #include "config/config.h"
 #include "gateway/pipeline.h"
@@ -45,9 +46,9 @@ class Gateway {
           const base::Clock& clock = base::steady_clock());
   ~Gateway();
 
-  // Starts every server concurrently (bounded by start_concurrency) and the session sweep.
-  // Returns why it cannot (the trace file cannot be opened), else empty.
-  std::string start();
+  // Starts every server concurrently (bounded by start_concurrency) and the session sweep, or
+  // says why it cannot (the trace file cannot be opened).
+  base::Status start();
   // Refuses new sessions and calls from now on.
   void begin_stop();
   // Waits up to shutdown_grace for calls in flight to finish (their answers still go out).
@@ -90,11 +91,11 @@ class Gateway {
   // Frees the per_session instances bound to `key` on every server; returns how many.
   std::size_t release_session(const std::string& key);
   // Trajectory ownership: the first owner (Session::owner) to name a trajectory holds it while
-  // any server keeps an instance bound to it. Empty if `owner` may use `name`, else why not.
-  std::string claim_trajectory(const std::string& name, const std::string& owner);
-  // Releases `name` (a trajectory, or an MCP session id) for `owner`: refused (message set)
-  // unless `owner` owns it. Returns the number of instances released.
-  std::size_t release_for(const std::string& name, const std::string& owner, std::string& refused);
+  // any server keeps an instance bound to it. Success if `owner` may use `name`, else why not.
+  base::Status claim_trajectory(const std::string& name, const std::string& owner);
+  // Releases `name` (a trajectory, or an MCP session id) for `owner`: the number of instances
+  // released, or the refusal unless `owner` owns it.
+  base::Expected<std::size_t> release_for(const std::string& name, const std::string& owner);
 
  private:
   friend class Reloader;  // swaps the config, the servers and the surfaces

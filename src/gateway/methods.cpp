@@ -66,10 +66,11 @@ bool fault_is_tool_result(call::Fault f) {
          f == call::Fault::kUnavailable || f == call::Fault::kShed;
 }
 
-// Reads the gateway's own _meta keys into `call` and leaves call->meta without them. Returns an
-// error message for a malformed key.
+// Reads the gateway's own _meta keys into `call` and leaves call->meta without them; fails on a
+// malformed key.
 // `traceparent`: the POST's header, sent on in _meta unless the call's _meta has its own.
-std::string take_meta(call::Call& call, std::string_view raw_meta, const std::string& traceparent) {
+base::Status take_meta(call::Call& call, std::string_view raw_meta,
+                       const std::string& traceparent) {
   boost::system::error_code ec;
   bj::value v = json::parse(raw_meta, ec);
   if (ec || !v.is_object()) return {};
@@ -87,10 +88,9 @@ std::string take_meta(call::Call& call, std::string_view raw_meta, const std::st
   if (const auto* t = meta.if_contains(kSessionMeta)) {
     const std::string where = "_meta[\"" + std::string(kSessionMeta) + "\"]";
     if (!t->is_string())
-      return where + " must be a string; " + std::string(call::kTrajectoryNameRule);
-    if (std::string why = call::trajectory_name_error(t->as_string()); !why.empty()) {
-      return where + ": " + why;
-    }
+      return base::fail(where + " must be a string; " + std::string(call::kTrajectoryNameRule));
+    if (base::Status named = call::check_trajectory_name(t->as_string()); !named)
+      return base::fail(where + ": " + named.error());
     call.trajectory = std::string(t->as_string());
     meta.erase(kSessionMeta);
     changed = true;
@@ -99,7 +99,7 @@ std::string take_meta(call::Call& call, std::string_view raw_meta, const std::st
     const std::string where = "_meta[\"" + std::string(kTenantMeta) + "\"]";
     const std::string why =
         t->is_string() ? tenant_name_error(t->as_string()) : tenant_name_error(std::string_view());
-    if (!why.empty()) return where + ": " + why;
+    if (!why.empty()) return base::fail(where + ": " + why);
     call.tenant = std::string(t->as_string());
     meta.erase(kTenantMeta);
     changed = true;
@@ -116,7 +116,7 @@ std::string take_meta(call::Call& call, std::string_view raw_meta, const std::st
   for (const call::MetaKey& key : Pipeline::meta_keys()) {
     const auto* t = meta.if_contains(key.name);
     if (!t) continue;
-    if (std::string why = key.read(call, *t); !why.empty()) return why;
+    if (base::Status read = key.read(call, *t); !read) return read;
     meta.erase(key.name);
     changed = true;
   }
@@ -372,34 +372,30 @@ void Methods::release(const Incoming& in) {
     return answer(
         in, json::make_error(in.id, json::kInvalidParams, "'session' must be a non-empty string"));
   }
-  if (std::string why = named ? call::trajectory_name_error(named->as_string()) : std::string();
-      !why.empty()) {
-    return answer(in, json::make_error(in.id, json::kInvalidParams, "'session': " + why));
+  if (base::Status valid = named ? call::check_trajectory_name(named->as_string()) : base::Status();
+      !valid) {
+    return answer(in, json::make_error(in.id, json::kInvalidParams, "'session': " + valid.error()));
   }
   const std::string& own =
       in.session->trajectory.empty() ? in.session->id() : in.session->trajectory;
   const std::string key = named ? std::string(named->as_string()) : own;
-  std::string refused;
-  const std::size_t n = gateway_.release_for(key, in.session->owner, refused);
-  if (!refused.empty()) return answer(in, json::make_error(in.id, json::kInvalidParams, refused));
-  answer(in, json::make_result(in.id, R"({"released":)" + std::to_string(n) + "}"));
+  const base::Expected<std::size_t> n = gateway_.release_for(key, in.session->owner);
+  if (!n) return answer(in, json::make_error(in.id, json::kInvalidParams, n.error()));
+  answer(in, json::make_result(in.id, R"({"released":)" + std::to_string(*n) + "}"));
 }
 
-std::shared_ptr<call::Call> Methods::make_call(const Incoming& in, std::string& error) {
+base::Expected<std::shared_ptr<call::Call>> Methods::make_call(const Incoming& in) {
   auto call = std::make_shared<call::Call>();
   call->started = gateway_.clock().now();
   call->method = in.env.method;
   call->id = in.id;
   call->params = in.env.params.empty() ? std::string("{}") : std::string(in.params());
   auto members = json::object_members(call->params);
-  if (!members) {
-    error = "params must be a JSON object";
-    return nullptr;
-  }
+  if (!members) return base::fail("params must be a JSON object");
   call->members = std::move(*members);
   if (const std::string_view meta = call->member("_meta"); !meta.empty()) {
-    error = take_meta(*call, meta, in.stream->traceparent);
-    if (!error.empty()) return nullptr;
+    if (base::Status taken = take_meta(*call, meta, in.stream->traceparent); !taken)
+      return base::Unexpected{taken.error()};
   } else if (!in.stream->traceparent.empty()) {
     call->traceparent = in.stream->traceparent;
     call->meta = R"({"traceparent":)" + json::quote(call->traceparent) + "}";
@@ -408,20 +404,18 @@ std::shared_ptr<call::Call> Methods::make_call(const Incoming& in, std::string& 
   // repeat it but not name another (a conflict is refused, not resolved by precedence).
   const std::string& named = in.session->trajectory;
   if (!named.empty() && !call->trajectory.empty() && call->trajectory != named) {
-    error = "_meta[\"" + std::string(kSessionMeta) + "\"] names trajectory '" + call->trajectory +
-            "' but this session was opened for trajectory '" + named +
-            "' (URL /t/NAME/mcp or X-Toolbridge-Trajectory); name one trajectory";
-    return nullptr;
+    return base::fail("_meta[\"" + std::string(kSessionMeta) + "\"] names trajectory '" +
+                      call->trajectory + "' but this session was opened for trajectory '" + named +
+                      "' (URL /t/NAME/mcp or X-Toolbridge-Trajectory); name one trajectory");
   }
   if (call->trajectory.empty()) call->trajectory = named;
   // A call may name its trajectory; per_session servers then bind to that name, not to the MCP
   // session, so one connection can drive many trajectories.
   if (call->trajectory.empty()) {
     call->trajectory = in.session->id();
-  } else if (std::string refusal = gateway_.claim_trajectory(call->trajectory, in.session->owner);
-             !refusal.empty()) {
-    error = std::move(refusal);
-    return nullptr;
+  } else if (base::Status claimed = gateway_.claim_trajectory(call->trajectory, in.session->owner);
+             !claimed) {
+    return base::Unexpected{claimed.error()};
   }
   // The run it belongs to: the API key's tenant (nothing the caller says overrides it), else
   // _meta, else the session's tenant header, else the session itself.
@@ -436,19 +430,16 @@ std::shared_ptr<call::Call> Methods::make_call(const Incoming& in, std::string& 
   if (!in.session->surface.empty()) {
     // Its tools/call names tools as the surface shows them (the surface stage).
     auto view = gateway_.surfaces().view(in.session->surface);
-    if (!view) {
-      error = gateway_.surfaces().unknown_message(in.session->surface);
-      return nullptr;
-    }
+    if (!view) return base::fail(gateway_.surfaces().unknown_message(in.session->surface));
     surfaces::set_surface(*call, std::move(view));
   }
   return call;
 }
 
 void Methods::run_call(const Incoming& in) {
-  std::string error;
-  std::shared_ptr<call::Call> call = make_call(in, error);
-  if (!call) return answer(in, json::make_error(in.id, json::kInvalidParams, error));
+  base::Expected<std::shared_ptr<call::Call>> made = make_call(in);
+  if (!made) return answer(in, json::make_error(in.id, json::kInvalidParams, made.error()));
+  std::shared_ptr<call::Call> call = std::move(*made);
   ++in.stream->outstanding;
   in.session->in_flight[call->id] = Session::InFlight{call, in.stream};
   if (in.deferred) {

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "base/expected.h"
 #include "call/call.h"
 #include "gateway/session.h"
 #include "json/envelope.h"
@@ -76,8 +77,9 @@ class Methods {
   void release(const Incoming& in);
   // tools/call, prompts/get, resources/*, completion/complete.
   void run_call(const Incoming& in);
-  // The call as the pipeline needs it, or an error response for malformed params or _meta.
-  std::shared_ptr<call::Call> make_call(const Incoming& in, std::string& error);
+  // The call as the pipeline needs it, or why not (malformed params or _meta, a trajectory
+  // refused).
+  base::Expected<std::shared_ptr<call::Call>> make_call(const Incoming& in);
 
   Gateway& gateway_;
   std::unordered_map<std::string_view, Handler> table_;

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/expected.h"
 #include "call/meta_key.h"
 
 namespace toolbridge::idempotency {
@@ -12,9 +13,9 @@ namespace toolbridge::idempotency {
 inline constexpr std::string_view kKeyMeta = "toolbridge/idempotency_key";
 inline constexpr std::size_t kMaxKeyBytes = 256;
 
-// Why `v` cannot be an idempotency key (empty if it can): a string of 1-256 ASCII characters
-// from '!' to '~' (a UUID, a tool-call id). `where` names it in the message.
-std::string key_error(const boost::json::value& v, std::string_view where);
+// Success if `v` can be an idempotency key, else why not: a key is a string of 1-256 ASCII
+// characters from '!' to '~' (a UUID, a tool-call id). `where` names it in the message.
+base::Status check_key(const boost::json::value& v, std::string_view where);
 
 // The call's idempotency key (a slot of the call; absent: the call has none).
 struct Key {

@@ -464,41 +464,26 @@ bool is_batch(std::string_view text) {
   return false;
 }
 
-std::optional<std::vector<std::string>> split_batch(std::string_view text, std::string& problem) {
+base::Expected<std::vector<std::string>> split_batch(std::string_view text) {
   Scanner s(text);
   s.ws();
-  if (!s.eat('[')) {
-    problem = "not a JSON array";
-    return std::nullopt;
-  }
+  if (!s.eat('[')) return base::fail("not a JSON array");
   std::vector<std::string> out;
   s.ws();
   if (!s.eat(']')) {
     for (;;) {
       s.ws();
       const std::size_t start = s.pos();
-      if (!s.value(1)) {
-        problem = "not JSON: malformed batch element";
-        return std::nullopt;
-      }
+      if (!s.value(1)) return base::fail("not JSON: malformed batch element");
       out.emplace_back(text.substr(start, s.pos() - start));
       s.ws();
       if (s.eat(']')) break;
-      if (!s.eat(',')) {
-        problem = "not JSON: expected ',' or ']' in batch";
-        return std::nullopt;
-      }
+      if (!s.eat(',')) return base::fail("not JSON: expected ',' or ']' in batch");
     }
   }
   s.ws();
-  if (!s.at_end()) {
-    problem = "not JSON: trailing characters after the batch";
-    return std::nullopt;
-  }
-  if (s.too_deep()) {
-    problem = fmt_too_deep();
-    return std::nullopt;
-  }
+  if (!s.at_end()) return base::fail("not JSON: trailing characters after the batch");
+  if (s.too_deep()) return base::fail(fmt_too_deep());
   return out;
 }
 

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/expected.h"
+
 namespace toolbridge::json {
 
 enum class Kind { kRequest, kNotification, kResponse, kInvalid };
@@ -72,8 +74,8 @@ std::optional<std::string> with_member_value(std::string_view text,
 
 // Is `text` (after leading whitespace) a JSON array? Batches are split with split_batch.
 bool is_batch(std::string_view text);
-// Raw texts of the array's elements; nullopt with `problem` set if it is not valid JSON.
-std::optional<std::vector<std::string>> split_batch(std::string_view text, std::string& problem);
+// Raw texts of the array's elements, or why it is not valid JSON.
+base::Expected<std::vector<std::string>> split_batch(std::string_view text);
 
 // Copy of `message` with the span `id` replaced by `new_id` (raw JSON).
 std::string with_id(std::string_view message, Span id, std::string_view new_id);

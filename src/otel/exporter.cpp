@@ -207,7 +207,10 @@ asio::awaitable<void> Exporter::export_batch(std::size_t from, std::size_t to) {
   transport::HttpRequest request;
   request.verb = transport::http::verb::post;
   std::string error;
-  if (auto url = transport::parse_url(options_.endpoint, error)) request.url = std::move(*url);
+  if (auto url = transport::parse_url(options_.endpoint))
+    request.url = std::move(*url);
+  else
+    error = url.error();
   request.headers = options_.headers;
   request.headers.emplace_back("Content-Type",
                                json ? "application/json" : "application/x-protobuf");

@@ -52,12 +52,9 @@ std::string cgroup2_mount() {
 }
 
 // The gateway's own cgroup v2 directory: the "0::PATH" line of /proc/self/cgroup.
-std::string own_directory(std::string& why) {
+base::Expected<std::string> own_directory() {
   const std::string mount = cgroup2_mount();
-  if (mount.empty()) {
-    why = "no cgroup2 file system is mounted";
-    return {};
-  }
+  if (mount.empty()) return base::fail("no cgroup2 file system is mounted");
   std::ifstream in("/proc/self/cgroup");
   std::string line;
   while (std::getline(in, line)) {
@@ -66,8 +63,7 @@ std::string own_directory(std::string& why) {
     if (path == "/") path.clear();
     return mount + path;
   }
-  why = "the gateway is in no cgroup v2 group";
-  return {};
+  return base::fail("the gateway is in no cgroup v2 group");
 }
 
 std::vector<std::string> subdirectories(const std::string& dir) {
@@ -113,18 +109,16 @@ void remove_stale(const std::string& parent) {
 
 }  // namespace
 
-bool enable(std::string& why) {
-  if (!g_root.empty()) return true;
-  const std::string own = own_directory(why);
-  if (own.empty()) return false;
-  remove_stale(own);
-  const std::string root = own + "/toolbridge-" + std::to_string(::getpid());
-  if (::mkdir(root.c_str(), 0755) != 0) {
-    why = "cannot create " + root + ": " + std::strerror(errno);
-    return false;
-  }
+base::Status enable() {
+  if (!g_root.empty()) return {};
+  const base::Expected<std::string> own = own_directory();
+  if (!own) return base::Unexpected{own.error()};
+  remove_stale(*own);
+  const std::string root = *own + "/toolbridge-" + std::to_string(::getpid());
+  if (::mkdir(root.c_str(), 0755) != 0)
+    return base::fail("cannot create " + root + ": " + std::strerror(errno));
   g_root = root;
-  return true;
+  return {};
 }
 
 const std::string& root() {

@@ -9,12 +9,14 @@
 #include <string>
 #include <vector>
 
+#include "base/expected.h"
+
 namespace toolbridge::process::cgroups {
 
 // At start-up, before any thread: finds the gateway's cgroup v2 directory, kills and removes
 // what gateways killed by SIGKILL left there (toolbridge-PID whose PID is gone), and makes this
-// gateway's root. False (with `why` saying why) when containment falls back to process groups.
-bool enable(std::string& why);
+// gateway's root. Fails (saying why) when containment falls back to process groups.
+base::Status enable();
 // Empty when disabled.
 const std::string& root();
 // A new, empty cgroup for one child; empty when disabled or when it cannot be made.

@@ -37,17 +37,18 @@ bool is_executable(const std::string& path) {
 
 // Resolves argv[0] in the parent so a missing command is a precise error, not a child that
 // exits 127.
-std::string resolve(const std::string& cmd, const std::map<std::string, std::string>& env,
-                    const std::string& cwd, std::string& error) {
+base::Expected<std::string> resolve(const std::string& cmd,
+                                    const std::map<std::string, std::string>& env,
+                                    const std::string& cwd) {
   if (cmd.find('/') != std::string::npos && cmd.front() != '/' && !cwd.empty()) {
     // The child runs it after chdir(cwd): resolve it there, and exec that exact file.
-    return resolve(cwd + "/" + cmd, env, {}, error);
+    return resolve(cwd + "/" + cmd, env, {});
   }
   if (cmd.find('/') != std::string::npos) {
     if (is_executable(cmd)) return cmd;
-    error = "cannot execute '" + cmd + "': " +
-            (::access(cmd.c_str(), F_OK) == 0 ? "not an executable file" : std::strerror(errno));
-    return {};
+    return base::fail(
+        "cannot execute '" + cmd + "': " +
+        (::access(cmd.c_str(), F_OK) == 0 ? "not an executable file" : std::strerror(errno)));
   }
   auto it = env.find("PATH");
   const std::string path = it != env.end() ? it->second : "/usr/local/bin:/usr/bin:/bin";
@@ -61,8 +62,7 @@ std::string resolve(const std::string& cmd, const std::map<std::string, std::str
     if (is_executable(candidate)) return candidate;
     start = end + 1;
   }
-  error = "command '" + cmd + "' not found on PATH (" + path + ")";
-  return {};
+  return base::fail("command '" + cmd + "' not found on PATH (" + path + ")");
 }
 
 bool make_pipe(int fds[2]) {
@@ -76,12 +76,9 @@ void close_fd(int& fd) {
 
 }  // namespace
 
-std::string find_executable(const Spec& spec, std::string& error) {
-  if (spec.argv.empty() || spec.argv[0].empty()) {
-    error = "empty command";
-    return {};
-  }
-  return resolve(spec.argv[0], spec.env, spec.cwd, error);
+base::Expected<std::string> find_executable(const Spec& spec) {
+  if (spec.argv.empty() || spec.argv[0].empty()) return base::fail("empty command");
+  return resolve(spec.argv[0], spec.env, spec.cwd);
 }
 
 std::map<std::string, std::string> build_env(const std::map<std::string, std::string>& configured,
@@ -218,16 +215,14 @@ __attribute__((no_sanitize("address", "undefined"))) int child_main(void* arg) {
   ::_exit(127);
 }
 
-// The executable to run, or empty with `error` set (missing command, missing cwd).
-std::string check_spec(const Spec& spec, std::string& error) {
-  std::string exe = find_executable(spec, error);
-  if (exe.empty()) return {};
+// The executable to run, or why not (missing command, missing cwd).
+base::Expected<std::string> check_spec(const Spec& spec) {
+  base::Expected<std::string> exe = find_executable(spec);
+  if (!exe) return exe;
   if (!spec.cwd.empty()) {
     struct stat st {};
-    if (::stat(spec.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      error = "working directory '" + spec.cwd + "' does not exist";
-      return {};
-    }
+    if (::stat(spec.cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      return base::fail("working directory '" + spec.cwd + "' does not exist");
   }
   return exe;
 }
@@ -235,11 +230,11 @@ std::string check_spec(const Spec& spec, std::string& error) {
 // The four pipes of a spawn: the child's stdin, stdout, stderr and its exec error report.
 struct Pipes {
   int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1}, exec_err[2] = {-1, -1};
-  bool open(std::string& error) {
-    if (make_pipe(in) && make_pipe(out) && make_pipe(err) && make_pipe(exec_err)) return true;
-    error = std::string("pipe: ") + std::strerror(errno);
+  base::Status open() {
+    if (make_pipe(in) && make_pipe(out) && make_pipe(err) && make_pipe(exec_err)) return {};
+    std::string error = std::string("pipe: ") + std::strerror(errno);
     close_all();
-    return false;
+    return base::fail(std::move(error));
   }
   void close_child_ends() {
     close_fd(in[0]);
@@ -305,15 +300,16 @@ struct ExecVectors {
 };
 }  // namespace
 
-Child Child::spawn(const Spec& spec, std::string& error) {
+base::Expected<Child> Child::spawn(const Spec& spec) {
   Child child;
-  const std::string exe = check_spec(spec, error);
-  if (exe.empty()) return child;
+  const base::Expected<std::string> checked = check_spec(spec);
+  if (!checked) return base::Unexpected{checked.error()};
+  const std::string& exe = *checked;
 
   // Everything the child touches is prepared before clone.
   ExecVectors vectors(spec);
   Pipes pipes;
-  if (!pipes.open(error)) return child;
+  if (base::Status opened = pipes.open(); !opened) return base::Unexpected{opened.error()};
   std::string cgroup = cgroups::make_leaf();
   const std::string procs_path = cgroup + "/cgroup.procs";
   const int cgroup_procs = cgroup.empty() ? -1 : ::open(procs_path.c_str(), O_WRONLY | O_CLOEXEC);
@@ -333,10 +329,9 @@ Child Child::spawn(const Spec& spec, std::string& error) {
   if (cgroup_procs >= 0) ::close(cgroup_procs);
   pipes.close_child_ends();
   if (pid < 0) {
-    error = std::string("clone: ") + std::strerror(clone_errno);
     pipes.close_all();
     cgroups::remove_leaf(cgroup);
-    return child;
+    return base::fail(std::string("clone: ") + std::strerror(clone_errno));
   }
   // Set the group from this side too, so a signal to -pid cannot race the child's setpgid.
   ::setpgid(pid, pid);
@@ -348,15 +343,14 @@ Child Child::spawn(const Spec& spec, std::string& error) {
   GroupReaper::add(pid);
 
   if (const int child_errno = exec_error(pipes.exec_err[0])) {
-    error = "cannot execute '" + exe + "': " + std::strerror(child_errno);
     child.reset();
-    return child;
+    return base::fail("cannot execute '" + exe + "': " + std::strerror(child_errno));
   }
   child.pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   if (child.pidfd_ < 0) {
-    error = std::string("pidfd_open: ") + std::strerror(errno);
+    std::string error = std::string("pidfd_open: ") + std::strerror(errno);
     child.reset();
-    return child;
+    return base::fail(std::move(error));
   }
   ::fcntl(child.pidfd_, F_SETFD, FD_CLOEXEC);
   return child;

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/expected.h"
+
 namespace toolbridge::process {
 
 struct Spec {
@@ -24,9 +26,9 @@ std::map<std::string, std::string> build_env(const std::map<std::string, std::st
                                              const std::vector<std::string>& extra_names);
 
 // The file argv[0] of `spec` runs: a path as given (relative to spec.cwd when it has a '/'),
-// or the first executable match on the PATH of spec.env. Empty, with `error` saying why (not
-// found on PATH, not executable), when there is none; Child::spawn reports the same message.
-std::string find_executable(const Spec& spec, std::string& error);
+// or the first executable match on the PATH of spec.env; when there is none, why (not found on
+// PATH, not executable): Child::spawn reports the same message.
+base::Expected<std::string> find_executable(const Spec& spec);
 
 // A running child. Owns its pipes, its pid and its cgroup; destruction kills the whole group
 // and cgroup and reaps, so no path leaves a process behind, not even one that called setsid().
@@ -56,8 +58,8 @@ class Child {
   bool reaped() const { return reaped_; }
   int wait_status() const { return status_; }
 
-  // Spawns; on failure returns an empty Child and sets `error` to a message naming the cause.
-  static Child spawn(const Spec& spec, std::string& error);
+  // Spawns; on failure, a message naming the cause.
+  static base::Expected<Child> spawn(const Spec& spec);
 
  private:
   void reset() noexcept;

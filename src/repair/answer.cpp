@@ -19,11 +19,12 @@ call::Result tool_error(const call::Call& call, const std::string& text) {
 }
 
 call::MetaKey request_meta_key() {
-  return {kRepairMetaKey, [](call::Call& call, const boost::json::value& v) -> std::string {
+  return {kRepairMetaKey, [](call::Call& call, const boost::json::value& v) -> base::Status {
             const bool known = v.is_string() && (v.as_string() == "off" || v.as_string() == "safe" ||
                                                  v.as_string() == "aggressive");
             if (!known)
-              return R"(_meta["toolbridge/repair"] must be "off", "safe" or "aggressive")";
+              return base::fail(
+                  R"(_meta["toolbridge/repair"] must be "off", "safe" or "aggressive")");
             call.slots.get<Request>().mode = std::string(v.as_string());
             return {};
           }};

@@ -97,13 +97,10 @@ std::string replay_key(std::string_view trajectory, std::string_view server, std
   return key;
 }
 
-std::string run_directory(const std::string& path, std::string& error) {
+base::Expected<std::string> run_directory(const std::string& path) {
   std::error_code ec;
   if (fs::is_regular_file(fs::path(path) / kCallsFile, ec)) return path;
-  if (!fs::is_directory(path, ec)) {
-    error = fmt::format("'{}' is not a directory", path);
-    return {};
-  }
+  if (!fs::is_directory(path, ec)) return base::fail(fmt::format("'{}' is not a directory", path));
   std::string latest;
   for (const auto& e : fs::directory_iterator(path, ec)) {
     std::error_code fec;
@@ -111,44 +108,39 @@ std::string run_directory(const std::string& path, std::string& error) {
       latest = std::max(latest, e.path().string());
     }
   }
-  if (latest.empty())
-    error = fmt::format("'{}' holds no run ({} in it or in a directory under it)", path, kCallsFile);
+  if (latest.empty()) {
+    return base::fail(
+        fmt::format("'{}' holds no run ({} in it or in a directory under it)", path, kCallsFile));
+  }
   return latest;
 }
 
-std::unique_ptr<Cassette> Cassette::load(const std::string& path, std::string& error) {
-  const std::string dir = run_directory(path, error);
-  if (dir.empty()) return nullptr;
-  const fs::path file = fs::path(dir) / kCallsFile;
+base::Expected<std::unique_ptr<Cassette>> Cassette::load(const std::string& path) {
+  const base::Expected<std::string> dir = run_directory(path);
+  if (!dir) return base::Unexpected{dir.error()};
+  const fs::path file = fs::path(*dir) / kCallsFile;
   std::error_code ec;
   const auto size = fs::file_size(file, ec);
   if (ec || size > kMaxFileBytes) {
-    error = ec ? fmt::format("{}: {}", file.string(), ec.message())
-               : fmt::format("{}: larger than 4GiB", file.string());
-    return nullptr;
+    return base::fail(ec ? fmt::format("{}: {}", file.string(), ec.message())
+                         : fmt::format("{}: larger than 4GiB", file.string()));
   }
   std::ifstream in(file, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
-  if (!in && !in.eof()) {
-    error = fmt::format("{}: cannot be read", file.string());
-    return nullptr;
-  }
-  return parse(text.str(), dir, error);
+  if (!in && !in.eof()) return base::fail(fmt::format("{}: cannot be read", file.string()));
+  return parse(text.str(), *dir);
 }
 
-std::unique_ptr<Cassette> Cassette::parse(std::string_view text, std::string dir,
-                                          std::string& error) {
+base::Expected<std::unique_ptr<Cassette>> Cassette::parse(std::string_view text, std::string dir) {
   auto c = std::make_unique<Cassette>();
   c->dir_ = std::move(dir);
   LogRead log = read_log(text);
   c->torn_tail_ = log.torn_tail;
   c->damaged_ = log.damaged;
   for (const auto& record : log.records) {
-    if (!c->add(record, error)) {
-      error = fmt::format("{}: record {}: {}", c->dir_, c->calls_.size(), error);
-      return nullptr;
-    }
+    if (base::Status added = c->add(record); !added)
+      return base::fail(fmt::format("{}: record {}: {}", c->dir_, c->calls_.size(), added.error()));
   }
   return c;
 }
@@ -157,12 +149,9 @@ bool Cassette::has_trajectory(std::string_view t) const {
   return trajectory_index_.contains(std::string(t));
 }
 
-bool Cassette::add(std::string_view record, std::string& error) {
+base::Status Cassette::add(std::string_view record) {
   auto members = json::object_members(record);
-  if (!members) {
-    error = "not a JSON object";
-    return false;
-  }
+  if (!members) return base::fail("not a JSON object");
   Fields f{record, std::move(*members)};
   const std::string kind = f.string("kind");
   if (kind == "run") {
@@ -186,10 +175,8 @@ bool Cassette::add(std::string_view record, std::string& error) {
     c.fingerprint = f.string("fingerprint");
     c.error = f.raw("result").empty();
     c.payload = std::string(c.error ? f.raw("error") : f.raw("result"));
-    if (c.server.empty() || c.tool.empty() || c.payload.empty() || c.occurrence == 0) {
-      error = "a call record needs server, tool, occurrence and a result or an error";
-      return false;
-    }
+    if (c.server.empty() || c.tool.empty() || c.payload.empty() || c.occurrence == 0)
+      return base::fail("a call record needs server, tool, occurrence and a result or an error");
     const auto [t, added] = trajectory_index_.emplace(c.trajectory, trajectories_.size());
     if (added) {
       trajectories_.push_back(c.trajectory);
@@ -213,7 +200,7 @@ bool Cassette::add(std::string_view record, std::string& error) {
     calls_.push_back(std::move(c));
   }
   // Other kinds (written by a later version) are skipped.
-  return true;
+  return {};
 }
 
 std::uint64_t KeyHash::call(std::string_view server, std::string_view tool,

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/expected.h"
 #include "upstream/instance.h"
 
 namespace toolbridge::replay {
@@ -55,11 +56,10 @@ struct KeyHash {
 class Cassette {
  public:
   // Reads the run at `path`: a run directory (holding calls.jsonl), or a directory of runs,
-  // of which the latest by name is read. nullptr with `error` set if none can be read.
-  static std::unique_ptr<Cassette> load(const std::string& path, std::string& error);
+  // of which the latest by name is read; or why none can be read.
+  static base::Expected<std::unique_ptr<Cassette>> load(const std::string& path);
   // Reads a run from the text of its record file (for tests and tools).
-  static std::unique_ptr<Cassette> parse(std::string_view text, std::string dir,
-                                         std::string& error);
+  static base::Expected<std::unique_ptr<Cassette>> parse(std::string_view text, std::string dir);
 
   const std::string& dir() const { return dir_; }  // the run's directory
   const std::string& run() const { return run_; }  // its id (from its header record)
@@ -85,7 +85,7 @@ class Cassette {
                             std::string_view tool, std::string_view arguments) const;
 
  private:
-  bool add(std::string_view record, std::string& error);
+  base::Status add(std::string_view record);
 
   std::string dir_;
   std::string run_;
@@ -106,7 +106,7 @@ std::string with_replay_meta(std::string_view result, std::string_view info);
 // The replay key of a call, as one string.
 std::string replay_key(std::string_view trajectory, std::string_view server, std::string_view tool,
                        std::string_view arguments, std::uint64_t occurrence);
-// The directory of the run `path` names (itself, or its latest run); empty with `error` if none.
-std::string run_directory(const std::string& path, std::string& error);
+// The directory of the run `path` names (itself, or its latest run); or why there is none.
+base::Expected<std::string> run_directory(const std::string& path);
 
 }  // namespace toolbridge::replay

@@ -42,7 +42,7 @@ class HttpClientPool {
     return n;
   }
 
-  std::string prepare_tls();
+  base::Status prepare_tls();
   // Gives `st` a connection as its lease says; `fresh` skips idle ones and keeps a slot it
   // already holds (the resend after a stale keep-alive connection).
   asio::awaitable<void> acquire(HttpExchange::State& st, bool fresh);
@@ -97,8 +97,9 @@ struct HttpExchange::State {
 
 // ---- pool ------------------------------------------------------------------------------------
 
-std::string HttpClientPool::prepare_tls() {
-  if (ssl_ || !ssl_error_.empty()) return ssl_error_;
+base::Status HttpClientPool::prepare_tls() {
+  if (ssl_) return {};
+  if (!ssl_error_.empty()) return base::fail(ssl_error_);
   auto ctx = std::make_unique<ssl::context>(ssl::context::tls_client);
   const TlsTrust& trust = options_.tls;
   if (trust.verify) {
@@ -111,7 +112,7 @@ std::string HttpClientPool::prepare_tls() {
     if (ec) {
       const std::string from = trust.ca_file.empty() ? "" : " from '" + trust.ca_file + "'";
       ssl_error_ = "cannot load trusted certificates" + from + ": " + ec.message();
-      return ssl_error_;
+      return base::fail(ssl_error_);
     }
     ctx->set_verify_mode(ssl::verify_peer);
   } else {
@@ -180,9 +181,9 @@ asio::awaitable<std::shared_ptr<HttpConnection>> HttpClientPool::connect(const U
                                                                          HttpError& error) {
   ssl::context* tls = nullptr;
   if (url.tls) {
-    const std::string problem = prepare_tls();
-    if (!problem.empty()) {
-      error = {HttpStep::kTls, {}, problem};
+    const base::Status prepared = prepare_tls();
+    if (!prepared) {
+      error = {HttpStep::kTls, {}, prepared.error()};
       co_return nullptr;
     }
     tls = ssl_.get();
@@ -392,7 +393,7 @@ HttpClient::~HttpClient() {
   pool_->close();
 }
 
-std::string HttpClient::prepare_tls() {
+base::Status HttpClient::prepare_tls() {
   return pool_->prepare_tls();
 }
 

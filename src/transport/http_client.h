@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/expected.h"
 #include "transport/http_connection.h"
 #include "transport/url.h"
 
@@ -112,8 +113,8 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
 
   // Loads the trusted certificates for https origins (done on the first https request
-  // otherwise). Returns an error message, empty on success.
-  std::string prepare_tls();
+  // otherwise), or says why they cannot be.
+  base::Status prepare_tls();
   // Takes a connection as `request.lease` says and writes the request. The request is taken by
   // value: std::move it in and its body is sent without a copy.
   boost::asio::awaitable<HttpExchange> send(HttpRequest request);

@@ -272,9 +272,9 @@ void reserve_reactor_states(asio::io_context& io, std::size_t count) {
 
 }  // namespace
 
-std::string HttpServer::listen() {
+base::Status HttpServer::listen() {
   if (!options_.tls_cert_file.empty()) {
-    if (std::string err = reload_tls(); !err.empty()) return err;
+    if (base::Status loaded = reload_tls(); !loaded) return loaded;
   }
   boost::system::error_code ec;
   reserve_reactor_states(io_, options_.max_connections);
@@ -283,15 +283,15 @@ std::string HttpServer::listen() {
     host = host.substr(1, host.size() - 2);
   if (host == "localhost") host = "127.0.0.1";
   const auto address = asio::ip::make_address(host, ec);
-  if (ec) return "invalid listen address '" + options_.host + "': " + ec.message();
+  if (ec) return base::fail("invalid listen address '" + options_.host + "': " + ec.message());
   const tcp::endpoint ep(address, options_.port);
   acceptor_.open(ep.protocol(), ec);
   if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) acceptor_.bind(ep, ec);
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    return "cannot listen on " + options_.host + ":" + std::to_string(options_.port) + ": " +
-           ec.message();
+    return base::fail("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
+                      ": " + ec.message());
   }
   port_ = acceptor_.local_endpoint().port();
   asio::co_spawn(io_, accept_loop(), base::log_failure("accept loop"));
@@ -488,10 +488,10 @@ asio::awaitable<bool> HttpServer::handshake(Connection& conn) {
   co_return !ec;
 }
 
-std::string HttpServer::reload_tls() {
+base::Status HttpServer::reload_tls() {
   const std::string& cert = options_.tls_cert_file;
   const std::string& key = options_.tls_key_file;
-  if (cert.empty() || key.empty()) return "no TLS certificate is configured";
+  if (cert.empty() || key.empty()) return base::fail("no TLS certificate is configured");
   auto ctx = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_server);
   boost::system::error_code ec;
   ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
@@ -499,11 +499,12 @@ std::string HttpServer::reload_tls() {
                        asio::ssl::context::no_tlsv1_1,
                    ec);
   ctx->use_certificate_chain_file(cert, ec);
-  if (ec) return "cannot use the TLS certificate '" + cert + "': " + ec.message();
+  if (ec) return base::fail("cannot use the TLS certificate '" + cert + "': " + ec.message());
   ctx->use_private_key_file(key, asio::ssl::context::pem, ec);
-  if (ec) return "cannot use the TLS key '" + key + "': " + ec.message();
+  if (ec) return base::fail("cannot use the TLS key '" + key + "': " + ec.message());
   if (SSL_CTX_check_private_key(ctx->native_handle()) != 1)
-    return "the TLS key '" + key + "' does not belong to the certificate '" + cert + "'";
+    return base::fail("the TLS key '" + key + "' does not belong to the certificate '" + cert +
+                      "'");
   tls_ = std::move(ctx);
   return {};
 }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/expected.h"
 
 namespace toolbridge::config {
 struct ApiKey;
@@ -101,11 +102,11 @@ class HttpServer {
   HttpServer(boost::asio::io_context& io, HttpServerOptions options, Handler handler,
              const base::Clock& clock = base::steady_clock());
   ~HttpServer();
-  // Binds and starts accepting. Returns an error message, empty on success.
-  std::string listen();
+  // Binds and starts accepting, or says why it cannot.
+  base::Status listen();
   // Reads the certificate and key again (SIGHUP): new connections use them, open ones keep
   // theirs. On an error the old ones stay and the message is returned.
-  std::string reload_tls();
+  base::Status reload_tls();
   bool tls() const { return tls_ != nullptr; }
   unsigned short port() const { return port_; }
   const std::string& host() const { return options_.host; }

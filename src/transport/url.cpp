@@ -10,30 +10,31 @@ std::string bracketed(const std::string& host) {
 }
 }  // namespace
 
-std::optional<Url> parse_url(const std::string& text, std::string& error) {
+base::Expected<Url> parse_url(const std::string& text) {
   auto parsed = boost::urls::parse_uri(text);
-  if (!parsed) {
-    error = "invalid URL '" + text + "': " + parsed.error().message();
-    return std::nullopt;
-  }
+  if (!parsed) return base::fail("invalid URL '" + text + "': " + parsed.error().message());
   Url u;
   u.tls = parsed->scheme() == "https";
-  if (!u.tls && parsed->scheme() != "http") {
-    error = "'" + text + "' is not http:// or https://";
-    return std::nullopt;
-  }
+  if (!u.tls && parsed->scheme() != "http")
+    return base::fail("'" + text + "' is not http:// or https://");
   u.host = std::string(parsed->host_address());
   if (u.host.size() > 2 && u.host.front() == '[') u.host = u.host.substr(1, u.host.size() - 2);
-  if (u.host.empty()) {
-    error = "invalid URL '" + text + "': no host";
-    return std::nullopt;
-  }
+  if (u.host.empty()) return base::fail("invalid URL '" + text + "': no host");
   const std::string default_port = u.tls ? "443" : "80";
   u.port =
       parsed->has_port() && !parsed->port().empty() ? std::string(parsed->port()) : default_port;
   u.target = std::string(parsed->encoded_target());
   if (u.target.empty()) u.target = "/";
   return u;
+}
+
+std::optional<Url> parse_url(const std::string& text, std::string& error) {
+  base::Expected<Url> url = parse_url(text);
+  if (!url) {
+    error = url.error();
+    return std::nullopt;
+  }
+  return std::move(*url);
 }
 
 std::string Url::origin() const {

@@ -4,6 +4,8 @@
 #include <optional>
 #include <string>
 
+#include "base/expected.h"
+
 namespace toolbridge::transport {
 
 struct Url {
@@ -18,8 +20,9 @@ struct Url {
   std::string text() const;
 };
 
-// Parses `text`; nullopt with `error` set ("invalid URL '...': ...") when it is not an http://
-// or https:// URL.
+// Parses `text`; why not ("invalid URL '...': ...") when it is not an http:// or https:// URL.
+base::Expected<Url> parse_url(const std::string& text);
+// The same in the old convention, for src/llm until it moves to the one above; do not add uses.
 std::optional<Url> parse_url(const std::string& text, std::string& error);
 
 // The Host header value for `url`: IPv6 addresses in brackets, the port left out when it is the

@@ -71,7 +71,7 @@ Transport::Handlers Instance::transport_handlers() {
   return handlers;
 }
 
-asio::awaitable<std::string> Instance::start() {
+asio::awaitable<base::Status> Instance::start() {
   // A url means HTTP; a command, a child process on stdio.
   if (server_.remote()) {
     transport_ = std::make_shared<Remote>(io_, clock_, server_, transport_handlers());
@@ -79,15 +79,16 @@ asio::awaitable<std::string> Instance::start() {
     transport_ =
         std::make_shared<StdioTransport>(io_, clock_, server_, number_, transport_handlers());
   }
-  std::string error = transport_->open();
-  if (!error.empty()) {
+  base::Status opened = transport_->open();
+  if (!opened) {
     state_ = State::kExited;
-    co_return error;
+    co_return opened;
   }
   if (server_.remote())
     spdlog::debug("[{}] started remote instance {} ({})", server_.name, number_, server_.url);
-  std::string result = co_await initialize();
-  co_return result;
+  std::string failure = co_await initialize();
+  if (!failure.empty()) co_return base::fail(std::move(failure));
+  co_return base::Status();
 }
 
 void Instance::call(std::string_view method, std::string params, std::string caller_id,
@@ -202,15 +203,16 @@ void Instance::check_responsive(const std::string& after) {
   asio::co_spawn(
       io_,
       [self = shared_from_this(), after]() -> asio::awaitable<void> {
-        std::string error;
         // An error answer is an answer: a server that refuses ping (a 2026-07-28 host that does
         // not serve it) is still responding.
         bj::value refused;
-        co_await self->request("ping", "{}", error, self->server_.ping_timeout, &refused);
+        const base::Expected<bj::value> pong =
+            co_await self->request("ping", "{}", self->server_.ping_timeout, &refused);
         self->checking_ = false;
-        if (!error.empty() && refused.is_null() && self->state_ == State::kReady) {
+        if (!pong && refused.is_null() && self->state_ == State::kReady) {
           // Hung: a server that cannot even answer ping will not finish its other calls either.
-          self->fail(fmt::format("it stopped responding ({}; {}); recycling it", after, error));
+          self->fail(
+              fmt::format("it stopped responding ({}; {}); recycling it", after, pong.error()));
         }
       },
       base::log_failure("instance ping"));

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "base/clock.h"
+#include "base/expected.h"
 #include "config/config.h"
 #include "json/envelope.h"
 #include "mcp/protocol.h"
@@ -88,9 +89,9 @@ class Instance : public std::enable_shared_from_this<Instance> {
            const base::Clock& clock = base::steady_clock());
   ~Instance();
 
-  // Spawns, initialises and lists the catalog, bounded by the startup timeout. Returns an
-  // error message, empty on success.
-  boost::asio::awaitable<std::string> start();
+  // Spawns, initialises and lists the catalog, bounded by the startup timeout; or says why it
+  // could not.
+  boost::asio::awaitable<base::Status> start();
 
   // Forwards a request. `params` is raw JSON (may be empty). `progress_token` is the caller's
   // raw token if any; the instance substitutes its own and maps it back. On deadline the server
@@ -188,12 +189,11 @@ class Instance : public std::enable_shared_from_this<Instance> {
   void send_with_input(std::uint64_t id, const InputRound& round);
   void fail_input(std::uint64_t id, const std::string& method, boost::json::value error);
 
-  // The instance's own requests (initialize, list calls) awaited inline. A JSON-RPC error's
-  // message goes to `error`, and the whole error object to `error_object` when given.
-  boost::asio::awaitable<boost::json::value> request(std::string_view method, std::string params,
-                                                     std::string& error,
-                                                     std::chrono::milliseconds timeout = {},
-                                                     boost::json::value* error_object = nullptr);
+  // The instance's own requests (initialize, list calls) awaited inline: the result, or a
+  // JSON-RPC error's message (and the whole error object in `error_object` when given).
+  boost::asio::awaitable<base::Expected<boost::json::value>> request(
+      std::string_view method, std::string params, std::chrono::milliseconds timeout = {},
+      boost::json::value* error_object = nullptr);
   // After a deadline passed: is the server still answering at all? Recycles it if not.
   void check_responsive(const std::string& after);
   // One timer per instance, armed for the earliest deadline of the calls in flight (not a timer

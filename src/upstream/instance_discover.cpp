@@ -16,20 +16,20 @@ asio::awaitable<bool> Instance::discover() {
   // Only remote servers are probed: a stdio server of the handshake era may take an unknown
   // first request badly, and each process is ours to initialize anyway.
   if (!server_.remote()) co_return false;
-  std::string error;
   bj::value rejection;
-  bj::value found = co_await request("server/discover", discover_params(), error, {}, &rejection);
-  if (!error.empty() && supports_after_rejection(rejection)) {
+  base::Expected<bj::value> answer =
+      co_await request("server/discover", discover_params(), {}, &rejection);
+  if (!answer && supports_after_rejection(rejection)) {
     // UnsupportedProtocolVersion that lists 2026-07-28 after all: the revision asks the client
     // to retry with a listed version; once, so a server that always refuses cannot loop us.
-    error.clear();
-    found = co_await request("server/discover", discover_params(), error);
+    answer = co_await request("server/discover", discover_params());
   }
-  if (!error.empty() || !offers_stateless(found)) {
+  if (!answer || !offers_stateless(*answer)) {
     spdlog::debug("[{}] server/discover: {}; using the initialize handshake", server_.name,
-                  error.empty() ? "no 2026-07-28 offered" : error);
+                  answer ? std::string("no 2026-07-28 offered") : answer.error());
     co_return false;
   }
+  const bj::value& found = *answer;
   std::string version(mcp::kStatelessVersion);
   transport_->set_stateless(std::move(version));
   stateless_ = true;

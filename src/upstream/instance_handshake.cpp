@@ -36,7 +36,6 @@ void Instance::keep_server_info(const bj::object& result) {
 
 asio::awaitable<std::string> Instance::initialize() {
   auto self = shared_from_this();
-  std::string error;
 
   // Everything up to the first catalog is bounded by one startup timeout.
   base::Timer limit(io_, clock_, server_.startup_timeout);
@@ -63,14 +62,14 @@ asio::awaitable<std::string> Instance::initialize() {
                                   std::string(mcp::to_string(mcp::kLatestVersion)) +
                                   R"(","capabilities":)" + std::string(kClientCapabilities) +
                                   R"(,"clientInfo":{"name":"toolbridge","version":"0.1.0"}})";
-  bj::value init = co_await request("initialize", init_params, error);
+  const base::Expected<bj::value> init = co_await request("initialize", init_params);
   std::string failure;
-  if (!error.empty()) {
-    failure = "initialize failed: " + error;
-  } else if (!init.is_object()) {
+  if (!init) {
+    failure = "initialize failed: " + init.error();
+  } else if (!init->is_object()) {
     failure = "initialize returned no result object";
   } else {
-    const auto& r = init.as_object();
+    const auto& r = init->as_object();
     const auto* pv = r.if_contains("protocolVersion");
     auto v = pv && pv->is_string() ? mcp::parse_version(pv->as_string().c_str()) : std::nullopt;
     if (!v) {
@@ -143,9 +142,9 @@ asio::awaitable<std::string> Instance::list_all(std::string_view method, std::st
   std::string cursor;
   for (int page = 0; page < 10'000; ++page) {
     std::string params = cursor.empty() ? std::string("{}") : R"({"cursor":)" + cursor + "}";
-    std::string error;
-    bj::value r = co_await request(method, params, error, timeout);
-    if (!error.empty()) co_return std::string(method) + " failed: " + error;
+    const base::Expected<bj::value> answer = co_await request(method, params, timeout);
+    if (!answer) co_return std::string(method) + " failed: " + answer.error();
+    const bj::value& r = *answer;
     if (!r.is_object()) co_return std::string(method) + " returned no object";
     if (const auto* items = r.as_object().if_contains(key); items && items->is_array()) {
       for (const auto& item : items->as_array()) into.push_back(item);
@@ -159,12 +158,14 @@ asio::awaitable<std::string> Instance::list_all(std::string_view method, std::st
   co_return std::string(method) + " did not end after 10000 pages";
 }
 
-asio::awaitable<bj::value> Instance::request(std::string_view method, std::string params,
-                                             std::string& error, std::chrono::milliseconds timeout,
-                                             bj::value* error_object) {
+asio::awaitable<base::Expected<bj::value>> Instance::request(std::string_view method,
+                                                             std::string params,
+                                                             std::chrono::milliseconds timeout,
+                                                             bj::value* error_object) {
+  std::string error;
   if (state_ == State::kExited || state_ == State::kStopping) {
     error = exit_reason_.empty() ? "the server is not running" : exit_reason_;
-    co_return nullptr;
+    co_return base::Unexpected{std::move(error)};
   }
   const std::uint64_t id = next_id_++;
   base::Timer done(io_, clock_);
@@ -212,6 +213,8 @@ asio::awaitable<bj::value> Instance::request(std::string_view method, std::strin
   boost::system::error_code ec;
   if (!answered) co_await done.async_wait(asio::redirect_error(asio::use_awaitable, ec));
   limit.cancel();
+  // A JSON-RPC error whose message is empty reads as an answer, as it always has.
+  if (!error.empty()) co_return base::Unexpected{std::move(error)};
   co_return result;
 }
 

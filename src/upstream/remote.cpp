@@ -69,16 +69,14 @@ Remote::Remote(asio::io_context& io, const base::Clock& clock, const config::Ser
 
 Remote::~Remote() = default;
 
-std::string Remote::open() {
-  std::string error;
-  auto parsed = transport::parse_url(server_.url, error);
-  if (!parsed) return error;
+base::Status Remote::open() {
+  auto parsed = transport::parse_url(server_.url);
+  if (!parsed) return base::Unexpected{parsed.error()};
   base_ = *parsed;
   if (server_.transport == config::RemoteTransport::kStreamableHttp) mode_ = Mode::kStreamable;
   if (server_.transport == config::RemoteTransport::kSse) mode_ = Mode::kLegacy;
   if (base_.tls) {
-    error = client_.prepare_tls();
-    if (!error.empty()) return error;
+    if (base::Status prepared = client_.prepare_tls(); !prepared) return prepared;
   }
   if (mode_ == Mode::kLegacy) {
     asio::co_spawn(
@@ -400,8 +398,7 @@ void Remote::conclude(Outgoing m, const Answer& a) {
   if (a.json_body && !a.body.empty()) {
     if (a.body.front() == '[') {
       // A batch: each element is one message, passed on as the server wrote it.
-      std::string problem;
-      if (auto items = json::split_batch(a.body, problem)) {
+      if (auto items = json::split_batch(a.body)) {
         for (const auto& item : *items) deliver(item);
       }
     } else {

@@ -27,9 +27,8 @@ class Remote : public Transport, public std::enable_shared_from_this<Remote> {
          Handlers handlers);
   ~Remote() override;
 
-  // Checks the URL and loads the trusted certificates. Returns an error message, empty on
-  // success.
-  std::string open() override;
+  // Checks the URL and loads the trusted certificates, or says why it cannot.
+  base::Status open() override;
   // Queues one message; messages are written in order.
   void send(std::string message, std::uint64_t call_id) override;
   // Called once initialize is answered: later requests carry MCP-Protocol-Version, and the

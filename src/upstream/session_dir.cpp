@@ -64,23 +64,22 @@ config::Server for_session(const config::Server& server, std::string_view key,
   return out;
 }
 
-std::string SessionDirs::make(std::uint64_t number, std::string& error) {
+base::Expected<std::string> SessionDirs::make(std::uint64_t number) {
   if (root_.empty()) {
     const char* tmp = std::getenv("TMPDIR");
     root_ = fmt::format("{}/toolbridge-{}", tmp && *tmp ? tmp : "/tmp", ::getpid());
   }
-  if (::mkdir(root_.c_str(), 0700) != 0 && errno != EEXIST) {
-    error = fmt::format("cannot create session_dir_root {}: {}", root_, std::strerror(errno));
-    return {};
-  }
+  if (::mkdir(root_.c_str(), 0700) != 0 && errno != EEXIST)
+    return base::fail(
+        fmt::format("cannot create session_dir_root {}: {}", root_, std::strerror(errno)));
   std::string dir = fmt::format("{}/{}-{}", root_, server_name_, number);
   // A directory of that name may still be in use: the older version of this server that a
   // reload replaced numbered its instances from 1 too (docs/reload.md). Never share it.
   constexpr int kMaxSuffix = 1000;
   for (int suffix = 2; ::mkdir(dir.c_str(), 0700) != 0; ++suffix) {
     if (errno != EEXIST || suffix > kMaxSuffix) {
-      error = fmt::format("cannot create session directory {}: {}", dir, std::strerror(errno));
-      return {};
+      return base::fail(
+          fmt::format("cannot create session directory {}: {}", dir, std::strerror(errno)));
     }
     dir = fmt::format("{}/{}-{}.{}", root_, server_name_, number, suffix);
   }

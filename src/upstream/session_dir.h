@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/expected.h"
 #include "config/config.h"
 
 namespace toolbridge::upstream {
@@ -24,8 +25,8 @@ class SessionDirs {
  public:
   SessionDirs(std::string root, std::string server_name, bool keep)
       : root_(std::move(root)), server_name_(std::move(server_name)), keep_(keep) {}
-  // The new directory's path; empty with `error` set when it cannot be made.
-  std::string make(std::uint64_t number, std::string& error);
+  // The new directory's path, or why it cannot be made.
+  base::Expected<std::string> make(std::uint64_t number);
   // Removes `dir` and what is in it, unless the config keeps session directories.
   void remove(const std::string& dir) const;
   const std::string& root() const { return root_; }

@@ -49,15 +49,15 @@ StdioTransport::StdioTransport(asio::io_context& io, const base::Clock& clock,
 // Descriptors close with their owners; Child's destructor kills and reaps if stop() never ran.
 StdioTransport::~StdioTransport() = default;
 
-std::string StdioTransport::open() {
+base::Status StdioTransport::open() {
   process::Spec spec;
   spec.argv.push_back(server_.command);
   spec.argv.insert(spec.argv.end(), server_.args.begin(), server_.args.end());
   spec.env = process::build_env(server_.env, server_.inherit_env);
   spec.cwd = server_.cwd;
-  std::string error;
-  child_ = process::Child::spawn(spec, error);
-  if (!error.empty()) return error;
+  base::Expected<process::Child> spawned = process::Child::spawn(spec);
+  if (!spawned) return base::Unexpected{spawned.error()};
+  child_ = std::move(*spawned);
   stdin_.assign(child_.release_stdin());
   stdout_.assign(child_.release_stdout());
   stderr_.assign(child_.release_stderr());

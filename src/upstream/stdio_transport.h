@@ -23,7 +23,7 @@ class StdioTransport : public Transport, public std::enable_shared_from_this<Std
                  const config::Server& server, std::uint64_t number, Handlers handlers);
   ~StdioTransport() override;
 
-  std::string open() override;
+  base::Status open() override;
   void send(std::string message, std::uint64_t call_id) override;
   std::string congestion() const override;
   boost::asio::awaitable<void> stop() override;

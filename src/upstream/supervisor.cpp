@@ -99,7 +99,13 @@ std::shared_ptr<Member> Supervisor::launch(const std::string& key) {
     metrics_.add("toolbridge_restarts_total", telemetry::labels({{"server", server_.name}}));
   }
   std::string dir_error;
-  if (uses_dir_) m->dir = dirs_.make(number, dir_error);
+  if (uses_dir_) {
+    base::Expected<std::string> dir = dirs_.make(number);
+    if (dir)
+      m->dir = std::move(*dir);
+    else
+      dir_error = dir.error();
+  }
   const std::string_view session = key.empty() ? std::string_view("toolbridge-catalog") : key;
   config::Server config =
       server_.policy == Policy::kPerSession ? for_session(server_, session, m->dir) : server_;
@@ -142,15 +148,15 @@ asio::awaitable<void> Supervisor::run_start(std::shared_ptr<Member> m) {
     }
   };
   const auto began = clock_.now();
-  const std::string error = co_await m->inst->start();
+  const base::Status started = co_await m->inst->start();
   gate_.release();
   if (stopped_ || !m->live()) {
     co_await m->inst->stop();
     abandon_start(m);
     co_return;
   }
-  if (!error.empty()) {
-    start_failed(m, error);
+  if (!started) {
+    start_failed(m, started.error());
     co_return;
   }
   const auto now = clock_.now();

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/expected.h"
+
 namespace toolbridge::upstream {
 
 class Transport {
@@ -26,9 +28,8 @@ class Transport {
   };
 
   virtual ~Transport() = default;
-  // Starts it: spawns the child, or checks the URL and loads certificates. An error message,
-  // empty on success.
-  virtual std::string open() = 0;
+  // Starts it: spawns the child, or checks the URL and loads certificates; or says why not.
+  virtual base::Status open() = 0;
   // Queues one message (without a line end); messages go out in order. `call_id` is non-zero
   // for a forwarded call, so on_sent can tell which requests the server may have seen.
   virtual void send(std::string message, std::uint64_t call_id) = 0;

@@ -31,9 +31,10 @@ int leftovers_after_destroying_a_child() {
   Spec spec{{"/bin/sh", "-c", "setsid sleep 300 </dev/null >/dev/null 2>&1 & sleep 300"},
             build_env({}, {}),
             ""};
-  std::string error;
-  Child child = Child::spawn(spec, error);
-  EXPECT_EQ(error, "");
+  base::Expected<Child> spawned = Child::spawn(spec);
+  EXPECT_EQ(spawned.error(), "");
+  if (!spawned) return 0;
+  Child child = std::move(*spawned);
   std::vector<pid_t> below;
   for (int i = 0; i < 200 && below.size() < 2; ++i) {
     ::usleep(10'000);
@@ -58,8 +59,8 @@ TEST(Containment, ProcessWalkKillsASetsidGrandchildWithoutCgroups) {
 }
 
 TEST(Containment, CgroupKillsASetsidGrandchildAndIsRemoved) {
-  std::string why;
-  if (!cgroups::enable(why)) GTEST_SKIP() << "no writable cgroup v2: " << why;
+  if (base::Status enabled = cgroups::enable(); !enabled)
+    GTEST_SKIP() << "no writable cgroup v2: " << enabled.error();
   const std::string root = cgroups::root();
   EXPECT_EQ(leftovers_after_destroying_a_child(), 0);
   cgroups::disable();

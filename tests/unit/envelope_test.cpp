@@ -53,12 +53,13 @@ TEST(Envelope, NestedPastTheLimitIsRejectedButItsIdIsRead) {
 }
 
 TEST(Envelope, BatchNestedPastTheLimitIsRefused) {
-  std::string problem;
-  EXPECT_FALSE(split_batch(std::string(600, '[') + std::string(600, ']'), problem));
-  EXPECT_NE(problem.find("nested deeper than 128"), std::string::npos) << problem;
+  const auto deep = split_batch(std::string(600, '[') + std::string(600, ']'));
+  EXPECT_FALSE(deep);
+  EXPECT_NE(deep.error().find("nested deeper than 128"), std::string::npos) << deep.error();
   const std::string inner = R"({"jsonrpc":"2.0","id":1,"result":)" +
                             std::string(kMaxDepth - 3, '[') + std::string(kMaxDepth - 3, ']') + "}";
-  EXPECT_TRUE(split_batch("[" + inner + "]", problem)) << problem;
+  const auto fine = split_batch("[" + inner + "]");
+  EXPECT_TRUE(fine) << fine.error();
 }
 
 TEST(Envelope, TooDeepAndTruncatedIsNotJson) {
@@ -354,8 +355,7 @@ TEST(Envelope, DeepNestingIsRejectedWithoutExhaustingTheStack) {
   const std::string deep = R"({"jsonrpc":"2.0","method":"m","params":)" +
                            std::string(200'000, '[') + std::string(200'000, ']') + "}";
   EXPECT_EQ(parse_envelope(deep).kind, Kind::kInvalid);
-  std::string problem;
-  EXPECT_FALSE(split_batch("[" + std::string(200'000, '{'), problem).has_value());
+  EXPECT_FALSE(split_batch("[" + std::string(200'000, '{')).ok());
 
   // Moderate nesting, as real tool schemas have, is fine.
   const std::string ok = R"({"jsonrpc":"2.0","method":"m","params":)" + std::string(100, '[') +
@@ -385,8 +385,7 @@ TEST(Envelope, ArbitraryBytesNeverCrash) {
       EXPECT_LE(e.id.offset + e.id.length, text.size());
       EXPECT_LE(e.params.offset + e.params.length, text.size());
     }
-    std::string problem;
-    (void)split_batch(text, problem);
+    (void)split_batch(text);
   }
 }
 
@@ -448,37 +447,34 @@ TEST(Envelope, SplitBatchReturnsRawElements) {
   const std::string a = R"({"jsonrpc":"2.0","id":1,"method":"a","params":{"s":"],[,"}})";
   const std::string b = R"({"jsonrpc":"2.0","method":"b"})";
   const std::string c = R"([1,"]"])";
-  std::string problem;
-  auto parts = split_batch(" [ " + a + " ,\n" + b + "," + c + ",7,\"x\" ] \n", problem);
-  ASSERT_TRUE(parts.has_value()) << problem;
+  auto parts = split_batch(" [ " + a + " ,\n" + b + "," + c + ",7,\"x\" ] \n");
+  ASSERT_TRUE(parts.ok()) << parts.error();
   EXPECT_EQ(*parts, (std::vector<std::string>{a, b, c, "7", "\"x\""}));
 }
 
 TEST(Envelope, SplitBatchEmptyArray) {
-  std::string problem;
-  auto parts = split_batch(" [ ] ", problem);
-  ASSERT_TRUE(parts.has_value()) << problem;
+  auto parts = split_batch(" [ ] ");
+  ASSERT_TRUE(parts.ok()) << parts.error();
   EXPECT_TRUE(parts->empty());
 }
 
 TEST(Envelope, SplitBatchRejectsMalformedArrays) {
   for (std::string bad : {"", "{}", "[", "[1,]", "[,1]", "[1 2]", "[1]x", "[1][2]", "[{]",
                           "[\"unterminated]", "[1,{\"a\":}]"}) {
-    std::string problem;
-    EXPECT_FALSE(split_batch(bad, problem).has_value()) << bad;
-    EXPECT_FALSE(problem.empty()) << bad;
+    const auto parts = split_batch(bad);
+    EXPECT_FALSE(parts.ok()) << bad;
+    EXPECT_FALSE(parts.error().empty()) << bad;
   }
 }
 
 TEST(Envelope, SplitBatchTruncatedAtEveryByteFails) {
   const std::string batch =
       R"([{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","method":"b"}])";
-  std::string problem;
-  ASSERT_TRUE(split_batch(batch, problem).has_value());
+  ASSERT_TRUE(split_batch(batch).ok());
   for (std::size_t n = 0; n < batch.size(); ++n) {
-    problem.clear();
-    EXPECT_FALSE(split_batch(batch.substr(0, n), problem).has_value()) << n;
-    EXPECT_FALSE(problem.empty());
+    const auto parts = split_batch(batch.substr(0, n));
+    EXPECT_FALSE(parts.ok()) << n;
+    EXPECT_FALSE(parts.error().empty());
   }
 }
 

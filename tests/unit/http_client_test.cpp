@@ -24,8 +24,7 @@ namespace asio = boost::asio;
 HttpRequest post(const std::string& url, std::string body = "{}") {
   HttpRequest r;
   r.verb = http::verb::post;
-  std::string error;
-  r.url = *parse_url(url, error);
+  r.url = *parse_url(url);
   r.headers = {{"Content-Type", "application/json"}};
   r.body = std::move(body);
   return r;
@@ -534,7 +533,9 @@ TEST_F(HttpClientTls, AnUnreadableCaFileIsReportedUpFront) {
   HttpClientOptions options;
   options.tls = {true, "/nonexistent/ca.pem"};
   HttpClient client(io.get_executor(), options);
-  const std::string error = client.prepare_tls();
+  const base::Status prepared = client.prepare_tls();
+  EXPECT_FALSE(prepared.ok());
+  const std::string& error = prepared.error();
   EXPECT_NE(error.find("cannot load trusted certificates from '/nonexistent/ca.pem'"),
             std::string::npos)
       << error;

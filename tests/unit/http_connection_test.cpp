@@ -24,8 +24,7 @@ TEST(HttpConnection, AnIdleConnectionIsReusableUntilThePeerCloses) {
   ScriptedPeer peer(io, [&](PlainConn&, int) -> asio::awaitable<void> {
     while (!close_now) co_await testing::pause(5ms);
   });
-  std::string error;
-  const Url url = *parse_url(peer.url(), error);
+  const Url url = *parse_url(peer.url());
   std::shared_ptr<HttpConnection> c;
   bool before = false, after = true;
   auto body = [&]() -> asio::awaitable<void> {
@@ -49,8 +48,7 @@ TEST(HttpConnection, AnIdleConnectionIsReusableUntilThePeerCloses) {
 
 TEST(HttpConnection, AnUnresolvableHostIsAResolveError) {
   asio::io_context io;
-  std::string error;
-  const Url url = *parse_url("http://no-such-host.invalid/", error);
+  const Url url = *parse_url("http://no-such-host.invalid/");
   HttpError e;
   auto body = [&]() -> asio::awaitable<void> {
     const auto ex = co_await asio::this_coro::executor;

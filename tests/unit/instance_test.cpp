@@ -195,10 +195,10 @@ class InstanceTest : public ::testing::Test {
 
   // Starts `inst`; false (with a failure recorded) if it did not start.
   asio::awaitable<bool> start(Instance& inst) {
-    const std::string error = co_await inst.start();
-    EXPECT_EQ(error, "");
+    const base::Status started = co_await inst.start();
+    EXPECT_EQ(started.error(), "");
     EXPECT_EQ(inst.state(), Instance::State::kReady);
-    co_return error.empty();
+    co_return started.ok();
   }
 
   // Stops `inst` and checks that its process is gone.
@@ -292,7 +292,9 @@ TEST_F(InstanceTest, StartFailsForAMissingCommand) {
   server_.command = "/nonexistent/toolbridge-server";
   run([&]() -> asio::awaitable<void> {
     auto inst = make_instance();
-    const std::string error = co_await inst->start();
+    const base::Status started = co_await inst->start();
+    EXPECT_FALSE(started.ok());
+    const std::string& error = started.error();
     EXPECT_NE(error.find("/nonexistent/toolbridge-server"), std::string::npos) << error;
     EXPECT_EQ(inst->state(), Instance::State::kExited);
   });
@@ -303,7 +305,9 @@ TEST_F(InstanceTest, StartTimesOutWhenInitializeIsSlow) {
   server_.startup_timeout = 100ms;
   run([&]() -> asio::awaitable<void> {
     auto inst = make_instance();
-    const std::string error = co_await inst->start();
+    const base::Status started = co_await inst->start();
+    EXPECT_FALSE(started.ok());
+    const std::string& error = started.error();
     EXPECT_NE(error.find("startup_timeout"), std::string::npos) << error;
     EXPECT_EQ(inst->state(), Instance::State::kExited);
   });
@@ -313,7 +317,9 @@ TEST_F(InstanceTest, StartFailsWithTheExitCodeWhenTheServerDies) {
   use_script("read -r line; exit 4");
   run([&]() -> asio::awaitable<void> {
     auto inst = make_instance();
-    const std::string error = co_await inst->start();
+    const base::Status started = co_await inst->start();
+    EXPECT_FALSE(started.ok());
+    const std::string& error = started.error();
     EXPECT_NE(error.find("initialize failed"), std::string::npos) << error;
     EXPECT_NE(error.find("exited with code 4"), std::string::npos) << error;
     EXPECT_EQ(inst->state(), Instance::State::kExited);
@@ -324,7 +330,9 @@ TEST_F(InstanceTest, StartFailureQuotesTheServersStderr) {
   use_script("read -r line; echo 'fatal: API_KEY is not set' >&2; exit 4");
   run([&]() -> asio::awaitable<void> {
     auto inst = make_instance();
-    const std::string error = co_await inst->start();
+    const base::Status started = co_await inst->start();
+    EXPECT_FALSE(started.ok());
+    const std::string& error = started.error();
     EXPECT_NE(error.find("exited with code 4"), std::string::npos) << error;
     EXPECT_NE(error.find("fatal: API_KEY is not set"), std::string::npos) << error;
   });
@@ -334,7 +342,9 @@ TEST_F(InstanceTest, StartFailureQuotesTheServersStderrWhenItDiesAtOnce) {
   use_script("echo 'fatal: API_KEY is not set' >&2; exit 4");
   run([&]() -> asio::awaitable<void> {
     auto inst = make_instance();
-    const std::string error = co_await inst->start();
+    const base::Status started = co_await inst->start();
+    EXPECT_FALSE(started.ok());
+    const std::string& error = started.error();
     EXPECT_NE(error.find("exited with code 4"), std::string::npos) << error;
     EXPECT_NE(error.find("fatal: API_KEY is not set"), std::string::npos) << error;
   });
@@ -347,7 +357,9 @@ TEST_F(InstanceTest, StartRejectsAnUnsupportedProtocolVersion) {
       "\"capabilities\":{},\"serverInfo\":{\"name\":\"old\",\"version\":\"1\"}}}'; read -r line");
   run([&]() -> asio::awaitable<void> {
     auto inst = make_instance();
-    const std::string error = co_await inst->start();
+    const base::Status started = co_await inst->start();
+    EXPECT_FALSE(started.ok());
+    const std::string& error = started.error();
     EXPECT_NE(error.find("\"2024-11-05\""), std::string::npos) << error;
     EXPECT_NE(error.find("does not support"), std::string::npos) << error;
     EXPECT_EQ(inst->state(), Instance::State::kExited);
@@ -364,7 +376,9 @@ TEST_F(InstanceTest, StartFailsAtOnceWhenTheInitializeErrorHoldsInvalidUtf8) {
   run([&]() -> asio::awaitable<void> {
     auto inst = make_instance();
     const auto began = std::chrono::steady_clock::now();
-    const std::string error = co_await inst->start();
+    const base::Status started = co_await inst->start();
+    EXPECT_FALSE(started.ok());
+    const std::string& error = started.error();
     EXPECT_LT(std::chrono::steady_clock::now() - began, 5s);
     EXPECT_NE(error.find("initialize failed: no \xEF\xBF\xBD way"), std::string::npos) << error;
     EXPECT_EQ(inst->state(), Instance::State::kExited);
@@ -383,7 +397,9 @@ TEST_F(InstanceTest, StartRejectsAListThatRepeatsItsCursor) {
       "read -r line");
   run([&]() -> asio::awaitable<void> {
     auto inst = make_instance();
-    const std::string error = co_await inst->start();
+    const base::Status started = co_await inst->start();
+    EXPECT_FALSE(started.ok());
+    const std::string& error = started.error();
     EXPECT_NE(error.find("repeated its cursor"), std::string::npos) << error;
   });
 }

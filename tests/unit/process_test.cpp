@@ -56,11 +56,11 @@ Spec spec_of(std::vector<std::string> argv) {
 }
 
 Child spawn_ok(const Spec& spec) {
-  std::string error;
-  Child c = Child::spawn(spec, error);
-  EXPECT_TRUE(error.empty()) << error;
-  EXPECT_GT(c.pid(), 0);
-  return c;
+  base::Expected<Child> c = Child::spawn(spec);
+  EXPECT_TRUE(c.ok()) << c.error();
+  if (!c) return Child();
+  EXPECT_GT(c->pid(), 0);
+  return std::move(*c);
 }
 
 bool process_gone(pid_t pid) { return ::kill(pid, 0) == -1 && errno == ESRCH; }
@@ -162,44 +162,44 @@ TEST(Process, CommandNotFoundNamesTheCommandAndThePath) {
   Spec s;
   s.argv = {"toolbridge-no-such-command"};
   s.env = {{"PATH", "/nonexistent/bin:/also/missing"}};
-  std::string error;
-  Child c = Child::spawn(s, error);
-  EXPECT_EQ(c.pid(), -1);
+  const base::Expected<Child> c = Child::spawn(s);
+  EXPECT_FALSE(c.ok());
+  const std::string& error = c.error();
   EXPECT_NE(error.find("'toolbridge-no-such-command'"), std::string::npos) << error;
   EXPECT_NE(error.find("not found"), std::string::npos) << error;
   EXPECT_NE(error.find("/nonexistent/bin:/also/missing"), std::string::npos) << error;
 }
 
 TEST(Process, MissingAbsolutePath) {
-  std::string error;
-  Child c = Child::spawn(spec_of({"/nonexistent/toolbridge-server"}), error);
-  EXPECT_EQ(c.pid(), -1);
+  const base::Expected<Child> c = Child::spawn(spec_of({"/nonexistent/toolbridge-server"}));
+  EXPECT_FALSE(c.ok());
+  const std::string& error = c.error();
   EXPECT_NE(error.find("/nonexistent/toolbridge-server"), std::string::npos) << error;
   EXPECT_NE(error.find("No such file"), std::string::npos) << error;
 }
 
 TEST(Process, NonExecutableFile) {
   TempFile f("plain.txt", "not a program\n", 0644);
-  std::string error;
-  Child c = Child::spawn(spec_of({f.path()}), error);
-  EXPECT_EQ(c.pid(), -1);
+  const base::Expected<Child> c = Child::spawn(spec_of({f.path()}));
+  EXPECT_FALSE(c.ok());
+  const std::string& error = c.error();
   EXPECT_NE(error.find(f.path()), std::string::npos) << error;
   EXPECT_NE(error.find("not an executable file"), std::string::npos) << error;
 }
 
 TEST(Process, DirectoryIsNotExecutable) {
-  std::string error;
-  Child c = Child::spawn(spec_of({"/tmp/"}), error);
-  EXPECT_EQ(c.pid(), -1);
+  const base::Expected<Child> c = Child::spawn(spec_of({"/tmp/"}));
+  EXPECT_FALSE(c.ok());
+  const std::string& error = c.error();
   EXPECT_NE(error.find("not an executable file"), std::string::npos) << error;
 }
 
 TEST(Process, ExecFailureInTheChildIsReported) {
   // Executable bit, but neither ELF nor a '#!' script: execve fails with ENOEXEC in the child.
   TempFile f("garbage.bin", "\x01\x02\x03 not a program", 0755);
-  std::string error;
-  Child c = Child::spawn(spec_of({f.path()}), error);
-  EXPECT_EQ(c.pid(), -1);
+  const base::Expected<Child> c = Child::spawn(spec_of({f.path()}));
+  EXPECT_FALSE(c.ok());
+  const std::string& error = c.error();
   EXPECT_NE(error.find(f.path()), std::string::npos) << error;
   EXPECT_NE(error.find("Exec format error"), std::string::npos) << error;
 }
@@ -207,9 +207,9 @@ TEST(Process, ExecFailureInTheChildIsReported) {
 TEST(Process, BadWorkingDirectory) {
   Spec s = spec_of({"/bin/echo"});
   s.cwd = "/nonexistent/toolbridge-cwd";
-  std::string error;
-  Child c = Child::spawn(s, error);
-  EXPECT_EQ(c.pid(), -1);
+  const base::Expected<Child> c = Child::spawn(s);
+  EXPECT_FALSE(c.ok());
+  const std::string& error = c.error();
   EXPECT_NE(error.find("/nonexistent/toolbridge-cwd"), std::string::npos) << error;
 }
 
@@ -217,9 +217,9 @@ TEST(Process, WorkingDirectoryThatIsAFile) {
   TempFile f("not_a_dir", "x", 0644);
   Spec s = spec_of({"/bin/echo"});
   s.cwd = f.path();
-  std::string error;
-  Child c = Child::spawn(s, error);
-  EXPECT_EQ(c.pid(), -1);
+  const base::Expected<Child> c = Child::spawn(s);
+  EXPECT_FALSE(c.ok());
+  const std::string& error = c.error();
   EXPECT_NE(error.find(f.path()), std::string::npos) << error;
 }
 
@@ -237,9 +237,7 @@ TEST(Process, RelativeCommandIsResolvedInTheChildsWorkingDirectory) {
   ::chmod(script.c_str(), 0755);
   Spec s = spec_of({"./tb_rel.sh"});
   s.cwd = dir;
-  std::string error;
-  Child c = Child::spawn(s, error);
-  EXPECT_EQ(error, "");
+  Child c = spawn_ok(s);
   if (c.pid() > 0) {
     EXPECT_EQ(read_all(c.release_stdout()), "from-cwd\n");
     reap(c);
@@ -250,9 +248,9 @@ TEST(Process, RelativeCommandIsResolvedInTheChildsWorkingDirectory) {
 
 TEST(Process, EmptyCommand) {
   for (Spec s : {Spec{}, spec_of({""})}) {
-    std::string error;
-    Child c = Child::spawn(s, error);
-    EXPECT_EQ(c.pid(), -1);
+    const base::Expected<Child> c = Child::spawn(s);
+    EXPECT_FALSE(c.ok());
+    const std::string& error = c.error();
     EXPECT_NE(error.find("empty command"), std::string::npos) << error;
   }
 }

@@ -11,6 +11,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The directory `dirs` made for instance `number`; empty (and a failure) when it made none.
+std::string made(SessionDirs& dirs, std::uint64_t number) {
+  base::Expected<std::string> dir = dirs.make(number);
+  EXPECT_TRUE(dir) << dir.error();
+  return dir ? *dir : std::string();
+}
+
 class SessionDirsTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -23,10 +30,8 @@ class SessionDirsTest : public ::testing::Test {
 
 TEST_F(SessionDirsTest, MakesTheRootOnFirstUseAndOneDirectoryPerInstance) {
   SessionDirs dirs(root_.string(), "mem", false);
-  std::string error;
-  const std::string a = dirs.make(1, error);
-  const std::string b = dirs.make(2, error);
-  EXPECT_EQ(error, "");
+  const std::string a = made(dirs, 1);
+  const std::string b = made(dirs, 2);
   EXPECT_EQ(a, (root_ / "mem-1").string());
   EXPECT_EQ(b, (root_ / "mem-2").string());
   EXPECT_TRUE(fs::is_directory(a));
@@ -39,8 +44,7 @@ TEST_F(SessionDirsTest, MakesTheRootOnFirstUseAndOneDirectoryPerInstance) {
 
 TEST_F(SessionDirsTest, KeepSessionDirLeavesThemInPlace) {
   SessionDirs dirs(root_.string(), "mem", true);
-  std::string error;
-  const std::string a = dirs.make(7, error);
+  const std::string a = made(dirs, 7);
   dirs.remove(a);
   EXPECT_TRUE(fs::is_directory(a));
 }
@@ -49,19 +53,18 @@ TEST_F(SessionDirsTest, KeepSessionDirLeavesThemInPlace) {
 // replaced (docs/reload.md) numbered its instances from 1 too, and may still run them.
 TEST_F(SessionDirsTest, AnExistingDirectoryIsNeverSharedButSuffixed) {
   SessionDirs dirs(root_.string(), "mem", false);
-  std::string error;
-  ASSERT_EQ(dirs.make(3, error), (root_ / "mem-3").string());
-  EXPECT_EQ(dirs.make(3, error), (root_ / "mem-3.2").string()) << error;
-  EXPECT_EQ(dirs.make(3, error), (root_ / "mem-3.3").string()) << error;
-  EXPECT_TRUE(error.empty()) << error;
+  ASSERT_EQ(made(dirs, 3), (root_ / "mem-3").string());
+  EXPECT_EQ(made(dirs, 3), (root_ / "mem-3.2").string());
+  EXPECT_EQ(made(dirs, 3), (root_ / "mem-3.3").string());
 }
 
 TEST_F(SessionDirsTest, WhenEverySuffixIsTakenTheErrorNamesTheLastTried) {
   SessionDirs dirs(root_.string(), "mem", false);
-  std::string error;
-  ASSERT_NE(dirs.make(4, error), "");
+  ASSERT_TRUE(dirs.make(4));
   for (int i = 2; i <= 1000; ++i) fs::create_directory(root_ / ("mem-4." + std::to_string(i)));
-  EXPECT_EQ(dirs.make(4, error), "");
+  const auto last = dirs.make(4);
+  EXPECT_FALSE(last);
+  const std::string& error = last.error();
   EXPECT_NE(error.find("cannot create session directory " + (root_ / "mem-4.1000").string()),
             std::string::npos)
       << error;
@@ -70,17 +73,17 @@ TEST_F(SessionDirsTest, WhenEverySuffixIsTakenTheErrorNamesTheLastTried) {
 TEST_F(SessionDirsTest, ARootThatCannotBeMadeSaysWhich) {
   std::ofstream(root_.string()) << "a file, not a directory";
   SessionDirs dirs((root_ / "sub").string(), "mem", false);
-  std::string error;
-  EXPECT_EQ(dirs.make(1, error), "");
+  const auto none = dirs.make(1);
+  EXPECT_FALSE(none);
+  const std::string& error = none.error();
   EXPECT_NE(error.find("cannot create session_dir_root"), std::string::npos) << error;
   fs::remove(root_);
 }
 
 TEST(SessionDirsDefault, AnEmptyRootMeansOneUnderTmpForThisProcess) {
   SessionDirs dirs("", "srv", false);
-  std::string error;
-  const std::string a = dirs.make(1, error);
-  ASSERT_EQ(error, "");
+  const std::string a = made(dirs, 1);
+  ASSERT_NE(a, "");
   EXPECT_NE(dirs.root().find("toolbridge-" + std::to_string(::getpid())), std::string::npos);
   dirs.remove(a);
   EXPECT_FALSE(fs::exists(a));

@@ -32,27 +32,26 @@ struct ScopedEnv {
 TEST(ConfigVariables, ExpandsEnvReferences) {
   ScopedEnv key("TB_VARIABLES_TEST_KEY", "s3cret");
   ScopedEnv empty("TB_VARIABLES_TEST_EMPTY", "");
-  const Expansion e = expand_env_refs("Bearer ${env:TB_VARIABLES_TEST_KEY}");
-  EXPECT_EQ(e.error, "");
-  EXPECT_EQ(e.text, "Bearer s3cret");
-  EXPECT_EQ(
-      expand_env_refs("${env:TB_VARIABLES_TEST_KEY}-${env:TB_VARIABLES_TEST_EMPTY}-$env").text,
-      "s3cret--$env");
+  const base::Expected<std::string> e = expand_env_refs("Bearer ${env:TB_VARIABLES_TEST_KEY}");
+  ASSERT_TRUE(e) << e.error();
+  EXPECT_EQ(*e, "Bearer s3cret");
+  EXPECT_EQ(*expand_env_refs("${env:TB_VARIABLES_TEST_KEY}-${env:TB_VARIABLES_TEST_EMPTY}-$env"),
+            "s3cret--$env");
 }
 
 TEST(ConfigVariables, LeavesOtherTextAlone) {
-  EXPECT_EQ(expand_env_refs("").text, "");
-  EXPECT_EQ(expand_env_refs("plain ${HOME} ${session.id} $").text, "plain ${HOME} ${session.id} $");
+  EXPECT_EQ(*expand_env_refs(""), "");
+  EXPECT_EQ(*expand_env_refs("plain ${HOME} ${session.id} $"), "plain ${HOME} ${session.id} $");
 }
 
 TEST(ConfigVariables, SaysWhyAReferenceCannotBeExpanded) {
   ::unsetenv("TB_VARIABLES_TEST_UNSET");
-  EXPECT_EQ(expand_env_refs("${env:TB_VARIABLES_TEST_UNSET}").error,
+  EXPECT_EQ(expand_env_refs("${env:TB_VARIABLES_TEST_UNSET}").error(),
             "environment variable TB_VARIABLES_TEST_UNSET (from ${env:TB_VARIABLES_TEST_UNSET}) is "
             "not set in the gateway's environment");
-  EXPECT_EQ(expand_env_refs("x ${env:HOME").error, "'${env:' without a closing '}'");
-  EXPECT_EQ(expand_env_refs("${env:1BAD}").error, "'1BAD' is not an environment variable name");
-  EXPECT_EQ(expand_env_refs("${env:}").error, "'' is not an environment variable name");
+  EXPECT_EQ(expand_env_refs("x ${env:HOME").error(), "'${env:' without a closing '}'");
+  EXPECT_EQ(expand_env_refs("${env:1BAD}").error(), "'1BAD' is not an environment variable name");
+  EXPECT_EQ(expand_env_refs("${env:}").error(), "'' is not an environment variable name");
 }
 
 TEST(ConfigVariables, FindsSessionReferencesAsWritten) {

@@ -68,39 +68,38 @@ TEST(Auth, FindsAKeyByItsTokenOnly) {
 TEST(Auth, VerifiesBearerHeadersAndSaysWhatIsWrong) {
   const config::Config c = with_keys();
   const Auth auth(c.gateway.auth);
-  std::string problem;
   FakeExchange none("");
-  EXPECT_EQ(auth.verify(none, problem), nullptr);
-  EXPECT_EQ(problem, "this gateway needs an API key: send `Authorization: Bearer TOKEN`");
+  EXPECT_FALSE(auth.verify(none));
+  EXPECT_EQ(auth.verify(none).error(),
+            "this gateway needs an API key: send `Authorization: Bearer TOKEN`");
   FakeExchange basic("Basic dG9rZW4=");
-  EXPECT_EQ(auth.verify(basic, problem), nullptr);
-  EXPECT_EQ(problem, "the Authorization header is not `Bearer TOKEN`");
+  EXPECT_EQ(auth.verify(basic).error(), "the Authorization header is not `Bearer TOKEN`");
   FakeExchange wrong("Bearer token-of-team-a-9999");
-  EXPECT_EQ(auth.verify(wrong, problem), nullptr);
-  EXPECT_EQ(problem, "the API key is not valid");
+  EXPECT_FALSE(auth.verify(wrong));
+  EXPECT_EQ(auth.verify(wrong).error(), "the API key is not valid");
   FakeExchange good("bearer  token-of-team-a-0001 ");  // scheme case-insensitive (RFC 6750)
-  const config::ApiKey* key = auth.verify(good, problem);
-  ASSERT_NE(key, nullptr);
-  EXPECT_EQ(key->tenant, "team-a");
+  const base::Expected<const config::ApiKey*> key = auth.verify(good);
+  ASSERT_TRUE(key) << key.error();
+  ASSERT_NE(*key, nullptr);
+  EXPECT_EQ((*key)->tenant, "team-a");
 }
 
 TEST(Auth, AConnectionRemembersItsVerifiedCredential) {
   const config::Config c = with_keys();
   const Auth auth(c.gateway.auth);
   transport::Exchange::Verified memo;
-  std::string problem;
   FakeExchange first("Bearer token-of-team-b-0002");
   first.memo = &memo;
-  ASSERT_NE(auth.verify(first, problem), nullptr);
+  ASSERT_TRUE(auth.verify(first));
   EXPECT_EQ(memo.credential, "Bearer token-of-team-b-0002");
   EXPECT_EQ(memo.key->name, "b");
   // The same value again is answered from the memo; another value is checked afresh.
   FakeExchange again("Bearer token-of-team-b-0002");
   again.memo = &memo;
-  EXPECT_EQ(auth.verify(again, problem), memo.key);
+  EXPECT_EQ(auth.verify(again).value(), memo.key);
   FakeExchange other("Bearer not-a-key-at-all-000");
   other.memo = &memo;
-  EXPECT_EQ(auth.verify(other, problem), nullptr);
+  EXPECT_FALSE(auth.verify(other));
   EXPECT_EQ(memo.key->name, "b");  // a failure does not replace what was verified
 }
 

@@ -177,11 +177,10 @@ TEST(BatchCodec, JsonSplicesServerAnswersAndNamesGatewayFaults) {
 TEST(BatchCodec, MsgpackRoundTripsToTheSameDocumentAsJson) {
   const std::string json_out = encode_response(Encoding::kJson, sample_entries(), 2.5);
   const std::string packed = encode_response(Encoding::kMsgpack, sample_entries(), 2.5);
-  std::string problem;
-  const bj::value from_msgpack = decode_body(Encoding::kMsgpack, packed, problem);
-  ASSERT_TRUE(problem.empty()) << problem;
+  const base::Expected<bj::value> from_msgpack = decode_body(Encoding::kMsgpack, packed);
+  ASSERT_TRUE(from_msgpack) << from_msgpack.error();
   boost::system::error_code ec;
-  EXPECT_EQ(from_msgpack, json::parse(json_out, ec));
+  EXPECT_EQ(*from_msgpack, json::parse(json_out, ec));
 }
 
 // A result whose place its writer knew (a cache hit) is taken from there: the same bytes a scan
@@ -217,23 +216,19 @@ TEST(BatchCodec, AKnownResultSpanGivesTheEntryAScanGives) {
 }
 
 TEST(BatchCodec, MsgpackBodiesThatCannotBeJsonAreRefused) {
-  std::string problem;
   // fixarray of one bin8 value.
-  decode_body(Encoding::kMsgpack, std::string("\x91\xc4\x01x", 4), problem);
+  std::string problem = decode_body(Encoding::kMsgpack, std::string("\x91\xc4\x01x", 4)).error();
   EXPECT_NE(problem.find("binary values are not accepted"), std::string::npos) << problem;
-  problem.clear();
-  decode_body(Encoding::kMsgpack, std::string(200, '\x91') + "\xc0", problem);
+  problem = decode_body(Encoding::kMsgpack, std::string(200, '\x91') + "\xc0").error();
   EXPECT_NE(problem.find("nested deeper than 128"), std::string::npos) << problem;
-  problem.clear();
-  decode_body(Encoding::kMsgpack, "\xc0\xc0", problem);
+  problem = decode_body(Encoding::kMsgpack, "\xc0\xc0").error();
   EXPECT_NE(problem.find("bytes follow it"), std::string::npos) << problem;
-  problem.clear();
   // A truncated map: every prefix of a valid body is refused, never crashes.
   const std::string packed = encode_response(Encoding::kMsgpack, sample_entries(), 2.5);
   for (std::size_t n = 0; n < packed.size(); ++n) {
-    problem.clear();
-    decode_body(Encoding::kMsgpack, std::string_view(packed).substr(0, n), problem);
-    EXPECT_FALSE(problem.empty()) << "prefix of " << n << " bytes";
+    const auto prefix = decode_body(Encoding::kMsgpack, std::string_view(packed).substr(0, n));
+    EXPECT_FALSE(prefix.ok()) << "prefix of " << n << " bytes";
+    EXPECT_FALSE(prefix.error().empty()) << "prefix of " << n << " bytes";
   }
 }
 
@@ -242,11 +237,10 @@ TEST(BatchCodec, MsgpackBodiesThatCannotBeJsonAreRefused) {
 // What decode_body + read_batch_request make of `body`: nullopt if the body is refused or any entry
 // is in error (the plain reader must then decline it).
 std::optional<BatchRequest> read_with_dom(std::string_view body, std::size_t max_calls) {
-  std::string problem;
-  const bj::value v = decode_body(Encoding::kJson, body, problem);
-  if (!problem.empty()) return std::nullopt;
+  const base::Expected<bj::value> v = decode_body(Encoding::kJson, body);
+  if (!v) return std::nullopt;
   BatchRequest r;
-  if (!read_batch_request(v, r, max_calls).empty()) return std::nullopt;
+  if (!read_batch_request(*v, r, max_calls).empty()) return std::nullopt;
   for (const auto& c : r.calls) {
     if (!c.error.empty()) return std::nullopt;
   }

@@ -42,52 +42,55 @@ TEST(SurfacePath, SplitsThePlainAndTheTrajectoryForms) {
   }
 }
 
+// The surface named, or the failure's message in "error: ..." (so one EXPECT_EQ says both).
+std::string named(const transport::Request& req, std::string_view from_path,
+                  const surfaces::Registry& registry) {
+  const base::Expected<std::string> n = named_surface(req, from_path, registry);
+  return n ? *n : "error: " + n.error();
+}
+
 TEST(SurfaceKey, NamesAreCheckedAndPathAndHeaderMustAgree) {
   Fixture f;
-  std::string error;
-  EXPECT_EQ(named_surface(with_header(""), "", *f.registry, error), "");
-  EXPECT_EQ(error, "");
-  EXPECT_EQ(named_surface(with_header("bench"), "", *f.registry, error), "bench");
-  EXPECT_EQ(named_surface(with_header("bench"), "bench", *f.registry, error), "bench");
-  EXPECT_EQ(error, "");
-  EXPECT_EQ(named_surface(with_header("other"), "bench", *f.registry, error), "");
-  EXPECT_NE(error.find("the URL path names surface 'bench' but X-Toolbridge-Surface names 'other'"),
-            std::string::npos)
-      << error;
-  error.clear();
-  named_surface(with_header("benc"), "", *f.registry, error);
-  EXPECT_EQ(error,
-            "X-Toolbridge-Surface: Unknown surface: 'benc'; did you mean 'bench'? Configured "
-            "surfaces: bench, other");
-  error.clear();
-  named_surface(with_header("zzz"), "", *f.registry, error);
-  EXPECT_EQ(error,
-            "X-Toolbridge-Surface: Unknown surface: 'zzz'. Configured surfaces: bench, other");
-  error.clear();
-  named_surface(with_header(""), "a/b", *f.registry, error);
-  EXPECT_NE(error.find("1-64 characters of [A-Za-z0-9_-]"), std::string::npos) << error;
+  EXPECT_EQ(named(with_header(""), "", *f.registry), "");
+  EXPECT_EQ(named(with_header("bench"), "", *f.registry), "bench");
+  EXPECT_EQ(named(with_header("bench"), "bench", *f.registry), "bench");
+  EXPECT_EQ(named(with_header("other"), "bench", *f.registry),
+            "error: the URL path names surface 'bench' but X-Toolbridge-Surface names 'other'; "
+            "name one surface");
+  EXPECT_EQ(named(with_header("benc"), "", *f.registry),
+            "error: X-Toolbridge-Surface: Unknown surface: 'benc'; did you mean 'bench'? "
+            "Configured surfaces: bench, other");
+  EXPECT_EQ(named(with_header("zzz"), "", *f.registry),
+            "error: X-Toolbridge-Surface: Unknown surface: 'zzz'. Configured surfaces: bench, "
+            "other");
+  const std::string bad = named(with_header(""), "a/b", *f.registry);
+  EXPECT_TRUE(bad.starts_with("error: ")) << bad;
+  EXPECT_NE(bad.find("1-64 characters of [A-Za-z0-9_-]"), std::string::npos) << bad;
 }
 
 TEST(SurfaceKey, ASessionShowsOneSurfaceForLife) {
-  EXPECT_EQ(surface_mismatch("bench", ""), "");
-  EXPECT_EQ(surface_mismatch("bench", "bench"), "");
-  EXPECT_NE(surface_mismatch("bench", "other").find("opened on 'bench'"), std::string::npos);
-  EXPECT_NE(surface_mismatch("", "bench").find("opened without one"), std::string::npos);
+  EXPECT_TRUE(check_session_surface("bench", "").ok());
+  EXPECT_TRUE(check_session_surface("bench", "bench").ok());
+  EXPECT_FALSE(check_session_surface("bench", "other").ok());
+  EXPECT_NE(check_session_surface("bench", "other").error().find("opened on 'bench'"),
+            std::string::npos);
+  EXPECT_NE(check_session_surface("", "bench").error().find("opened without one"),
+            std::string::npos);
 }
 
 TEST(SurfaceKey, AKeyRestrictedToSurfacesReachesOnlyThem) {
   config::ApiKey open;
   open.name = "open";
-  EXPECT_EQ(key_surface_refusal(open, with_header(""), "/mcp"), "");
+  EXPECT_TRUE(check_key_surface(open, with_header(""), "/mcp").ok());
   config::ApiKey bench;
   bench.name = "bench";
   bench.surfaces = {"bench"};
-  EXPECT_EQ(key_surface_refusal(bench, with_header(""), "/s/bench/mcp"), "");
-  EXPECT_EQ(key_surface_refusal(bench, with_header(""), "/t/run/s/bench/mcp"), "");
-  EXPECT_EQ(key_surface_refusal(bench, with_header("bench"), "/mcp"), "");
-  EXPECT_EQ(key_surface_refusal(bench, with_header(""), "/v1/batch"), "");  // its body decides
-  EXPECT_EQ(key_surface_refusal(bench, with_header("bench"), "/v1/tools"), "");
-  EXPECT_EQ(key_surface_refusal(bench, with_header("bench"), "/sse"), "");
+  EXPECT_TRUE(check_key_surface(bench, with_header(""), "/s/bench/mcp").ok());
+  EXPECT_TRUE(check_key_surface(bench, with_header(""), "/t/run/s/bench/mcp").ok());
+  EXPECT_TRUE(check_key_surface(bench, with_header("bench"), "/mcp").ok());
+  EXPECT_TRUE(check_key_surface(bench, with_header(""), "/v1/batch").ok());  // its body decides
+  EXPECT_TRUE(check_key_surface(bench, with_header("bench"), "/v1/tools").ok());
+  EXPECT_TRUE(check_key_surface(bench, with_header("bench"), "/sse").ok());
   for (const auto& [path, header] :
        std::vector<std::pair<const char*, const char*>>{{"/mcp", ""},
                                                         {"/s/other/mcp", ""},
@@ -96,13 +99,15 @@ TEST(SurfaceKey, AKeyRestrictedToSurfacesReachesOnlyThem) {
                                                         {"/sse", ""},
                                                         {"/v1/trajectories", "bench"},
                                                         {"/metrics", ""}}) {
-    EXPECT_NE(key_surface_refusal(bench, with_header(header), path)
+    EXPECT_NE(check_key_surface(bench, with_header(header), path)
+                  .error()
                   .find("API key 'bench' may only use the tool surfaces bench"),
               std::string::npos)
         << path << " " << header;
   }
-  EXPECT_EQ(key_surface_refusal(bench, std::string("bench")), "");
-  EXPECT_NE(key_surface_refusal(bench, std::string()).find("names no surface"), std::string::npos);
+  EXPECT_TRUE(check_key_surface(bench, std::string("bench")).ok());
+  EXPECT_NE(check_key_surface(bench, std::string()).error().find("names no surface"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -40,10 +40,10 @@ TEST(TokenRecordsCodec, MsgpackHoldsWhatJsonHolds) {
   const auto t = trajectory();
   const TokenRecordsView v{"traj", &t, true, 12.5};
   const bj::value json = bj::parse(token_records_json(v));
-  std::string problem;
-  const bj::value packed =
-      decode_body(Encoding::kMsgpack, token_records_msgpack(v), problem);
-  ASSERT_TRUE(problem.empty()) << problem;
+  const base::Expected<bj::value> decoded =
+      decode_body(Encoding::kMsgpack, token_records_msgpack(v));
+  ASSERT_TRUE(decoded) << decoded.error();
+  const bj::value& packed = *decoded;
   const auto& calls = json.at("model_calls").as_array();
   ASSERT_EQ(calls.size(), 2u);
   EXPECT_EQ(json.at("turns_dropped"), 3);

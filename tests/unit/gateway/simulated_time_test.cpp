@@ -60,7 +60,8 @@ class SimulatedTime : public ::testing::Test {
                        "\n    startup_timeout: 20s\n    stop_grace: 2s\n" + server_yaml;
     if (!gateway_yaml.empty()) text += "gateway:\n" + gateway_yaml;
     gateway_ = std::make_unique<Gateway>(io_, config::load_text(text, "test.yaml", false), clock_);
-    ASSERT_EQ(gateway_->start(), "");
+    const base::Status started = gateway_->start();
+    ASSERT_TRUE(started.ok()) << started.error();
     until([&] { return gateway_->settled(); }, "the fixture server started");
   }
 

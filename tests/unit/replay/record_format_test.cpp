@@ -101,9 +101,9 @@ TEST(Cassette, IndexesByKeyAndCanonicalArguments) {
                            call_line("t1", "add", R"({"b":2, "a":1})", 1, R"({"sum":3})") +
                            call_line("t1", "add", R"({"a":1,"b":2})", 2, R"({"sum":30})") +
                            call_line("t2", "add", R"({"a":1,"b":2})", 1, R"({"sum":300})");
-  std::string error;
-  auto c = Cassette::parse(text, "/runs/r1", error);
-  ASSERT_TRUE(c) << error;
+  auto parsed = Cassette::parse(text, "/runs/r1");
+  ASSERT_TRUE(parsed) << parsed.error();
+  const auto& c = *parsed;
   EXPECT_EQ(c->run(), "r1");
   ASSERT_EQ(c->calls().size(), 3u);
   EXPECT_EQ((c->trajectories()), (std::vector<std::string>{"t1", "t2"}));
@@ -117,9 +117,9 @@ TEST(Cassette, IndexesByKeyAndCanonicalArguments) {
 }
 
 TEST(Cassette, ACallRecordWithoutAResultIsAnError) {
-  std::string error;
-  auto c = Cassette::parse(sealed_line(R"({"kind":"call","server":"fx","tool":"a")"), "/d", error);
+  auto c = Cassette::parse(sealed_line(R"({"kind":"call","server":"fx","tool":"a")"), "/d");
   EXPECT_FALSE(c);
+  const std::string& error = c.error();
   EXPECT_NE(error.find("needs server, tool, occurrence"), std::string::npos) << error;
 }
 
@@ -131,12 +131,11 @@ TEST(CassetteDiff, FindsTheFirstDivergencePerTrajectoryAndCountsChangedResults) 
   const std::string b = head + call_line("t1", "counter", "{}", 1, R"({"n":7})") +
                         call_line("t1", "echo", R"({"m":"x"})", 1, R"({"m":"x"})") +
                         call_line("t2", "echo", R"({"m":"z"})", 1, R"({"m":"z"})");
-  std::string error;
-  auto ca = Cassette::parse(a, "/a", error);
-  auto cb = Cassette::parse(b, "/b", error);
-  ASSERT_TRUE(ca && cb) << error;
+  auto ca = Cassette::parse(a, "/a");
+  auto cb = Cassette::parse(b, "/b");
+  ASSERT_TRUE(ca && cb) << ca.error() << cb.error();
   std::ostringstream out;
-  EXPECT_EQ(diff(*ca, *cb, out), 2u);
+  EXPECT_EQ(diff(**ca, **cb, out), 2u);
   const std::string text = out.str();
   EXPECT_NE(text.find("trajectory t1: diverges at call 1: fx/counter {}: different result"),
             std::string::npos)
@@ -147,7 +146,7 @@ TEST(CassetteDiff, FindsTheFirstDivergencePerTrajectoryAndCountsChangedResults) 
   EXPECT_NE(text.find("fx/counter: 1 / 1"), std::string::npos) << text;
   EXPECT_NE(text.find("fx/echo: 0 / 1"), std::string::npos) << text;
   std::ostringstream same;
-  EXPECT_EQ(diff(*ca, *ca, same), 0u);
+  EXPECT_EQ(diff(**ca, **ca, same), 0u);
 }
 
 }  // namespace
