@@ -27,7 +27,26 @@ void ResolveStage::set_upstreams(const std::vector<std::shared_ptr<upstream::Ups
   upstreams_.clear();
   for (const auto& up : upstreams) upstreams_.emplace(up->name(), up);
   for (const auto& up : upstreams) removed.erase(up->name());  // removed, then added again
+  // The sessions of a removed server's older versions are refused with it.
+  for (const auto& name : removed) older_.erase(name);
   removed_ = std::move(removed);
+}
+
+void ResolveStage::keep_sessions_on(const std::shared_ptr<upstream::Upstream>& old) {
+  auto& versions = older_[old->name()];
+  std::erase_if(versions, [](const auto& w) { return w.expired(); });
+  versions.push_back(old);
+}
+
+std::shared_ptr<upstream::Upstream> ResolveStage::bound_older(const std::string& server,
+                                                              const std::string& key) const {
+  if (key.empty() || older_.empty()) return nullptr;
+  auto it = older_.find(server);
+  if (it == older_.end()) return nullptr;
+  for (const auto& w : it->second) {
+    if (auto up = w.lock(); up && up->bound(key)) return up;
+  }
+  return nullptr;
 }
 
 boost::asio::awaitable<Result> ResolveStage::handle(call::Call& call, call::Next next) {
@@ -98,8 +117,11 @@ bool ResolveStage::route_to(call::Call& call, const std::string& server, std::st
                             std::string display_name, std::string tool) const {
   auto it = upstreams_.find(server);
   if (it == upstreams_.end()) return false;
-  call.set_route(
-      call::Route{it->second, server, std::move(tool), std::move(label), std::move(display_name)});
+  // A session bound to an instance of a version a reload replaced keeps it until released.
+  std::shared_ptr<upstream::Upstream> up = bound_older(server, call.trajectory);
+  if (!up) up = it->second;
+  call.set_route(call::Route{std::move(up), server, std::move(tool), std::move(label),
+                             std::move(display_name)});
   return true;
 }
 

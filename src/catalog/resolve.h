@@ -31,6 +31,9 @@ class ResolveStage final : public call::Stage {
   // keep theirs); a tool of a server in `removed` is refused as such rather than as unknown.
   void set_upstreams(const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
                      std::unordered_set<std::string> removed);
+  // A reload replaced `old` (per_session) with a new version: the sessions bound to one of its
+  // instances are routed to it until they are released.
+  void keep_sessions_on(const std::shared_ptr<upstream::Upstream>& old);
 
  private:
   bool route_to(call::Call& call, const std::string& server, std::string label,
@@ -46,10 +49,15 @@ class ResolveStage final : public call::Stage {
                                                    std::shared_ptr<upstream::Upstream> up,
                                                    call::Next next);
   config::RepairMode repair_mode(const Entry& e) const;
+  // The older version of `server` an instance of which is bound to session `key`, or null.
+  std::shared_ptr<upstream::Upstream> bound_older(const std::string& server,
+                                                  const std::string& key) const;
 
   const Catalog& catalog_;
   std::unordered_map<std::string, std::shared_ptr<upstream::Upstream>> upstreams_;
   std::unordered_set<std::string> removed_;  // servers a reload removed
+  // per_session versions a reload replaced, by server, while sessions may be bound to them.
+  std::unordered_map<std::string, std::vector<std::weak_ptr<upstream::Upstream>>> older_;
   const bool& stopping_;
   std::string separator_;
 };

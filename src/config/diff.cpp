@@ -15,8 +15,7 @@ namespace toolbridge::config {
 namespace {
 
 // Gateway keys a reload applies in place; every other one needs a restart.
-// `tenants` is not: its `rate` decides at start whether the shared rate stage runs at all.
-constexpr std::array<std::string_view, 15> kLiveGatewayKeys{
+constexpr std::array<std::string_view, 18> kLiveGatewayKeys{
     "max_calls_in_flight",
     "tenant_limit",
     "trajectory_limit",
@@ -32,6 +31,9 @@ constexpr std::array<std::string_view, 15> kLiveGatewayKeys{
     "session_reclaim_after",
     "shutdown_grace",
     "ready_timeout",
+    "tenants",
+    "tenant_rate",
+    "shared_limits",
 };
 // Whole top-level sections a reload applies ("servers" is compared server by server).
 constexpr std::array<std::string_view, 1> kLiveSections{"surfaces"};
@@ -115,6 +117,22 @@ void diff_servers(const Node* before, const Node* after, Diff& d) {
   }
 }
 
+void diff_models(const Node* before, const Node* after, Diff& d) {
+  const auto a = children(before);
+  const auto b = children(after);
+  for (const auto& [name, node] : a) {
+    const Node* other = find(b, name);
+    if (!other) {
+      d.models_removed.push_back(name);
+    } else if (!same(*node, *other)) {
+      d.models_changed.push_back(name);
+    }
+  }
+  for (const auto& [name, node] : b) {
+    if (!a.contains(name)) d.models_added.push_back(name);
+  }
+}
+
 std::string joined(const std::vector<std::string>& items, std::string_view prefix) {
   std::string out;
   for (const auto& item : items) out += fmt::format(" {}{}", prefix, item);
@@ -125,7 +143,7 @@ std::string joined(const std::vector<std::string>& items, std::string_view prefi
 
 bool Diff::empty() const {
   return servers_added.empty() && servers_removed.empty() && servers_changed.empty() &&
-         keys_changed.empty();
+         !models_differ() && keys_changed.empty();
 }
 
 std::string Diff::summary() const {
@@ -135,6 +153,11 @@ std::string Diff::summary() const {
     out = "servers" + joined(servers_added, "+") + joined(servers_removed, "-");
     for (const auto& c : servers_changed)
       out += fmt::format(" ~{}({})", c.name, fmt::join(c.keys, ","));
+  }
+  if (models_differ()) {
+    if (!out.empty()) out += "; ";
+    out += "models" + joined(models_added, "+") + joined(models_removed, "-") +
+           joined(models_changed, "~");
   }
   if (!keys_changed.empty()) {
     if (!out.empty()) out += "; ";
@@ -170,11 +193,11 @@ Diff diff_texts(const std::string& before, const std::string& after, const std::
   for (const auto& key : changed_keys(children(find(a, "gateway")), children(find(b, "gateway")))) {
     d.keys_changed.push_back("gateway." + key);
   }
-  for (const std::string section : {"models", "surfaces"}) {
-    const Node* x = find(a, section);
-    const Node* y = find(b, section);
-    if ((x == nullptr) != (y == nullptr) || (x && !same(*x, *y))) d.keys_changed.push_back(section);
-  }
+  diff_models(find(a, "models"), find(b, "models"), d);
+  const Node* x = find(a, "surfaces");
+  const Node* y = find(b, "surfaces");
+  if ((x == nullptr) != (y == nullptr) || (x && !same(*x, *y)))
+    d.keys_changed.push_back("surfaces");
   return d;
 }
 

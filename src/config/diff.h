@@ -17,12 +17,20 @@ struct Diff {
   std::vector<std::string> servers_added;
   std::vector<std::string> servers_removed;
   std::vector<ServerChange> servers_changed;
-  // "gateway.KEY" for each gateway key added, removed or changed; "surfaces" and "models" for
-  // those sections as a whole.
+  // The `models` section, model by model (LLM routing).
+  std::vector<std::string> models_added;
+  std::vector<std::string> models_removed;
+  std::vector<std::string> models_changed;
+  // "gateway.KEY" for each gateway key added, removed or changed; "surfaces" for that section
+  // as a whole.
   std::vector<std::string> keys_changed;
 
   bool empty() const;
-  // One line: "servers +a -b ~c(env,args); keys gateway.auth, surfaces", or "no change".
+  bool models_differ() const {
+    return !models_added.empty() || !models_removed.empty() || !models_changed.empty();
+  }
+  // One line: "servers +a -b ~c(env,args); models +m; keys gateway.auth, surfaces", or
+  // "no change".
   std::string summary() const;
 };
 
@@ -37,7 +45,7 @@ Diff diff_texts(const std::string& before, const std::string& after, const std::
 bool watch_config_of(const std::string& text, const std::string& source, bool json);
 
 // The keys of `diff.keys_changed` that only a restart applies (listen address, TLS files,
-// trace, otel, record, replay, admission and cache settings, models, ...).
+// trace, otel, record, replay, the cache tiers, ...).
 std::vector<std::string> restart_only_keys(const Diff& diff);
 
 }  // namespace toolbridge::config

@@ -20,6 +20,7 @@ enum class Routing {
 struct ModelWorker {
   std::string url;   // http://host:port (the OpenAI paths are appended)
   std::string name;  // in metrics and X-Toolbridge-Worker; default: host:port
+  bool operator==(const ModelWorker&) const = default;
 };
 
 struct Model {
@@ -57,6 +58,8 @@ struct Model {
   // Keep each answer's token ids, logprobs, usage and timings per trajectory
   // (GET /v1/trajectories/ID/model_calls; docs/token-records.md).
   bool record_tokens = false;
+  // A reload keeps a model whose definition is equal as it is (frontend/openai.cpp).
+  bool operator==(const Model&) const = default;
 };
 
 std::string_view to_string(Routing r);

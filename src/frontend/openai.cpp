@@ -1,13 +1,14 @@
 #include "frontend/openai.h"
 
 #include <fmt/format.h>
+#include <openssl/evp.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
-#include <openssl/evp.h>
 
 #include "base/spawn.h"
 #include "call/stage.h"
@@ -118,7 +119,7 @@ llm::TokenRecords::Limits token_limits(const config::Config& c) {
 OpenAi::OpenAi(gateway::Gateway& gateway)
     : gateway_(gateway), token_records_(token_limits(gateway.config())) {
   for (const auto& m : gateway_.config().models) {
-    models_.push_back(std::make_unique<llm::Model>(gateway_.io().get_executor(), m,
+    models_.push_back(std::make_shared<llm::Model>(gateway_.io().get_executor(), m,
                                                    gateway_.metrics(), gateway_.clock()));
   }
   register_metrics();
@@ -200,17 +201,78 @@ void OpenAi::register_metrics() {
           });
 }
 
-void OpenAi::start() {
-  for (auto& m : models_) {
-    asio::co_spawn(gateway_.io(), m->health_loop(), base::log_failure("model health loop"));
+namespace {
+
+// The coroutine holds the model: a reload may drop it from the list while the loop runs.
+asio::awaitable<void> health_of(std::shared_ptr<llm::Model> model) {
+  co_await model->health_loop();
+}
+
+asio::awaitable<void> retire_model(std::shared_ptr<llm::Model> model,
+                                   base::Clock::time_point limit) {
+  // Woken by the last request's answer (each holds a users() token), by the limit, or by stop().
+  co_await model->users().until_zero(limit);
+  if (model->users().count() > 0) {
+    spdlog::warn("reload: model {} (old version) still has {} requests in flight; stopping it",
+                 model->name(), model->users().count());
+  } else {
+    spdlog::info("reload: model {} (old version) drained; stopping it", model->name());
   }
+  model->stop();
+}
+
+}  // namespace
+
+void OpenAi::start_health(const std::shared_ptr<llm::Model>& model) {
+  asio::co_spawn(gateway_.io(), health_of(model), base::log_failure("model health loop"));
+}
+
+void OpenAi::start() {
+  started_ = true;
+  for (const auto& m : models_) start_health(m);
+}
+
+void OpenAi::reconfigure(const std::vector<config::Model>& models) {
+  std::vector<std::shared_ptr<llm::Model>> next;
+  std::vector<std::shared_ptr<llm::Model>> old = std::move(models_);
+  models_.clear();
+  for (const auto& m : models) {
+    auto it =
+        std::find_if(old.begin(), old.end(), [&m](const auto& o) { return o->name() == m.name; });
+    if (it != old.end() && (*it)->config() == m) {
+      next.push_back(std::move(*it));  // unchanged: kept with all it learnt
+      old.erase(it);
+      continue;
+    }
+    auto fresh = std::make_shared<llm::Model>(gateway_.io().get_executor(), m, gateway_.metrics(),
+                                              gateway_.clock());
+    if (it != old.end()) fresh->adopt(**it);
+    if (started_) start_health(fresh);
+    next.push_back(std::move(fresh));
+  }
+  models_ = std::move(next);
+  // What is left was removed or replaced: it finishes what it has, then stops.
+  for (auto& m : old) retire(std::move(m));
+}
+
+void OpenAi::retire(std::shared_ptr<llm::Model> model) {
+  std::erase_if(retiring_, [](const auto& w) { return w.expired(); });
+  retiring_.push_back(model);
+  const auto limit =
+      gateway_.clock().now() + model->config().request_timeout + std::chrono::seconds(1);
+  asio::co_spawn(gateway_.io(), retire_model(std::move(model), limit),
+                 base::log_failure("retire a model"));
 }
 
 asio::awaitable<void> OpenAi::drain(std::chrono::milliseconds grace) {
   const auto until = gateway_.clock().now() + grace;
+  std::vector<std::shared_ptr<llm::Model>> all = models_;
+  for (const auto& w : retiring_) {
+    if (auto m = w.lock()) all.push_back(std::move(m));
+  }
   std::size_t in_flight = 0;
-  for (const auto& m : models_) {
-    if (!co_await m->requests().until_zero(until)) in_flight += m->requests().count();
+  for (const auto& m : all) {
+    if (!co_await m->users().until_zero(until)) in_flight += m->users().count();
   }
   if (in_flight > 0)
     spdlog::warn("shutdown: {} model requests still in flight after shutdown_grace", in_flight);
@@ -218,11 +280,17 @@ asio::awaitable<void> OpenAi::drain(std::chrono::milliseconds grace) {
 
 void OpenAi::stop() {
   for (auto& m : models_) m->stop();
+  for (const auto& w : retiring_) {
+    if (auto m = w.lock()) {
+      m->stop();
+      m->users().wake_all();  // its retirement ends now
+    }
+  }
 }
 
-llm::Model* OpenAi::find(std::string_view name) {
+std::shared_ptr<llm::Model> OpenAi::find(std::string_view name) {
   for (auto& m : models_)
-    if (m->name() == name) return m.get();
+    if (m->name() == name) return m;
   return nullptr;
 }
 
@@ -260,7 +328,7 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
                          "invalid_request_error", "");
     co_return;
   }
-  llm::Model* model = find(model_v->get_string());
+  std::shared_ptr<llm::Model> model = find(model_v->get_string());
   if (!model) {
     std::string names;
     for (const auto& m : models_) names += (names.empty() ? "" : ", ") + m->name();
@@ -318,6 +386,8 @@ asio::awaitable<void> OpenAi::post(Exchange& ex, std::string_view path) {
   std::string tenant = std::move(*owner);
   const std::string prompt = prompt_key(body, chat);
   const llm::RouteInput input{trajectory, prompt};
+  // Until the answer: a reload that replaces the model stops the old version after it.
+  const base::InFlight::Token using_model(model->users());
 
   call::Call call;
   call.method = chat ? "chat/completions" : "completions";

@@ -1,7 +1,9 @@
 #pragma once
 // The OpenAI-compatible front end (LLM routing): POST /v1/chat/completions and /v1/completions
 // go to a worker of the model the body names, chosen by the model's routing policy (src/llm/);
-// GET /v1/models lists the configured models. Requests pass the gateway's admission control
+// GET /v1/models lists the configured models. The routes exist with or without models, so a
+// reload can add the first one (docs/reload.md); a request for a model that is not configured is
+// 404 `model_not_found`. Requests pass the gateway's admission control
 // (global, tenant, trajectory and per-model limits) and carry a deadline (request_timeout).
 // Bodies are forwarded as received; answers stream back chunk by chunk as the worker sends
 // them. Failures before the first byte reached the client are retried on another worker.
@@ -30,14 +32,20 @@ class OpenAi {
   bool enabled() const { return !models_.empty(); }
   // Starts the workers' health checks.
   void start();
-  // Waits up to `grace` for model requests in flight to finish (their answers still go out).
+  // A reload (docs/reload.md): the models become those of `models`. An equal definition stays as
+  // it is; a new one starts; a removed or changed one takes no new request and stops once its
+  // requests in flight have finished (at the latest after its request_timeout and a second). A
+  // changed model's new version adopts what the old one learnt (llm::Model::adopt).
+  void reconfigure(const std::vector<config::Model>& models);
+  // Waits up to `grace` for model requests in flight to finish (their answers still go out),
+  // those of versions a reload retired included.
   boost::asio::awaitable<void> drain(std::chrono::milliseconds grace);
   void stop();
 
   boost::asio::awaitable<void> post(transport::Exchange& ex, std::string_view path);
   boost::asio::awaitable<void> models(transport::Exchange& ex);
 
-  llm::Model* find(std::string_view name);
+  std::shared_ptr<llm::Model> find(std::string_view name);
   // The token records of models with record_tokens (GET /v1/trajectories/ID/model_calls).
   llm::TokenRecords& token_records() { return token_records_; }
 
@@ -45,8 +53,15 @@ class OpenAi {
   void register_metrics();
   void register_token_metrics();
 
+  void start_health(const std::shared_ptr<llm::Model>& model);
+  // Stops `model` once no request uses it (or its longest request could not still run).
+  void retire(std::shared_ptr<llm::Model> model);
+
   gateway::Gateway& gateway_;
-  std::vector<std::unique_ptr<llm::Model>> models_;
+  bool started_ = false;
+  // A request holds its model (shared) until its answer: a reload may replace it meanwhile.
+  std::vector<std::shared_ptr<llm::Model>> models_;
+  std::vector<std::weak_ptr<llm::Model>> retiring_;  // replaced or removed, not yet stopped
   llm::TokenRecords token_records_;
 };
 

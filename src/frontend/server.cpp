@@ -96,7 +96,10 @@ Server::Server(asio::io_context& io, config::Config config)
   // A reload (docs/reload.md) is checked as start() checks, and its API keys apply at once.
   gateway_.reloader().add_check(
       [](const config::Config& next) { return unauthenticated_refusal(next.gateway); });
-  gateway_.reloader().on_applied([this] { auth_.replace(gateway_.config().gateway.auth); });
+  gateway_.reloader().on_applied([this] {
+    auth_.replace(gateway_.config().gateway.auth);
+    openai_.reconfigure(gateway_.config().models);
+  });
 }
 
 void Server::add_admin_listener() {
@@ -241,16 +244,13 @@ void Server::add_routes() {
               true);
   router_.add(http::verb::post, "/admin/reload",
               guarded([this](Exchange& ex, std::string_view) { return admin_.reload(ex); }));
-  // The OpenAI-compatible LLM endpoints, when models are configured.
-  if (openai_.enabled()) {
-    for (const char* path : {"/v1/chat/completions", "/v1/completions"}) {
-      router_.add(http::verb::post, path, guarded([this](Exchange& ex, std::string_view p) {
-                    return openai_.post(ex, p);
-                  }));
-    }
-    router_.add(http::verb::get, "/v1/models",
-                guarded([this](Exchange& ex, std::string_view) { return openai_.models(ex); }));
+  // The OpenAI-compatible LLM endpoints, also without models: a reload may add the first one.
+  for (const char* path : {"/v1/chat/completions", "/v1/completions"}) {
+    router_.add(http::verb::post, path,
+                guarded([this](Exchange& ex, std::string_view p) { return openai_.post(ex, p); }));
   }
+  router_.add(http::verb::get, "/v1/models",
+              guarded([this](Exchange& ex, std::string_view) { return openai_.models(ex); }));
   router_.add(http::verb::get, "/v1/trajectories", guarded([this](Exchange& ex, std::string_view) {
                 return observe_.trajectories(ex);
               }));
@@ -369,7 +369,7 @@ asio::awaitable<void> Server::shutdown() {
   mcp_.task_store().cancel_running("the gateway is stopping");
   // Calls in flight may finish (their answers still reach the agents) for up to shutdown_grace.
   co_await gateway_.drain();
-  if (openai_.enabled()) co_await openai_.drain(gateway_.config().gateway.shutdown_grace);
+  co_await openai_.drain(gateway_.config().gateway.shutdown_grace);
   parse_.stop();
   http_.stop();
   if (admin_http_) admin_http_->stop();

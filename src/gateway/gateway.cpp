@@ -342,9 +342,16 @@ void Gateway::broadcast(const std::string& message) {
   }
 }
 
+std::vector<std::shared_ptr<upstream::Upstream>> Gateway::every_version() const {
+  std::vector<std::shared_ptr<upstream::Upstream>> all = upstreams_;
+  for (auto& up : reloader_->draining()) all.push_back(std::move(up));
+  return all;
+}
+
 std::size_t Gateway::release_session(const std::string& key) {
   std::size_t n = 0;
-  for (const auto& up : upstreams_) n += up->release(key);
+  // A session may still be bound to a version a reload replaced (per_session).
+  for (const auto& up : every_version()) n += up->release(key);
   forget_trajectory(key);
   return n;
 }
@@ -400,8 +407,9 @@ base::Expected<std::size_t> Gateway::release_for(const std::string& name,
 
 void Gateway::forget_unbound_trajectories() {
   std::vector<std::string> unbound;
+  const auto servers = every_version();
   for (const auto& [name, owner] : trajectory_owners_) {
-    const bool bound = std::any_of(upstreams_.begin(), upstreams_.end(),
+    const bool bound = std::any_of(servers.begin(), servers.end(),
                                    [&name](const auto& up) { return up->bound(name); });
     if (!bound) unbound.push_back(name);
   }
@@ -452,7 +460,7 @@ void Gateway::expire_sessions() {
     // Named trajectories outlive their connection (reward computation calls tools later) but
     // not the idle TTL.
     const auto cutoff = now - config_.gateway.session_idle_ttl;
-    for (const auto& up : upstreams_) {
+    for (const auto& up : every_version()) {
       up->release_idle(cutoff, [this](const std::string& key) { return sessions_.contains(key); });
     }
     forget_unbound_trajectories();
@@ -513,7 +521,9 @@ std::string Gateway::health_json() const {
       {"tools", catalog_.tool_count()},
       {"servers", std::move(servers)},
       {"admission", pipeline_->admission().health()},
-      {"config", bj::object{{"generation", reloader_->generation()}, {"hash", reloader_->hash()}}}};
+      {"config", bj::object{{"generation", reloader_->generation()}, {"hash", reloader_->hash()}}},
+      // Versions of servers a reload removed or replaced that calls or sessions still hold.
+      {"draining", reloader_->draining_health()}};
   // Tools whose inputSchema does not compile: their calls are not validated.
   if (!catalog_.schema_errors().empty()) {
     bj::array errors;

@@ -100,6 +100,8 @@ class Gateway {
  private:
   friend class Reloader;  // swaps the config, the servers and the surfaces
   void rebuild_catalog();
+  // The servers serving and the versions a reload retired that have not stopped yet.
+  std::vector<std::shared_ptr<upstream::Upstream>> every_version() const;
   void broadcast(const std::string& message);
   void expire_sessions();
   // Closes the session (of `client` if given) idle for at least gateway.session_reclaim_after

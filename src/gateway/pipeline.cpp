@@ -41,7 +41,9 @@ Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
   auto measure = std::make_unique<MeasureStage>(p.metrics, p.call_log, p.trace, p.clock, p.otel);
   measure_ = measure.get();
   chain_.push_back(std::move(measure));
-  chain_.push_back(std::make_unique<policy::TrajectoryOwnerStage>(p.io, p.config.gateway, p.clock));
+  auto owner = std::make_unique<policy::TrajectoryOwnerStage>(p.io, p.config.gateway, p.clock);
+  owner_ = owner.get();
+  chain_.push_back(std::move(owner));
   auto repair =
       std::make_unique<repair::RepairStage>(catalog::schemas_of(p.catalog), p.config, p.metrics);
   repair_ = repair.get();
@@ -58,8 +60,9 @@ Pipeline::Pipeline(const PipelineParts& p) : clock_(p.clock) {
   auto cache = std::make_unique<cache::CacheStage>(p.io, p.config, p.catalog, p.metrics, p.clock);
   cache_ = cache.get();
   chain_.push_back(std::move(cache));
-  chain_.push_back(
-      std::make_unique<policy::SharedRateStage>(p.io, p.config.gateway, p.metrics, p.clock));
+  auto rate = std::make_unique<policy::SharedRateStage>(p.io, p.config.gateway, p.metrics, p.clock);
+  shared_rate_ = rate.get();
+  chain_.push_back(std::move(rate));
   auto admission = std::make_unique<policy::AdmissionStage>(p.io, p.config, p.metrics, p.clock);
   admission_ = admission.get();
   chain_.push_back(std::move(admission));
@@ -81,6 +84,12 @@ void Pipeline::servers_changed(const std::vector<std::shared_ptr<upstream::Upstr
   cache_->set_servers(config.servers);
   breakers_->set_servers(config.servers);
   admission_->admission().reconfigure(config);
+  shared_rate_->reconfigure();
+  owner_->reconfigure();
+}
+
+void Pipeline::keep_sessions_on(const std::shared_ptr<upstream::Upstream>& old) {
+  resolve_->keep_sessions_on(old);
 }
 
 const std::vector<call::MetaKey>& Pipeline::meta_keys() {

@@ -33,6 +33,8 @@ class CacheStage;
 namespace toolbridge::policy {
 class AdmissionStage;
 class BreakerStage;
+class SharedRateStage;
+class TrajectoryOwnerStage;
 }  // namespace toolbridge::policy
 namespace toolbridge::replay {
 class Cassette;
@@ -81,9 +83,12 @@ class Pipeline {
   call::Stage& measure_stage() const { return *measure_; }
   // A reload changed the configuration (its content is `config`) and the servers
   // (PipelineParts::upstreams): resolve routes to them from now on; repair, cache, breaker and
-  // admission take their settings; `removed` names the servers it took away.
+  // admission take their settings, the rates and the owner stage theirs (`tenants`,
+  // `tenant_rate`, `shared_limits`); `removed` names the servers it took away.
   void servers_changed(const std::vector<std::shared_ptr<upstream::Upstream>>& upstreams,
                        std::unordered_set<std::string> removed, const config::Config& config);
+  // A reload replaced `old` (per_session): its bound sessions are routed to it until released.
+  void keep_sessions_on(const std::shared_ptr<upstream::Upstream>& old);
   // The clock every stage reads and waits on (and the calls' `started`).
   const base::Clock& clock() const { return clock_; }
 
@@ -94,6 +99,8 @@ class Pipeline {
   cache::CacheStage* cache_ = nullptr;
   policy::BreakerStage* breakers_ = nullptr;
   policy::AdmissionStage* admission_ = nullptr;
+  policy::SharedRateStage* shared_rate_ = nullptr;
+  policy::TrajectoryOwnerStage* owner_ = nullptr;
   call::Stage* measure_ = nullptr;
   const base::Clock& clock_;
 };

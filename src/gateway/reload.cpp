@@ -199,9 +199,9 @@ asio::awaitable<void> Reloader::apply(Plan& plan) {
   // From here the gateway's config is the new one (the old is kept: see replaced_).
   replaced_.push_back(std::make_unique<config::Config>(std::move(g.config_)));
   g.config_ = std::move(plan.next);
-  std::unordered_set<std::string> removed(plan.diff.servers_removed.begin(),
-                                          plan.diff.servers_removed.end());
-  g.pipeline_->servers_changed(g.upstreams_, std::move(removed), g.config_);
+  const std::unordered_set<std::string> removed_now(plan.diff.servers_removed.begin(),
+                                                    plan.diff.servers_removed.end());
+  g.pipeline_->servers_changed(g.upstreams_, removed_now, g.config_);
   if (g.config_.gateway.log_level != old_level)
     spdlog::set_level(spdlog::level::from_str(g.config_.gateway.log_level));
   if (surfaces_changed) swap_surfaces();
@@ -209,10 +209,19 @@ asio::awaitable<void> Reloader::apply(Plan& plan) {
   g.rebuild_catalog();  // tells the sessions when the tools changed
   if (surfaces_changed && g.catalog_.version() == version)
     g.broadcast(json::make_notification("notifications/tools/list_changed", {}));
+  std::erase_if(draining_, [](const Draining& d) { return d.up.expired(); });
   for (auto& up : retired) {
     up->on_catalog_changed = nullptr;
+    const bool was_removed = removed_now.contains(up->name());
+    // A replaced per_session version keeps serving the sessions bound to it until released.
+    const bool keep_sessions = !was_removed && up->config().policy == config::Policy::kPerSession;
+    if (keep_sessions) {
+      up->keep_bound_only();
+      g.pipeline_->keep_sessions_on(up);
+    }
+    draining_.push_back({up, generation_, was_removed});
     // Counted now, so that stop() waits for it even before it runs.
-    asio::co_spawn(g.io_, retire(std::move(up), base::InFlight::Token(work_)),
+    asio::co_spawn(g.io_, retire(std::move(up), keep_sessions, base::InFlight::Token(work_)),
                    base::log_failure("retire a server"));
   }
 }
@@ -273,15 +282,22 @@ void Reloader::swap_surfaces() {
   }
 }
 
-asio::awaitable<void> Reloader::retire(std::shared_ptr<upstream::Upstream> up,
+asio::awaitable<void> Reloader::retire(std::shared_ptr<upstream::Upstream> up, bool keep_sessions,
                                        [[maybe_unused]] base::InFlight::Token retiring) {
   const std::string name = up->name();
+  // Sessions bound to an instance of this version keep it until they are released (or expire
+  // after session_idle_ttl): the last release wakes this, as does stop().
+  if (keep_sessions && !stop_now_ && up->sessions().count() > 0) {
+    spdlog::info("reload: server {} (old version) keeps serving {} bound sessions until released",
+                 name, up->sessions().count());
+    co_await up->sessions().until_zero(base::Clock::time_point::max());
+  }
   // A call holds its server from resolve to its answer (Upstream::holders): the last one's
   // answer wakes this, as does stop().
   const auto limit = gateway_.clock().now() + longest_call(up->config()) + 1s;
-  draining_.push_back(up);
   if (!stop_now_) co_await up->holders().until_zero(limit);
-  std::erase_if(draining_, [&up](const auto& w) { return w.expired() || w.lock() == up; });
+  std::erase_if(draining_,
+                [&up](const Draining& d) { return d.up.expired() || d.up.lock() == up; });
   if (up->holding_calls() > 0) {
     spdlog::warn("reload: server {} (old version) still has {} calls in flight; stopping it", name,
                  up->holding_calls());
@@ -325,8 +341,22 @@ void Reloader::watch_tick() {
 
 std::vector<std::shared_ptr<upstream::Upstream>> Reloader::draining() const {
   std::vector<std::shared_ptr<upstream::Upstream>> out;
-  for (const auto& w : draining_) {
-    if (auto up = w.lock()) out.push_back(std::move(up));
+  for (const auto& d : draining_) {
+    if (auto up = d.up.lock()) out.push_back(std::move(up));
+  }
+  return out;
+}
+
+bj::array Reloader::draining_health() const {
+  bj::array out;
+  for (const auto& d : draining_) {
+    auto up = d.up.lock();
+    if (!up) continue;
+    out.push_back(bj::object{{"server", up->name()},
+                             {"generation", d.generation},
+                             {"reason", d.removed ? "removed" : "replaced"},
+                             {"in_flight", up->holding_calls()},
+                             {"sessions_bound", up->sessions().count()}});
   }
   return out;
 }
@@ -335,7 +365,10 @@ asio::awaitable<void> Reloader::stop() {
   stop_now_ = true;
   watching_ = false;
   watch_.cancel();
-  for (const auto& up : draining()) up->holders().wake_all();
+  for (const auto& up : draining()) {
+    up->sessions().wake_all();
+    up->holders().wake_all();
+  }
   co_await work_.until_zero(base::Clock::time_point::max());
 }
 

@@ -4,6 +4,7 @@
 // An invalid file, or one that changes a key only a restart applies, leaves the running
 // configuration as it is and says why.
 #include <boost/asio/awaitable.hpp>
+#include <boost/json/array.hpp>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -64,8 +65,12 @@ class Reloader {
 
   // gateway.watch_config: polls the file once a second while it is set.
   void update_watch();
-  // The servers a reload removed or replaced that calls still hold (shutdown drains them too).
+  // The servers a reload removed or replaced that calls or sessions still hold (shutdown drains
+  // them too; releasing a session reaches them).
   std::vector<std::shared_ptr<upstream::Upstream>> draining() const;
+  // /healthz's `draining`: each of those with the last generation it served, why it drains
+  // (removed, replaced), its calls still in flight and the sessions still bound to it.
+  boost::json::array draining_health() const;
   // Shutdown, after the drain: stops the watch, and stops at once the servers still draining
   // after a reload.
   boost::asio::awaitable<void> stop();
@@ -82,9 +87,10 @@ class Reloader {
   std::vector<std::shared_ptr<upstream::Upstream>> swap_servers(const Plan& plan, Upstreams fresh);
   // The surfaces of the new config; a fingerprint that moved is logged.
   void swap_surfaces();
-  // Waits until no call holds `up` (or its longest deadline passed, or the gateway stops),
-  // then stops it with its stop ladder.
-  boost::asio::awaitable<void> retire(std::shared_ptr<upstream::Upstream> up,
+  // Waits until no session is bound to `up` (per_session, replaced: sessions keep their
+  // instance until released) and no call holds it (or its longest deadline passed, or the
+  // gateway stops), then stops it with its stop ladder.
+  boost::asio::awaitable<void> retire(std::shared_ptr<upstream::Upstream> up, bool keep_sessions,
                                       base::InFlight::Token retiring);
   void watch_tick();
 
@@ -99,7 +105,12 @@ class Reloader {
   bool applying_ = false;
   // A reload being applied, and the removed or replaced servers not yet stopped.
   base::InFlight work_;
-  std::vector<std::weak_ptr<upstream::Upstream>> draining_;  // those not yet stopping
+  struct Draining {
+    std::weak_ptr<upstream::Upstream> up;
+    std::uint64_t generation = 0;  // the last configuration it served
+    bool removed = false;          // else replaced by a new version
+  };
+  std::vector<Draining> draining_;                           // those not yet stopping
   bool stop_now_ = false;                                    // shutdown: stop them without waiting
   // Configurations replaced by a reload: stages and front ends may still point into them
   // (server settings, API keys), so they are kept for the life of the process (a few KiB each).

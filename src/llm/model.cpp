@@ -28,6 +28,7 @@ Model::Model(const asio::any_io_executor& ex, const config::Model& config,
       clock_(clock),
       client_(std::make_unique<transport::HttpClient>(ex, client_options(config))),
       requests_(clock),
+      users_(clock),
       health_timer_(ex, clock) {
   std::vector<std::string> names;
   for (const auto& wc : config_.workers) {
@@ -61,6 +62,37 @@ Model::Model(const asio::any_io_executor& ex, const config::Model& config,
 }
 
 Model::~Model() = default;
+
+namespace {
+
+// The routing decisions of `a` and `b` would be the same given the same history.
+bool same_routing(const config::Model& a, const config::Model& b) {
+  if (a.routing != b.routing || a.workers != b.workers) return false;
+  switch (a.routing) {
+    case config::Routing::kAffinity:
+      return a.load_factor == b.load_factor;
+    case config::Routing::kPrefixAware:
+      return a.prefix_min_match == b.prefix_min_match && a.prefix_balance == b.prefix_balance &&
+             a.prefix_balance_slack == b.prefix_balance_slack &&
+             a.prefix_tree_max_bytes == b.prefix_tree_max_bytes;
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
+void Model::adopt(const Model& old) {
+  for (Worker& w : workers_) {
+    for (const Worker& o : old.workers_) {
+      if (o.config != w.config) continue;
+      w.failures = o.failures;
+      w.open = o.open;
+      w.open_until = o.open_until;
+    }
+  }
+  if (same_routing(config_, old.config_)) policy_ = old.policy_;
+}
 
 bool Model::available(std::size_t i) const {
   const Worker& w = workers_[i];

@@ -73,6 +73,15 @@ class Model {
   }
   // The requests in flight on every worker (a drain waits for zero).
   base::InFlight& requests() { return requests_; }
+  // The requests that chose this model, from the lookup of its name to their answer (each holds
+  // a token): a reload that replaces or removes the model retires it when this reaches zero.
+  base::InFlight& users() { return users_; }
+
+  // A reload replaced `old` (same name) with this: what it learnt carries over where it still
+  // holds. A worker with the same name and URL keeps its breaker state; the routing policy (the
+  // prefix tree of prefix_aware) is shared when the routing, its parameters and the workers
+  // (names and URLs, in order) are unchanged.
+  void adopt(const Model& old);
 
   std::uint64_t& retries() { return *retries_; }
 
@@ -89,7 +98,9 @@ class Model {
   std::unique_ptr<transport::HttpClient> client_;
   std::vector<Worker> workers_;
   base::InFlight requests_;
-  std::unique_ptr<RoutingPolicy> policy_;
+  base::InFlight users_;
+  // Shared with the version a reload replaced while that one finishes its requests.
+  std::shared_ptr<RoutingPolicy> policy_;
   std::uint64_t* retries_ = nullptr;
   base::Timer health_timer_;
   bool stopped_ = false;

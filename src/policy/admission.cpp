@@ -31,13 +31,17 @@ void Permit::release() {
 Admission::Admission(const config::Config& config, const base::Clock& clock) : clock_(clock) {
   configure_gateway(config.gateway);
   for (const auto& cfg : config.servers) configure(server(cfg.name), cfg);
-  // Models (LLM routing) are admitted like servers, by name: concurrency_limit per model.
-  for (const auto& model : config.models) {
-    auto s = std::make_unique<Server>();
-    s->name = model.name;
-    s->slot.limit = model.concurrency_limit;
-    by_name_[model.name] = s.get();
-    servers_.push_back(std::move(s));
+  configure_models(config.models);
+}
+
+void Admission::configure_models(const std::vector<config::Model>& models) {
+  // Models (LLM routing) are admitted like servers, by name: concurrency_limit per model. A model
+  // a reload removed keeps its state (its last requests release into it), unlimited.
+  for (const std::string& name : model_names_) server(name).slot.limit = 0;
+  model_names_.clear();
+  for (const auto& model : models) {
+    server(model.name).slot.limit = model.concurrency_limit;
+    model_names_.push_back(model.name);
   }
 }
 
@@ -90,6 +94,7 @@ void Admission::configure_gateway(const config::Gateway& g) {
 void Admission::reconfigure(const config::Config& config) {
   configure_gateway(config.gateway);
   for (const auto& cfg : config.servers) configure(server(cfg.name), cfg);
+  configure_models(config.models);
   pump();  // a limit that grew lets waiting calls in now
 }
 

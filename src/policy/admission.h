@@ -146,7 +146,7 @@ class Admission : public std::enable_shared_from_this<Admission> {
   // Calls in flight keep their permits (a limit that did not exist when they were admitted does
   // not count them); a limit that shrank admits no new call until enough have finished, one that
   // grew admits waiting calls at once. A removed server's state stays (its last calls release
-  // into it). Models keep their start-up limits.
+  // into it). Models take their `concurrency_limit` the same way.
   void reconfigure(const config::Config& config);
 
  private:
@@ -179,6 +179,7 @@ class Admission : public std::enable_shared_from_this<Admission> {
   // Sets `s`'s limits from its config (at start and at a reload).
   void configure(Server& s, const config::Server& cfg);
   void configure_tools(Server& s, const config::Server& cfg);
+  void configure_models(const std::vector<config::Model>& models);
   Server* find(std::string_view server);
   const Server* find(std::string_view server) const;
   Block blocked(const Server& s, const AdmissionRequest& r) const;
@@ -199,6 +200,7 @@ class Admission : public std::enable_shared_from_this<Admission> {
   bool limits_everywhere_ = false;  // a global, tenant or trajectory limit applies to every server
   std::vector<std::unique_ptr<Server>> servers_;
   AdmissionMap<Server*> by_name_;
+  std::vector<std::string> model_names_;  // the configured models'
   AdmissionMap<TenantSlot> tenants_;
   AdmissionMap<AdmissionSlot> trajectories_;
   std::size_t queued_total_ = 0;

@@ -45,16 +45,8 @@ milliseconds LocalWindow::admit(base::Clock::time_point now, std::size_t rate) {
 
 SharedRateStage::SharedRateStage(boost::asio::io_context& io, const config::Gateway& g,
                                  telemetry::Metrics& metrics, const base::Clock& clock)
-    : config_(g), clock_(clock) {
-  any_rate_ = g.tenant_rate > 0;
-  for (const auto& [name, t] : g.tenants) any_rate_ = any_rate_ || t.rate > 0;
-  const auto& shared = g.shared_limits;
-  if (any_rate_ && !shared.address.empty()) {
-    const std::size_t colon = shared.address.rfind(':');
-    const auto port = static_cast<unsigned short>(std::stoi(shared.address.substr(colon + 1)));
-    redis_ = std::make_unique<redis::RedisClient>(io, clock, shared.address.substr(0, colon), port,
-                                                  shared.timeout);
-  }
+    : io_(io), config_(g), clock_(clock) {
+  reconfigure();
   member_prefix_ = (g.gateway_id.empty() ? std::to_string(::getpid()) : g.gateway_id) + "." +
                    transport::random_session_id().substr(0, 8) + ".";
   const char* help =
@@ -71,6 +63,24 @@ SharedRateStage::SharedRateStage(boost::asio::io_context& io, const config::Gate
 
 SharedRateStage::~SharedRateStage() = default;
 
+void SharedRateStage::reconfigure() {
+  const config::Gateway& g = config_;
+  any_rate_ = g.tenant_rate > 0;
+  for (const auto& [name, t] : g.tenants) any_rate_ = any_rate_ || t.rate > 0;
+  const auto& shared = g.shared_limits;
+  if (!any_rate_ || shared.address.empty()) {
+    redis_.reset();
+    return;
+  }
+  if (redis_ && redis_for_.address == shared.address && redis_for_.timeout == shared.timeout)
+    return;
+  const std::size_t colon = shared.address.rfind(':');
+  const auto port = static_cast<unsigned short>(std::stoi(shared.address.substr(colon + 1)));
+  redis_ = std::make_shared<redis::RedisClient>(io_, clock_, shared.address.substr(0, colon), port,
+                                                shared.timeout);
+  redis_for_ = shared;
+}
+
 std::size_t SharedRateStage::rate_of(const std::string& tenant) const {
   const auto it = config_.tenants.find(tenant);
   if (it != config_.tenants.end() && it->second.rate > 0) return it->second.rate;
@@ -79,14 +89,14 @@ std::size_t SharedRateStage::rate_of(const std::string& tenant) const {
 
 boost::asio::awaitable<milliseconds> SharedRateStage::admit(const std::string& tenant,
                                                             std::size_t rate) {
-  if (redis_) {
+  if (const std::shared_ptr<redis::RedisClient> redis = redis_) {
     std::vector<std::string> argv{"EVAL",
                                   kWindowScript,
                                   "1",
                                   config_.shared_limits.key_prefix + "rate:" + tenant,
                                   std::to_string(rate),
                                   member_prefix_ + std::to_string(++next_member_)};
-    std::optional<redis::RedisReply> reply = co_await redis_->command(std::move(argv));
+    std::optional<redis::RedisReply> reply = co_await redis->command(std::move(argv));
     if (reply && reply->type == redis::RedisReply::Type::kInteger) {
       if (reply->integer > 0) ++*shed_shared_;
       co_return milliseconds(reply->integer);

@@ -48,16 +48,24 @@ class SharedRateStage final : public call::Stage {
   boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next next) override;
 
   std::size_t rate_of(const std::string& tenant) const;
+  // A reload changed the gateway section this stage reads (`tenants`, `tenant_rate`,
+  // `shared_limits`): rates apply from the next call on, each tenant's local window (its calls of
+  // the last second) is kept, and a changed Redis address or timeout gets a new connection
+  // (commands in flight finish on the old one).
+  void reconfigure();
   // How long `tenant` must wait before its next call (0: admitted and counted): from Redis when
   // it answers, else from the local window.
   boost::asio::awaitable<std::chrono::milliseconds> admit(const std::string& tenant,
                                                           std::size_t rate);
 
  private:
+  boost::asio::io_context& io_;
   const config::Gateway& config_;
   const base::Clock& clock_;
   bool any_rate_ = false;
-  std::unique_ptr<redis::RedisClient> redis_;
+  // Shared with the calls waiting on it, so that a reload may replace it meanwhile.
+  std::shared_ptr<redis::RedisClient> redis_;
+  config::Gateway::SharedLimits redis_for_;  // what redis_ was made from
   std::string member_prefix_;  // unique per gateway process: window entries never collide
   std::uint64_t next_member_ = 0;
   std::unordered_map<std::string, LocalWindow> local_;

@@ -11,17 +11,30 @@ namespace toolbridge::policy {
 
 TrajectoryOwnerStage::TrajectoryOwnerStage(boost::asio::io_context& io, const config::Gateway& g,
                                            const base::Clock& clock)
-    : config_(g), clock_(clock) {
-  const std::string& address = g.shared_limits.address;
-  if (g.gateway_id.empty() || address.empty()) return;
-  claim_ = g.gateway_id + "#" + transport::random_session_id().substr(0, 12);
-  const std::size_t colon = address.rfind(':');
-  const auto port = static_cast<unsigned short>(std::stoi(address.substr(colon + 1)));
-  redis_ = std::make_unique<redis::RedisClient>(io, clock, address.substr(0, colon), port,
-                                                g.shared_limits.timeout);
+    : io_(io), config_(g), clock_(clock) {
+  if (!g.gateway_id.empty())
+    claim_ = g.gateway_id + "#" + transport::random_session_id().substr(0, 12);
+  reconfigure();
 }
 
 TrajectoryOwnerStage::~TrajectoryOwnerStage() = default;
+
+void TrajectoryOwnerStage::reconfigure() {
+  const auto& shared = config_.shared_limits;
+  if (config_.gateway_id.empty() || shared.address.empty()) {
+    redis_.reset();
+    return;
+  }
+  if (redis_ && redis_for_.address == shared.address && redis_for_.timeout == shared.timeout &&
+      redis_for_.key_prefix == shared.key_prefix)
+    return;
+  const std::size_t colon = shared.address.rfind(':');
+  const auto port = static_cast<unsigned short>(std::stoi(shared.address.substr(colon + 1)));
+  redis_ = std::make_shared<redis::RedisClient>(io_, clock_, shared.address.substr(0, colon), port,
+                                                shared.timeout);
+  redis_for_ = shared;
+  claimed_.clear();  // another Redis (or prefix) has none of them
+}
 
 bool TrajectoryOwnerStage::applies(const call::Call& call) const {
   if (!redis_ || !call.route.upstream) return false;
@@ -60,7 +73,9 @@ boost::asio::awaitable<call::Result> TrajectoryOwnerStage::handle(call::Call& ca
                                 "PX",
                                 std::to_string(ttl.count()),
                                 "GET"};
-  std::optional<redis::RedisReply> reply = co_await redis_->command(std::move(argv));
+  const std::shared_ptr<redis::RedisClient> redis = redis_;  // a reload may replace redis_
+  std::optional<redis::RedisReply> reply;
+  if (redis) reply = co_await redis->command(std::move(argv));
   if (!reply) {  // Redis down or slow: nothing to tell
     call::Result result = co_await next(call);
     co_return result;

@@ -33,6 +33,9 @@ class TrajectoryOwnerStage final : public call::Stage {
   std::string_view name() const override { return "owner"; }
   bool applies(const call::Call& call) const override;
   boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next next) override;
+  // A reload changed `shared_limits`: a new Redis address or timeout gets a new connection
+  // (commands in flight finish on the old one); the trajectories claimed are claimed again there.
+  void reconfigure();
 
   // The message of a call whose trajectory `name` was held by gateway `previous`.
   static std::string lost_message(const std::string& name, const std::string& previous,
@@ -42,9 +45,11 @@ class TrajectoryOwnerStage final : public call::Stage {
                                        const std::string& self);
 
  private:
+  boost::asio::io_context& io_;
   const config::Gateway& config_;
   const base::Clock& clock_;
-  std::unique_ptr<redis::RedisClient> redis_;
+  std::shared_ptr<redis::RedisClient> redis_;
+  config::Gateway::SharedLimits redis_for_;  // what redis_ was made from
   // What this gateway writes as a trajectory's holder: its id and this run's random incarnation,
   // so a restarted gateway (same id) also knows what it lost.
   std::string claim_;

@@ -204,6 +204,17 @@ void Supervisor::became_ready(const std::shared_ptr<Member>& m) {
   maintain();
 }
 
+void Supervisor::keep_bound_only() {
+  // A spare still starting may have a session's call waiting for it (the call was routed here
+  // before the reload): it stays, and stops with this version.
+  bound_only_ = true;
+  std::vector<std::shared_ptr<Member>> spares;
+  for (const auto& m : members_) {
+    if (m->key.empty() && m->ready()) spares.push_back(m);
+  }
+  for (const auto& m : spares) stop_member(m, true);
+}
+
 void Supervisor::relist() {
   // One re-read at a time for the whole server, whichever instance announced the change: the
   // catalog is the server's, and each instance of a pool would otherwise re-read it on its own.
@@ -391,7 +402,7 @@ std::size_t Supervisor::wanted_members() const {
 }
 
 void Supervisor::maintain() {
-  if (stopped_ || !server_.enabled) return;
+  if (stopped_ || bound_only_ || !server_.enabled) return;
   const auto now = clock_.now();
   if (backoff_.waiting(now)) {
     // Backing off after failures: come back when the wait is over.

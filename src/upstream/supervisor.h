@@ -69,6 +69,9 @@ class Supervisor : public std::enable_shared_from_this<Supervisor> {
   // A call arrived for a shared server stopped for idleness.
   void wake_from_dormant();
   boost::asio::awaitable<void> stop();
+  // A reload replaced this version (Upstream::keep_bound_only): nothing new starts; members no
+  // session is bound to stop now.
+  void keep_bound_only();
   void remove_dir(const std::string& dir) const { dirs_.remove(dir); }
 
   const config::Server& config() const { return server_; }
@@ -115,6 +118,7 @@ class Supervisor : public std::enable_shared_from_this<Supervisor> {
   bool uses_dir_ = false;  // per_session config mentions ${session.dir}
   bool uses_id_ = false;   // ... or ${session.id}: no spares, each instance made for its session
   bool stopped_ = false;
+  bool bound_only_ = false;  // keep_bound_only(): a reload replaced this version
   bool dormant_ = false;  // shared with idle_ttl: stopped while idle, started by the next call
   bool failing_ = false;  // the last start failed or crashed early; cleared by a ready instance
   std::vector<std::shared_ptr<Member>> members_;

@@ -250,7 +250,8 @@ Upstream::Pick Upstream::pick_per_session(const std::string& key) {
     return Pick{nullptr, {}, true};
   }
   awaiting_spare_.erase(key);
-  if (choice.start) bindings_[key] = Binding{supervisor_->launch(key), {}, now};
+  if (choice.start)
+    bindings_[key] = Binding{supervisor_->launch(key), {}, now, base::InFlight::Token(sessions_)};
   return Pick{nullptr, {}, true};
 }
 
@@ -281,7 +282,7 @@ Upstream::Pick Upstream::pick_bound(std::unordered_map<std::string, Binding>::it
 Upstream::Pick Upstream::bind(const std::string& key, const std::shared_ptr<Member>& spare) {
   awaiting_spare_.erase(key);
   spare->key = key;
-  bindings_[key] = Binding{spare, {}, clock_.now()};
+  bindings_[key] = Binding{spare, {}, clock_.now(), base::InFlight::Token(sessions_)};
   spdlog::debug("[{}#{}] bound to session {}", config().name, spare->inst->number(), key);
   auto inst = supervisor_->use(spare);
   supervisor_->refill_soon();
@@ -360,6 +361,10 @@ std::size_t Upstream::release(const std::string& key) {
   }
   wake_waiters();
   return 1;
+}
+
+void Upstream::keep_bound_only() {
+  supervisor_->keep_bound_only();
 }
 
 void Upstream::release_idle(Clock::time_point cutoff,

@@ -90,6 +90,12 @@ class Upstream : public std::enable_shared_from_this<Upstream>, private Supervis
   std::size_t release(const std::string& key);
   // per_session: an instance is bound to `key`.
   bool bound(const std::string& key) const { return bindings_.contains(key); }
+  // per_session: the sessions bound to an instance (each binding holds a token). A reload's
+  // retirement of an old version waits for it to reach zero.
+  base::InFlight& sessions() { return sessions_; }
+  // A reload replaced this version: it starts no spare or instance for a new session any more
+  // and stops the spares it has; the instances bound to sessions serve them until released.
+  void keep_bound_only();
   // per_session: releases bindings unused since `cutoff` with no call in flight, unless `keep`.
   void release_idle(Clock::time_point cutoff, const std::function<bool(const std::string&)>& keep);
 
@@ -130,6 +136,7 @@ class Upstream : public std::enable_shared_from_this<Upstream>, private Supervis
     std::shared_ptr<Member> member;
     std::string lost;  // why the session's instance is gone; its calls say so
     Clock::time_point last_used{};
+    base::InFlight::Token counted;  // in sessions_ while the binding lives
   };
 
   Pick pick_shared(const std::string& key);
@@ -148,6 +155,7 @@ class Upstream : public std::enable_shared_from_this<Upstream>, private Supervis
   boost::asio::io_context& io_;
   const base::Clock& clock_;
   base::InFlight holders_{clock_};
+  base::InFlight sessions_{clock_};
   std::shared_ptr<Supervisor> supervisor_;
   std::unique_ptr<Placement> placement_;
   std::vector<Candidate> candidates_;  // reused by pick(): no allocation per call

@@ -18,6 +18,7 @@ import anyio
 import httpx
 import mcp.types as types
 
+from llm_support import Worker, chat_body, model_entry, sse_events
 from tb_sdk import sdk_session
 from tb_support import (
     fixture_server,
@@ -348,7 +349,7 @@ def test_a_servers_cache_settings_follow_a_reload(gateway_factory):
     gw.close()
 
 
-def test_a_changed_per_session_server_gives_its_sessions_new_instances(gateway_factory):
+def test_a_per_session_session_keeps_its_instance_across_a_reload_until_released(gateway_factory):
     def server(mark: str) -> dict:
         return fixture_server(policy="per_session", spares=1,
                               env={"RELOAD_MARK": mark, "SESSION_DIR": "${session.dir}"})
@@ -356,31 +357,121 @@ def test_a_changed_per_session_server_gives_its_sessions_new_instances(gateway_f
     gw = gateway_factory({"ps": server("one")})
     s = RawSession(gw.mcp_url).initialize()
 
-    def pid() -> int:
-        answer = s.call_tool("ps__pid", {}, 1)
+    def pid(session: RawSession) -> int:
+        answer = session.call_tool("ps__pid", {}, 1)
         assert "result" in answer, answer
         return int(text_of(answer["result"]))
 
-    old = pid()
-    assert pid() == old  # bound to the session
+    old = pid(s)
+    assert pid(s) == old  # bound to the session
     old_env = environ_of(old)
     assert old_env["RELOAD_MARK"] == "one"
     old_pids = pids_of(gw, "ps")
+    assert gw.health()["draining"] == []
     rewrite(gw, {"ps": server("two")})
     answer = reload(gw)
     assert answer.status_code == 200 and answer.json()["summary"] == "servers ~ps(env)", answer.text
-    # The session's next call gets an instance of the new version, with a directory of its own
-    # (the old version's directories are still there while it drains).
-    new = pid()
+    # The session keeps its instance (the same process, its directory and state) across the reload.
+    assert pid(s) == old
+    assert environ_of(old)["RELOAD_MARK"] == "one"
+    # /healthz lists the old version as draining, held by the one session bound to it.
+    draining = gw.health()["draining"]
+    assert draining == [{"server": "ps", "generation": 1, "reason": "replaced", "in_flight": 0,
+                         "sessions_bound": 1}], draining
+    # A new session gets an instance of the new version, with a directory of its own.
+    fresh = RawSession(gw.mcp_url).initialize()
+    new = pid(fresh)
     assert new != old
     new_env = environ_of(new)
     assert new_env["RELOAD_MARK"] == "two"
     assert new_env["SESSION_DIR"] != old_env["SESSION_DIR"] and Path(new_env["SESSION_DIR"]).is_dir()
-    assert pid() == new
-    print(f"\nper_session reload: {old_env['SESSION_DIR']} -> {new_env['SESSION_DIR']}")
-    # The old version's instances (the session's, its spare, the one that read the catalog) stop.
-    assert wait_exited(old_pids, 15) == []
+    # The old version starts nothing new: its spare (and catalog instance) stopped, the bound one runs.
+    assert wait_exited([p for p in old_pids if p != old], 15) == []
+    assert read_proc(old) is not None and Path(old_env["SESSION_DIR"]).is_dir()
+    assert pid(s) == old
+    # Released (DELETE /mcp): the instance stops, its directory goes, the old version retires.
+    gone = s.client.delete(gw.mcp_url, headers=headers_for(s.session_id, s.version))
+    assert gone.status_code in (200, 202, 204), gone.text
+    assert wait_exited([old], 15) == []
     assert not Path(old_env["SESSION_DIR"]).exists()
+    gw.wait_health(lambda h: h["draining"] == [], 15, "the old version to retire")
+    assert "server ps (old version) keeps serving 1 bound sessions until released" in gw.stderr_path.read_text()
+    assert "server ps (old version) drained" in gw.stderr_path.read_text()
+    assert pid(fresh) == new
+    print(f"\nper_session reload: session kept pid {old} until released; new sessions got {new}")
+    s.close()
+    fresh.close()
+    gw.close()
+
+
+def test_healthz_lists_the_versions_draining_with_their_calls(gateway_factory):
+    gw = gateway_factory({"fx": fixture_server(env={"RELOAD_MARK": "one"}), "gone": fixture_server()})
+
+    async def scenario():
+        async with httpx.AsyncClient(timeout=60) as client:
+            sid = await open_session(client, gw.mcp_url)
+            slow = [asyncio.create_task(call(client, gw.mcp_url, sid, f"{server}__sleep", {"ms": 3000}, i))
+                    for i, server in enumerate(["fx", "fx", "gone"], start=1)]
+            deadline = time.monotonic() + 15
+            while sum(s["in_flight"] for s in (await client.get(gw.base_url + "/healthz")).json()["servers"].values()) < 3:
+                assert time.monotonic() < deadline, "the calls did not reach their servers"
+                await asyncio.sleep(0.05)
+            rewrite(gw, {"fx": fixture_server(env={"RELOAD_MARK": "two"})})
+            answer = await client.post(gw.base_url + "/admin/reload", timeout=60)
+            during = (await client.get(gw.base_url + "/healthz")).json()
+            answers = await asyncio.gather(*slow)
+            return answer, during, answers
+
+    answer, during, answers = asyncio.run(scenario())
+    assert answer.status_code == 200 and answer.json()["summary"] == "servers -gone ~fx(env)", answer.text
+    by_server = {d["server"]: d for d in during["draining"]}
+    assert by_server == {
+        "fx": {"server": "fx", "generation": 1, "reason": "replaced", "in_flight": 2, "sessions_bound": 0},
+        "gone": {"server": "gone", "generation": 1, "reason": "removed", "in_flight": 1, "sessions_bound": 0},
+    }, during["draining"]
+    for msg in answers:
+        assert text_of(msg["result"]) == "slept 3000 ms", msg
+    gw.wait_health(lambda h: h["draining"] == [], 15, "the draining versions to stop")
+    gw.close()
+
+
+def test_a_reload_changes_tenant_rates_live(gateway_factory):
+    gw = gateway_factory({"fx": fixture_server()})
+    s = RawSession(gw.mcp_url, client=httpx.Client(timeout=30, headers={"X-Toolbridge-Tenant": "run"})).initialize()
+    rid = iter(range(1, 10000))
+
+    def burst(n: int) -> tuple[int, list[str]]:
+        ok, shed = 0, []
+        for _ in range(n):
+            answer = s.call_tool("fx__echo", {"text": "x"}, next(rid))
+            if "result" in answer and not answer["result"].get("isError"):
+                ok += 1
+            else:
+                shed.append(json.dumps(answer))
+        return ok, shed
+
+    # No rate at all: every call goes.
+    assert burst(6) == (6, [])
+    # The first rate turns the rate stage on.
+    rewrite(gw, {"fx": fixture_server()}, gateway={"tenants": {"run": {"rate": 2}}})
+    answer = reload(gw)
+    assert answer.status_code == 200 and answer.json()["summary"] == "keys gateway.tenants", answer.text
+    ok, shed = burst(8)
+    assert ok <= 4 and shed, (ok, shed)
+    assert "tenant 'run' is over its rate of 2 calls per second" in shed[0] and "tenants.run.rate" in shed[0]
+    # Raised: the calls that were shed go now.
+    rewrite(gw, {"fx": fixture_server()}, gateway={"tenants": {"run": {"rate": 1000}}})
+    assert reload(gw).status_code == 200
+    assert burst(20) == (20, [])
+    # Lowered through tenant_rate (the tenant's own rate removed): the window of the last second
+    # is kept, so the next calls are shed at once.
+    rewrite(gw, {"fx": fixture_server()}, gateway={"tenant_rate": 1})
+    answer = reload(gw)
+    assert answer.status_code == 200
+    assert answer.json()["summary"] == "keys gateway.tenant_rate, gateway.tenants", answer.text
+    ok, shed = burst(4)
+    assert ok <= 1 and len(shed) >= 3, (ok, shed)
+    assert "over its rate of 1 calls per second" in shed[-1] and "(tenant_rate)" in shed[-1]
     s.close()
     gw.close()
 
@@ -438,3 +529,94 @@ def test_a_reload_raises_the_gateway_limit_and_waiting_calls_go_at_once(gateway_
     assert after_reload < 4.0, after_reload
     assert gw.health()["admission"]["max_calls_in_flight"] == 3
     gw.close()
+
+
+def rewrite_models(gw, servers: dict, models: dict) -> None:
+    doc: dict = {"servers": servers}
+    if models:
+        doc["models"] = models
+    gw.config_path.write_text(to_yaml(doc))
+    gw.servers = servers
+
+
+def test_a_reload_adds_the_first_model_and_removes_it(gateway_factory):
+    worker = Worker("w0", "--decode-ms-per-token", "1")
+    try:
+        gw = gateway_factory({"fx": fixture_server()})
+        body = chat_body([{"role": "user", "content": "hi"}], model="sim", max_tokens=3)
+        # Without models the OpenAI routes answer, naming what is missing.
+        r = httpx.post(gw.base_url + "/v1/chat/completions", json=body, timeout=30)
+        assert r.status_code == 404, r.text
+        assert r.json()["error"]["code"] == "model_not_found"
+        assert "the model 'sim' does not exist here; this gateway serves: none" in r.json()["error"]["message"]
+        assert httpx.get(gw.base_url + "/v1/models", timeout=10).json()["data"] == []
+
+        rewrite_models(gw, {"fx": fixture_server()}, {"sim": model_entry([worker])})
+        answer = reload(gw)
+        assert answer.status_code == 200 and answer.json()["summary"] == "models +sim", answer.text
+        assert [m["id"] for m in httpx.get(gw.base_url + "/v1/models", timeout=10).json()["data"]] == ["sim"]
+        r = httpx.post(gw.base_url + "/v1/chat/completions", json=body, timeout=30)
+        assert r.status_code == 200, r.text
+        assert r.headers["x-toolbridge-worker"] == "w0"
+        assert worker.stats()["requests"] >= 1
+
+        rewrite_models(gw, {"fx": fixture_server()}, {})
+        answer = reload(gw)
+        assert answer.status_code == 200 and answer.json()["summary"] == "models -sim", answer.text
+        r = httpx.post(gw.base_url + "/v1/chat/completions", json=body, timeout=30)
+        assert r.status_code == 404 and r.json()["error"]["code"] == "model_not_found", r.text
+        gw.wait_health(lambda h: "model sim (old version) drained" in gw.stderr_path.read_text(), 10,
+                       "the removed model to stop")
+        gw.close()
+    finally:
+        worker.kill()
+
+
+def test_a_model_request_in_flight_across_a_reload_that_changes_the_model_completes(gateway_factory):
+    # w0 takes 200 ms per token: a 15-token answer streams for 3 s, across the reload.
+    slow = Worker("w0", "--decode-ms-per-token", "200", "--output-tokens", "15")
+    fast = Worker("w1", "--decode-ms-per-token", "1")
+    try:
+        gw = gateway_factory({"fx": fixture_server()}, name="llm")
+        rewrite_models(gw, {"fx": fixture_server()}, {"sim": model_entry([slow], routing="least_outstanding")})
+        assert reload(gw).json()["summary"] == "models +sim"
+        body = chat_body([{"role": "user", "content": "count"}], model="sim", stream=True, max_tokens=15)
+        streamed: dict = {}
+
+        def stream() -> None:
+            with httpx.stream("POST", gw.base_url + "/v1/chat/completions", json=body, timeout=60) as r:
+                streamed["status"] = r.status_code
+                streamed["worker"] = r.headers.get("x-toolbridge-worker")
+                streamed["text"] = r.read().decode()
+
+        import threading
+        t = threading.Thread(target=stream)
+        t.start()
+        deadline = time.monotonic() + 15
+        while slow.stats()["running"] < 1:
+            assert time.monotonic() < deadline, "the request did not reach w0"
+            time.sleep(0.02)
+        # The model now points at another worker (and times out sooner): the request in flight
+        # finishes on the old definition, new ones go to the new one.
+        rewrite_models(gw, {"fx": fixture_server()},
+                       {"sim": model_entry([fast], routing="least_outstanding", request_timeout="30s")})
+        answer = reload(gw)
+        assert answer.status_code == 200 and answer.json()["summary"] == "models ~sim", answer.text
+        assert t.is_alive(), "the request finished before the reload"
+        r = httpx.post(gw.base_url + "/v1/chat/completions", timeout=30,
+                       json=chat_body([{"role": "user", "content": "hi"}], model="sim", max_tokens=2))
+        assert r.status_code == 200 and r.headers["x-toolbridge-worker"] == "w1", r.text
+        assert "model sim (old version) drained" not in gw.stderr_path.read_text()
+        t.join(30)
+        assert streamed["status"] == 200 and streamed["worker"] == "w0", streamed
+        events = sse_events(streamed["text"])
+        assert events[-1] == "[DONE]", streamed["text"][-500:]
+        chunks = [json.loads(e) for e in events[:-1]]
+        assert sum(1 for c in chunks if c["choices"] and c["choices"][0]["delta"].get("content")) == 15
+        gw.wait_health(lambda h: "model sim (old version) drained" in gw.stderr_path.read_text(), 10,
+                       "the old version of the model to stop")
+        gw.close()
+    finally:
+        slow.kill()
+        fast.kill()
+

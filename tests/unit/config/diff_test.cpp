@@ -103,10 +103,51 @@ TEST(ConfigDiff, SectionsAsAWholeAndTheirAliases) {
   EXPECT_EQ(restart_only_keys(d), Names{"gateway.trace"});
 }
 
-TEST(ConfigDiff, ModelsNeedARestart) {
-  const Diff d = yaml_diff("models: {m: {workers: [http://127.0.0.1:1]}}\n", "servers: {}\n");
-  EXPECT_EQ(d.keys_changed, Names{"models"});
-  EXPECT_EQ(restart_only_keys(d), Names{"models"});
+TEST(ConfigDiff, ModelsModelByModelAndLive) {
+  const std::string before = R"(
+models:
+  keep: {workers: [http://127.0.0.1:1]}
+  gone: {workers: [http://127.0.0.1:2]}
+  moved: {workers: [http://127.0.0.1:3], routing: round_robin}
+)";
+  const std::string after = R"(
+models:
+  moved: {workers: [http://127.0.0.1:3], routing: least_outstanding}
+  keep: {workers: [http://127.0.0.1:1]}
+  new: {workers: [http://127.0.0.1:4]}
+)";
+  const Diff d = yaml_diff(before, after);
+  EXPECT_EQ(d.models_added, Names{"new"});
+  EXPECT_EQ(d.models_removed, Names{"gone"});
+  EXPECT_EQ(d.models_changed, Names{"moved"});
+  EXPECT_TRUE(d.keys_changed.empty());
+  EXPECT_EQ(d.summary(), "models +new -gone ~moved");
+  EXPECT_TRUE(restart_only_keys(d).empty());
+  // The first model of a file that had none, beside a server change.
+  const Diff first =
+      yaml_diff("servers: {a: {command: ./a}}\n",
+                "servers: {a: {command: ./b}}\nmodels: {m: {workers: [http://h:1]}}\n");
+  EXPECT_EQ(first.models_added, Names{"m"});
+  EXPECT_EQ(first.summary(), "servers ~a(command); models +m");
+}
+
+TEST(ConfigDiff, TenantsRatesAndSharedLimitsChangeLive) {
+  const std::string next = R"(
+gateway:
+  max_sessions: 10
+  listen: 127.0.0.1:0
+  tenant_rate: 50
+  tenants: {run: {limit: 4, rate: 10}}
+  shared_limits: {address: 127.0.0.1:6379}
+servers:
+  a: {command: ./a, env: {X: "1"}}
+  b: {command: ./b}
+  c: {command: ./c, args: [one]}
+)";
+  const Diff d = yaml_diff(kBase, next);
+  EXPECT_EQ(d.keys_changed,
+            (Names{"gateway.shared_limits", "gateway.tenant_rate", "gateway.tenants"}));
+  EXPECT_TRUE(restart_only_keys(d).empty());
 }
 
 TEST(ConfigDiff, AnUnparsableDocumentIsAConfigErrorWithItsPosition) {

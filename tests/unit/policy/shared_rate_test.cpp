@@ -75,5 +75,52 @@ TEST(SharedRateStage, WithoutRedisTheLocalWindowDecides) {
             std::string::npos);
 }
 
+TEST(SharedRateStage, AReloadChangesRatesAndKeepsEachTenantsWindow) {
+  boost::asio::io_context io;
+  telemetry::Metrics metrics;
+  base::ManualClock clock;
+  config::Gateway g;  // the gateway's config: a reload assigns into it, then reconfigure()
+  SharedRateStage stage(io, g, metrics, clock);
+  call::Call call;
+  call.tenant = "t";
+  EXPECT_FALSE(stage.applies(call));  // no rate anywhere: stepped over
+  auto admit = [&] {
+    const std::string tenant = "t";
+    auto f = boost::asio::co_spawn(io, stage.admit(tenant, stage.rate_of(tenant)),
+                                   boost::asio::use_future);
+    io.restart();
+    io.run();
+    return f.get();
+  };
+  // The first rate turns the stage on.
+  g.tenants["t"].rate = 2;
+  stage.reconfigure();
+  EXPECT_TRUE(stage.applies(call));
+  EXPECT_EQ(admit(), milliseconds(0));
+  EXPECT_EQ(admit(), milliseconds(0));
+  EXPECT_EQ(admit(), milliseconds(1000));
+  // Raised: the window (two calls this second) is kept, so three more go, not five.
+  g.tenants["t"].rate = 5;
+  stage.reconfigure();
+  EXPECT_EQ(admit(), milliseconds(0));
+  EXPECT_EQ(admit(), milliseconds(0));
+  EXPECT_EQ(admit(), milliseconds(0));
+  EXPECT_EQ(admit(), milliseconds(1000));
+  // Lowered (the tenant's own rate gone, tenant_rate 1): shed until the second has passed.
+  g.tenants.clear();
+  g.tenant_rate = 1;
+  stage.reconfigure();
+  EXPECT_EQ(stage.rate_of("t"), 1u);
+  clock.advance(milliseconds(500));
+  EXPECT_EQ(admit(), milliseconds(500));
+  clock.advance(milliseconds(500));
+  EXPECT_EQ(admit(), milliseconds(0));
+  EXPECT_EQ(admit(), milliseconds(1000));
+  // No rate left: stepped over again.
+  g.tenant_rate = 0;
+  stage.reconfigure();
+  EXPECT_FALSE(stage.applies(call));
+}
+
 }  // namespace
 }  // namespace toolbridge::policy
