@@ -247,7 +247,7 @@ void CacheStage::set_servers(const std::vector<config::Server>& servers) {
 }
 
 bool CacheStage::applies(const Call& call) const {
-  if (!call.is_tool_call()) return false;
+  if (!call.is_tool_call() || call.task_augmented) return false;
   auto it = servers_.find(call.route.server);
   if (it == servers_.end()) return false;
   const config::Server& s = *it->second.server;

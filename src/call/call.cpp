@@ -151,7 +151,10 @@ int error_code(Fault f) {
 const std::string& Call::server_params() {
   if (!upstream_params.empty()) return upstream_params;
   const std::string name = server_name.empty() ? std::string() : json::quote(server_name);
-  if (!name.empty() && !meta) {
+  // A tools/call's `task` goes to the server only when the gateway sends it as a task of the
+  // server's own (task_augmented): otherwise the server would make a task nobody follows.
+  const bool drop_task = is_tool_call() && !task_augmented && !member("task").empty();
+  if (!name.empty() && !meta && !drop_task) {
     // The usual call: only the name changes, spliced in; the rest goes as the caller wrote it.
     if (auto spliced = json::with_member_value(params, members, "name", name))
       return upstream_params = std::move(*spliced);
@@ -165,6 +168,7 @@ const std::string& Call::server_params() {
     else
       replace.emplace_back("_meta", *meta);
   }
+  if (drop_task) drop.emplace_back("task");
   if (replace.empty() && drop.empty()) return upstream_params = params;
   return upstream_params = json::rewrite_object(params, members, replace, drop);
 }

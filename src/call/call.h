@@ -174,6 +174,13 @@ class Call {
   // waiting for an instance), the time after is execution.
   Clock::time_point sent{};
   int instance_pid = 0;  // the instance that answered it last (0: none, or a remote server)
+  // The instance it was last handed to (the dispatch stage sets it): a task-augmented call's
+  // server task lives there.
+  std::weak_ptr<upstream::Instance> instance;
+  // A tools/call that carries `task` to its server (2025-11-25), which makes a task of it there:
+  // never retried (a retry would make a second task), cached or replayed by an idempotency key
+  // (the answer names a task of one instance). docs/tasks.md.
+  bool task_augmented = false;
 
   bool is_tool_call() const { return method == "tools/call"; }
   // Routes the call (the resolve stage) and gives it its budget and deadline from `started` and

@@ -19,11 +19,6 @@ namespace bj = boost::json;
 namespace http = boost::beast::http;
 using transport::Exchange;
 
-namespace {
-
-constexpr std::string_view kRelatedTask = "io.modelcontextprotocol/related-task";
-
-// `params` (a JSON object's text) with _meta[related-task] naming `task_id`.
 std::string with_related_task(std::string_view params, const std::string& task_id) {
   boost::system::error_code ec;
   bj::value p = json::parse(params.empty() ? std::string_view("{}") : params, ec);
@@ -33,6 +28,8 @@ std::string with_related_task(std::string_view params, const std::string& task_i
   meta.as_object()[kRelatedTask] = bj::object{{"taskId", task_id}};
   return bj::serialize(p);
 }
+
+namespace {
 
 // A session's call run as a task: its messages go to the session's stream (the POST that
 // started it was answered at once), each tied to the task; its progress stops when the task
@@ -104,7 +101,8 @@ bool is_tool_error(const std::string& result) {
   return e && e->is_bool() && e->as_bool();
 }
 
-// The Task object of this revision (ttl, pollInterval; a tool error is `failed`).
+}  // namespace
+
 std::string task_json(const tasks::Task& t, std::chrono::milliseconds ttl) {
   std::string_view status = tasks::to_string(t.status);
   if (t.status == tasks::Status::kCompleted && is_tool_error(t.result)) status = "failed";
@@ -115,8 +113,6 @@ std::string task_json(const tasks::Task& t, std::chrono::milliseconds ttl) {
          tasks::iso8601(t.updated) + R"(","ttl":)" + std::to_string(ttl.count()) +
          R"(,"pollInterval":)" + std::to_string(kTaskPollIntervalMs) + "}";
 }
-
-}  // namespace
 
 SessionTasks::SessionTasks(gateway::Gateway& gateway, McpStateless& stateless)
     : gateway_(gateway), stateless_(stateless) {
@@ -146,11 +142,37 @@ asio::awaitable<void> SessionTasks::handle(Exchange& ex, std::shared_ptr<gateway
   r.session = std::move(session);
   std::string body;
   if (r.method == "tools/call") {
-    body = call(r);
+    // A tool whose server has tasks of its own runs as the server's task.
+    const json::Envelope call_env = json::parse_envelope(r.text);
+    std::string tool;
+    if (const auto members = json::object_members(call_env.params.in(r.text))) {
+      for (const auto& m : *members) {
+        if (m.name != "name") continue;
+        boost::system::error_code ec;
+        const bj::value v = json::parse(m.value.in(call_env.params.in(r.text)), ec);
+        if (!ec && v.is_string()) tool = std::string(v.as_string());
+      }
+    }
+    if (!tool.empty() && task_server(tool)) {
+      body = co_await pass_call(r);
+    } else {
+      body = call(r);
+    }
   } else if (r.method == "tasks/list") {
     body = list(r);
   } else if (r.method == "tasks/get" || r.method == "tasks/cancel" || r.method == "tasks/result") {
     tasks::Task* t = task_of(r, body);
+    if (t && r.method != "tasks/result") {
+      // A running task of a server's own is asked of its instance first.
+      // (Named arguments and no co_await inside ?: — GCC 12 mishandles coroutine temporaries.)
+      std::string task_id = t->id;
+      if (r.method == "tasks/get") {
+        body = co_await pass_get(r, std::move(task_id));
+      } else {
+        body = co_await pass_cancel(r, std::move(task_id));
+      }
+      t = body.empty() ? task_of(r, body) : nullptr;
+    }
     if (t && r.method == "tasks/get") body = get(r, *t);
     if (t && r.method == "tasks/cancel") body = cancel(r, *t);
     if (t && r.method == "tasks/result") {

@@ -7,7 +7,13 @@
 // (McpStateless::adopt): only the wire differs. Progress keeps flowing to the session's stream
 // (with the task's related-task _meta) until the task ends; status changes are sent there as
 // notifications/tasks/status. docs/tasks.md has the rules.
+// A tool whose server has tasks of its own (a 2025-11-25 server that declares
+// tasks.requests.tools.call, the tool marked with execution.taskSupport) runs as that server's
+// task instead: the gateway's task is then a mapping to (server, instance, the server's task id),
+// and tasks/get and tasks/cancel are asked of that instance (mcp_session_tasks_upstream.cpp).
 #include <boost/asio/awaitable.hpp>
+#include <boost/json/object.hpp>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,6 +25,12 @@
 #include "transport/http_server.h"
 
 namespace toolbridge::frontend {
+
+inline constexpr std::string_view kRelatedTask = "io.modelcontextprotocol/related-task";
+// `params` (a JSON object's text) with _meta[related-task] naming `task_id`.
+std::string with_related_task(std::string_view params, const std::string& task_id);
+// The Task object of 2025-11-25 (ttl, pollInterval; a tool error is `failed`).
+std::string task_json(const tasks::Task& t, std::chrono::milliseconds ttl);
 
 class SessionTasks {
  public:
@@ -59,6 +71,27 @@ class SessionTasks {
   tasks::Task* task_of(const Request& r, std::string& error);
   // A status change: wakes tasks/result waiters, tells the creating session.
   void changed(const tasks::Task& t);
+
+  // A server's own tasks (mcp_session_tasks_upstream.cpp).
+  // The server that runs `tool` as a task of its own, or null: a 2025-11-25 server that declares
+  // tasks.requests.tools.call, the tool marked with execution.taskSupport by the server itself,
+  // and a shared or pool server (a per_session instance ends with its session, not its task).
+  std::shared_ptr<upstream::Upstream> task_server(std::string_view tool) const;
+  // A task-augmented tools/call sent to the server as a task, once (never retried); the answer
+  // is the gateway's task, mapped to the server's.
+  boost::asio::awaitable<std::string> pass_call(const Request& r);
+  // tasks/get and tasks/cancel of a running task of a server's own: asked of the instance that
+  // holds it, then answered from the store. Empty when the task is not one (or has ended): the
+  // gateway answers from its store alone.
+  boost::asio::awaitable<std::string> pass_get(const Request& r, std::string task_id);
+  boost::asio::awaitable<std::string> pass_cancel(const Request& r, std::string task_id);
+  // The server said this of its task (a status notification, a tasks/get answer): the store's
+  // status and statusMessage follow it; `relay`: a status notification the creating session gets
+  // with the gateway's task id even when the status did not change.
+  void server_status(const std::string& task_id, const boost::json::object& task, bool relay);
+  // The follower of a server's task: its tasks/result, pending on the instance until the end.
+  friend class UpstreamFollower;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 
   gateway::Gateway& gateway_;
   McpStateless& stateless_;

@@ -190,6 +190,7 @@ asio::awaitable<call::Result> DispatchStage::send(call::Call& call,
           : std::chrono::duration_cast<std::chrono::milliseconds>(call.deadline - clock_.now());
   if (call.sends == 0) call.sent = clock_.now();
   call.instance_pid = instance->pid();
+  call.instance = instance;
   ++call.sends;
   call.set_in_flight(attempt);
   instance->call(call.method, call.server_params(), call.id, call.progress_token, attempt,

@@ -596,4 +596,11 @@ void Gateway::end_session(const std::shared_ptr<Session>& session, const std::st
   keep->fail_all_outbound(why);
 }
 
+std::shared_ptr<upstream::Upstream> Gateway::upstream(std::string_view name) const {
+  for (const auto& up : upstreams_) {
+    if (up->name() == name) return up;
+  }
+  return nullptr;
+}
+
 }  // namespace toolbridge::gateway

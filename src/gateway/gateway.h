@@ -70,6 +70,8 @@ class Gateway {
   const surfaces::Registry& surfaces() const { return *surfaces_; }
   const Pipeline& pipeline() const { return *pipeline_; }
   Methods& methods() { return *methods_; }
+  // The configured server `name` (its instances), or null.
+  std::shared_ptr<upstream::Upstream> upstream(std::string_view name) const;
   telemetry::Metrics& metrics() { return metrics_; }
   std::string health_json() const;
   // Live reload of the config file (gateway/reload.h, docs/reload.md).

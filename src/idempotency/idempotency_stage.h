@@ -25,7 +25,7 @@ class IdempotencyStage final : public call::Stage {
 
   std::string_view name() const override { return "idempotency"; }
   bool applies(const call::Call& call) const override {
-    return call.is_tool_call() && !key_of(call).empty();
+    return call.is_tool_call() && !call.task_augmented && !key_of(call).empty();
   }
   boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next next) override;
 

@@ -45,6 +45,10 @@ struct ServerCapabilities {
   bool prompts = false;
   bool logging = false;
   bool completions = false;
+  // 2025-11-25 tasks: capabilities.tasks.requests.tools.call (a tools/call may carry `task`)
+  // and capabilities.tasks.cancel.
+  bool tasks_tools_call = false;
+  bool tasks_cancel = false;
 };
 
 // Logging levels in the RFC 5424 order MCP uses; -1 for an unknown name.

@@ -37,6 +37,7 @@ bool RetryStage::applies(const call::Call& call) const {
 }
 
 bool RetryStage::retryable(const call::Call& call, const call::Result& result) {
+  if (call.task_augmented) return false;  // a second send would make a second task
   if (result.fault == Fault::kNotSent) return true;
   if (result.fault != Fault::kCrashed || call.route.tool.empty()) return false;
   const auto& tools = call.route.upstream->config().idempotent_tools;

@@ -72,6 +72,19 @@ void Store::purge() {
   }
 }
 
+std::string Store::refusal(std::string_view owner) {
+  purge();
+  auto n = per_owner_.find(owner);
+  if (n == per_owner_.end() || n->second < limits_.max_per_owner) return {};
+  for (const auto& [id, task] : tasks_) {
+    if (task.owner == owner && is_terminal(task.status)) return {};  // it would give way
+  }
+  return fmt::format(
+      "too many tasks: this tenant has {} running (gateway.task_max_per_tenant); wait for one to "
+      "finish or cancel one with tasks/cancel",
+      n->second);
+}
+
 Task* Store::create(const std::string& owner, std::shared_ptr<Run> run, std::string& error) {
   purge();
   if (per_owner_[owner] >= limits_.max_per_owner) {

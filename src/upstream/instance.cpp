@@ -142,6 +142,12 @@ void Instance::call(std::string_view method, std::string params, std::string cal
     entry.method = std::string(method);
     entry.params = params;
   }
+  if (method == "tasks/result") {
+    boost::system::error_code ec;
+    const bj::value p = json::parse(params, ec);
+    const bj::value* task = !ec && p.is_object() ? p.as_object().if_contains("taskId") : nullptr;
+    if (task && task->is_string()) entry.task_id = std::string(task->as_string());
+  }
   pending_.emplace(id, std::move(entry));
   arm_deadline(expires);
   last_call_id_ = id;

@@ -161,6 +161,9 @@ class Instance : public std::enable_shared_from_this<Instance> {
     std::string params;
     int input_rounds = 0;
     bool awaiting_input = false;  // the agent's side is asked; no request is out
+    // tasks/result of a server's own task (2025-11-25): its taskId. What the server sends about
+    // that task (notifications/tasks/status, requests with its related-task _meta) goes here.
+    std::string task_id;
   };
 
   // `call_id` marks the pending call whose request this line is, so a failure can tell
@@ -181,6 +184,8 @@ class Instance : public std::enable_shared_from_this<Instance> {
   void fail(const std::string& reason);
   void fail_pending(Failure failure, const std::string& message);
   std::shared_ptr<CallSink> route_target() const;
+  // The sink of the pending tasks/result of the server's task `task_id`, or null.
+  std::shared_ptr<CallSink> task_target(std::string_view task_id) const;
   void finish(std::uint64_t id);
   // 2026-07-28 servers' input_required results (instance_input.cpp): asked of the call's sink,
   // then the call is sent again with the answers and the server's requestState.

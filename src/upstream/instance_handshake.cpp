@@ -15,9 +15,22 @@ namespace bj = boost::json;
 
 namespace {
 // The client capabilities the gateway declares upstream: everything it can route back to an
-// agent. Whether the agent itself supports it is checked per request, downstream.
+// agent. Whether the agent itself supports it is checked per request, downstream. `tasks`: it
+// understands the tasks of 2025-11-25 (a server's own tasks are passed through,
+// docs/tasks.md); it takes no task-augmented requests itself, so it declares no member of it.
 constexpr std::string_view kClientCapabilities =
-    R"({"roots":{"listChanged":true},"sampling":{},"elicitation":{}})";
+    R"({"roots":{"listChanged":true},"sampling":{},"elicitation":{},"tasks":{}})";
+
+// capabilities.tasks.requests.tools.call and capabilities.tasks.cancel of a 2025-11-25 server.
+void read_task_capabilities(const bj::object& caps, mcp::ServerCapabilities& out) {
+  const auto* tasks = caps.if_contains("tasks");
+  if (!tasks || !tasks->is_object()) return;
+  out.tasks_cancel = tasks->as_object().contains("cancel");
+  const auto* requests = tasks->as_object().if_contains("requests");
+  const auto* tools =
+      requests && requests->is_object() ? requests->as_object().if_contains("tools") : nullptr;
+  out.tasks_tools_call = tools && tools->is_object() && tools->as_object().contains("call");
+}
 }  // namespace
 
 void Instance::keep_server_info(const bj::object& result) {
@@ -91,6 +104,7 @@ asio::awaitable<std::string> Instance::initialize() {
         caps_.prompts = caps.contains("prompts");
         caps_.logging = caps.contains("logging");
         caps_.completions = caps.contains("completions");
+        if (version_ >= mcp::Version::k2025_11_25) read_task_capabilities(caps, caps_);
       }
       write(json::make_notification("notifications/initialized", {}));
       failure = co_await fetch_catalog();

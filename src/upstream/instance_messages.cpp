@@ -185,6 +185,14 @@ void Instance::on_notification(std::string_view line, const json::Envelope& env)
     }
     return;
   }
+  if (m == "notifications/tasks/status") {
+    // A server's own task (2025-11-25): to whoever waits for its result.
+    const bj::value task = member(env.params.in(line), "taskId");
+    if (auto target = task.is_string() ? task_target(task.as_string()) : nullptr) {
+      target->on_notification(std::string(line));
+    }
+    return;
+  }
   // notifications/cancelled from the server, resources/updated, ...: nothing to route yet.
   spdlog::debug("[{}#{}] notification {} not routed", server_.name, number_, m);
 }
@@ -239,6 +247,14 @@ asio::awaitable<void> Instance::relist_loop() {
   relist_again_ = false;
 }
 
+std::shared_ptr<CallSink> Instance::task_target(std::string_view task_id) const {
+  if (task_id.empty()) return nullptr;
+  for (const auto& [id, p] : pending_) {
+    if (p.sink && p.task_id == task_id) return p.sink;
+  }
+  return nullptr;
+}
+
 std::shared_ptr<CallSink> Instance::route_target() const {
   // Stdio carries no link from a server request to the call that caused it. The most recent
   // in-flight call is the best guess; with one caller per instance it is exact.
@@ -262,7 +278,17 @@ void Instance::on_server_request(std::string_view line, const json::Envelope& en
     write(json::make_result(id, "{}"));
     return;
   }
-  auto target = route_target();
+  // A request about a server's own task goes to whoever waits for that task's result.
+  std::shared_ptr<CallSink> target;
+  const std::string_view params = env.params.in(line);
+  const bool related = params.find("related-task") != std::string_view::npos;
+  if (const bj::value meta = related ? member(params, "_meta") : nullptr; meta.is_object()) {
+    const auto* related = meta.as_object().if_contains("io.modelcontextprotocol/related-task");
+    const auto* task =
+        related && related->is_object() ? related->as_object().if_contains("taskId") : nullptr;
+    if (task && task->is_string()) target = task_target(task->as_string());
+  }
+  if (!target) target = route_target();
   if (!target) {
     if (env.method == "roots/list") {
       write(json::make_result(id, R"({"roots":[]})"));

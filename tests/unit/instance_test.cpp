@@ -661,6 +661,54 @@ TEST_F(InstanceTest, ServerRequestsAreRoutedToTheCallersSink) {
   });
 }
 
+TEST_F(InstanceTest, AServersOwnTaskIsNotedAndWhatItSaysOfItGoesToItsResultsWaiter) {
+  run([&]() -> asio::awaitable<void> {
+    auto plain = make_instance();
+    if (!co_await start(*plain)) co_return;
+    EXPECT_FALSE(plain->capabilities().tasks_tools_call);  // the fixture without --tasks
+    co_await stop(*plain, plain->pid());
+    server_.args = {"--tasks"};
+    auto inst = make_instance();
+    if (!co_await start(*inst)) co_return;
+    const pid_t pid = inst->pid();
+    EXPECT_TRUE(inst->capabilities().tasks_tools_call);
+    EXPECT_TRUE(inst->capabilities().tasks_cancel);
+    // A task-augmented call: the server makes a task and answers at once.
+    auto creator = make_sink();
+    bj::object params{{"name", "elicit"},
+                      {"arguments", bj::object{{"message", "Name?"}}},
+                      {"task", bj::object{}}};
+    inst->call("tools/call", bj::serialize(params), "1", {}, creator, 60s, "fx__elicit");
+    co_await until([&] { return !creator->responses.empty(); });
+    const bj::value created = parse(creator->responses[0]);
+    const std::string task_id(created.at("result").at("task").at("taskId").as_string());
+    // Its tasks/result waits; then a newer call is in flight, where a request would go unrouted.
+    auto follower = make_sink();
+    inst->call("tasks/result", bj::serialize(bj::object{{"taskId", task_id}}), "2", {}, follower,
+               60s, "fx__elicit");
+    auto bystander = make_sink();
+    inst->call("tools/call", tool_params("sleep", {{"ms", 1500}}), "3", {}, bystander, 60s,
+               "fx__sleep");
+    co_await until([&] { return !follower->responses.empty(); });
+    // The task's question (related-task _meta) and its status notifications went to the waiter.
+    EXPECT_EQ(follower->server_requests, std::vector<std::string>{"elicitation/create"});
+    EXPECT_TRUE(bystander->server_requests.empty());
+    std::vector<std::string> statuses;
+    for (const auto& n : follower->notifications) {
+      const bj::value v = parse(n);
+      EXPECT_EQ(v.at("method"), "notifications/tasks/status");
+      EXPECT_EQ(v.at("params").at("taskId"), task_id.c_str());
+      statuses.emplace_back(v.at("params").at("status").as_string());
+    }
+    EXPECT_EQ(statuses, (std::vector<std::string>{"input_required", "working", "failed"}));
+    // The sink refused to answer: the tool's error is the task's result.
+    EXPECT_NE(result_text(follower->responses[0]).find("elicitation failed"), std::string::npos)
+        << follower->responses[0];
+    co_await until([&] { return !bystander->responses.empty(); });
+    co_await stop(*inst, pid);
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // A misbehaving server
 

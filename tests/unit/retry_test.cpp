@@ -59,6 +59,22 @@ TEST_F(RetryTest, ACrashAfterSendingIsRetriedOnlyForIdempotentTools) {
   EXPECT_EQ(last->attempts_seen.size(), 2u);
 }
 
+TEST_F(RetryTest, ATaskAugmentedCallIsNeverSentTwice) {
+  // A second send would make a second task on the server (docs/tasks.md).
+  config::Server s;
+  s.max_retries = 2;
+  s.idempotent_tools = {"*"};
+  build(s);
+  for (const Fault f : {Fault::kNotSent, Fault::kCrashed}) {
+    last->attempts_seen.clear();
+    last->script = {Result::failure(f, "died"), Result{}};
+    auto call = routed->call("search");
+    call.task_augmented = true;
+    EXPECT_EQ(run(call).fault, f);
+    EXPECT_EQ(last->attempts_seen.size(), 1u);
+  }
+}
+
 TEST_F(RetryTest, StopsAtMaxRetries) {
   config::Server s;
   s.max_retries = 2;

@@ -117,6 +117,23 @@ TEST(TaskStore, PerOwnerLimitRefusesOnlyWhenAllAreRunning) {
   EXPECT_EQ(store.find(first_id, "o"), nullptr);
 }
 
+TEST(TaskStore, RefusalSaysWhatCreateWouldAnswerWithoutCreating) {
+  base::ManualClock clock;
+  Store store(limits(2), clock);
+  std::string error;
+  EXPECT_EQ(store.refusal("o"), "");
+  Task* first = store.create("o", std::make_shared<FakeRun>(), error);
+  const std::string first_id = first->id;
+  EXPECT_EQ(store.refusal("o"), "");
+  ASSERT_TRUE(store.create("o", std::make_shared<FakeRun>(), error));
+  EXPECT_NE(store.refusal("o").find("gateway.task_max_per_tenant"), std::string::npos);
+  EXPECT_EQ(store.refusal("other"), "");
+  EXPECT_EQ(store.size(), 2u);  // asking made nothing and dropped nothing
+  store.complete(first_id, "{}");
+  EXPECT_EQ(store.refusal("o"), "");  // a finished one would give way
+  EXPECT_NE(store.find(first_id, "o"), nullptr);
+}
+
 TEST(TaskStore, ResultsBeyondTheByteBudgetEvictOldFinishedOnesOrFail) {
   base::ManualClock clock;
   Store store(limits(10, 100), clock);
