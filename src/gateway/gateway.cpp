@@ -43,7 +43,7 @@ Gateway::Gateway(asio::io_context& io, config::Config config, const base::Clock&
       clock_(clock),
       config_(std::move(config)),
       call_log_(telemetry::CallLog::Limits{.max_bytes = config_.gateway.call_log_max_bytes}),
-      gate_(io, config_.gateway.start_concurrency),
+      gate_(config_.gateway.start_concurrency),
       sweep_(io, clock),
       settled_(io, clock) {
   sessions_.set_owner(config_.gateway.gateway_id);

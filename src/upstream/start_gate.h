@@ -13,12 +13,11 @@ namespace toolbridge::upstream {
 
 class StartGate {
  public:
-  StartGate(boost::asio::io_context& io, std::size_t limit) : io_(io), free_(limit ? limit : 1) {}
+  explicit StartGate(std::size_t limit) : free_(limit ? limit : 1) {}
   boost::asio::awaitable<void> acquire();
   void release();
 
  private:
-  boost::asio::io_context& io_;
   std::size_t free_;
   std::deque<std::shared_ptr<base::Event>> waiters_;  // in order of arrival, each woken in turn
 };

@@ -43,7 +43,7 @@ class ScriptedStage final : public call::Stage {
 struct Routed {
   boost::asio::io_context io;
   telemetry::Metrics metrics;
-  upstream::StartGate gate{io, 1};
+  upstream::StartGate gate{1};
   std::shared_ptr<upstream::Upstream> up;
 
   explicit Routed(config::Server server) {

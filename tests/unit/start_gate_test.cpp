@@ -17,7 +17,7 @@ namespace asio = boost::asio;
 
 TEST(StartGate, AdmitsUpToTheLimitThenHandsEachPermitToTheNextWaiterInOrder) {
   asio::io_context io;
-  StartGate gate(io, 2);
+  StartGate gate(2);
   std::vector<int> admitted;
   for (int i = 0; i < 4; ++i) {
     asio::co_spawn(
@@ -42,7 +42,7 @@ TEST(StartGate, AdmitsUpToTheLimitThenHandsEachPermitToTheNextWaiterInOrder) {
 
 TEST(StartGate, ALimitOfZeroStillAdmitsOne) {
   asio::io_context io;
-  StartGate gate(io, 0);
+  StartGate gate(0);
   int admitted = 0;
   for (int i = 0; i < 2; ++i) {
     asio::co_spawn(

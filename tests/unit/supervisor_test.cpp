@@ -91,7 +91,7 @@ class SupervisorTest : public ::testing::Test {
 
   config::Server server_;
   asio::io_context io_;
-  StartGate gate_{io_, 4};
+  StartGate gate_{4};
   telemetry::Metrics metrics_;
   base::ManualClock clock_;
   FixedRandom random_;
