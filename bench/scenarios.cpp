@@ -11,6 +11,7 @@
 #include <fstream>
 #include <fmt/format.h>
 #include <iostream>
+#include <map>
 #include <optional>
 
 #include "gateway_process.h"
@@ -44,7 +45,8 @@ struct CostPair {
   std::string note;      // the table note that says what was run
   std::size_t rounds = 12;
   std::chrono::milliseconds window{1000};
-  std::size_t calls_per_session = 0;  // replay: the cassette's depth per trajectory (0: none)
+  // replay: the cassette's depth per trajectory at each concurrency (none: not a replay pair)
+  std::map<std::size_t, std::size_t> calls_per_session;
   std::string bin_a;  // the first gateway's binary, when not the bench's own (--against)
 };
 
@@ -75,10 +77,11 @@ void run_cost_pairs(const Options& o, ScenarioResult& r, const std::vector<std::
                 target, {c, warmup, win, 0, o.rate}, [&] { before = sample_path(&gw, fixture); },
                 [&] { after = sample_path(&gw, fixture); }));
     report_errors(r, fmt::format("{} pairs c={}", pair.what, c), res);
-    if (pair.calls_per_session > 0 && res.calls + warmup * c > pair.calls_per_session * c) {
+    if (auto depth = pair.calls_per_session.find(c);
+        depth != pair.calls_per_session.end() && res.calls + warmup * c > depth->second * c) {
       r.problems.push_back(fmt::format("{} pairs c={}: {} calls in a window, more than the cassette's {} per "
                                        "session: some were misses",
-                                       pair.what, c, res.calls, pair.calls_per_session));
+                                       pair.what, c, res.calls, depth->second));
     }
     if (!before.gateway || !after.gateway || !before.gateway->ok || !after.gateway->ok || res.calls == 0)
       return std::nullopt;
@@ -178,9 +181,11 @@ std::string with_gateway_lines(const Options& o, const std::string& lines) {
   return y;
 }
 
-// A cassette for the replay pairs: `trajectories` trajectories of `calls` fixture__echo calls
-// each ({"text":"hello"}, occurrences 1..calls), the fixture's server record first.
-void write_bench_cassette(const std::string& dir, std::size_t trajectories, std::size_t calls) {
+// A cassette for the replay pairs: for each (trajectories, calls) group in turn, that many
+// trajectories of `calls` fixture__echo calls each ({"text":"hello"}, occurrences 1..calls), the
+// fixture's server record first.
+void write_bench_cassette(const std::string& dir,
+                          const std::vector<std::pair<std::size_t, std::size_t>>& groups) {
   std::filesystem::create_directories(dir);
   std::ofstream out(dir + "/calls.jsonl", std::ios::binary);
   out << replay::sealed_line(R"({"kind":"run","format":1,"run":"bench")");
@@ -189,13 +194,16 @@ void write_bench_cassette(const std::string& dir, std::size_t trajectories, std:
       R"("tools_hash":"0","tools":[{"name":"echo","inputSchema":{"type":"object","properties":)"
       R"({"text":{"type":"string"}},"required":["text"]}}])");
   std::uint64_t seq = 0;
-  for (std::size_t t = 0; t < trajectories; ++t) {
-    for (std::size_t k = 1; k <= calls; ++k) {
-      out << replay::sealed_line(fmt::format(
-          R"({{"kind":"call","seq":{},"trajectory":"t{}","server":"fixture","tool":"echo",)"
-          R"("arguments":{{"text":"hello"}},"occurrence":{},"duration_ms":0.1,"fingerprint":"0",)"
-          R"("result":{{"content":[{{"type":"text","text":"hello"}}]}})",
-          seq++, t, k));
+  std::size_t t = 0;
+  for (const auto& [trajectories, calls] : groups) {
+    for (const std::size_t last = t + trajectories; t < last; ++t) {
+      for (std::size_t k = 1; k <= calls; ++k) {
+        out << replay::sealed_line(fmt::format(
+            R"({{"kind":"call","seq":{},"trajectory":"t{}","server":"fixture","tool":"echo",)"
+            R"("arguments":{{"text":"hello"}},"occurrence":{},"duration_ms":0.1,"fingerprint":"0",)"
+            R"("result":{{"content":[{{"type":"text","text":"hello"}}]}})",
+            seq++, t, k));
+      }
     }
   }
 }
@@ -215,12 +223,22 @@ void run_record_pairs(const Options& o, ScenarioResult& r, const std::vector<std
   // Replay against the cache: every worker's session is a new trajectory, paired with the
   // cassette's next one (the order of first use); a cassette deep enough for every window.
   // As many trajectories as the windows will open sessions (run_cost_pairs' count of pairs):
-  // a session beyond them would find no trajectory of its own and every call would miss.
+  // a session beyond them would find no trajectory of its own and every call would miss. Each
+  // level's are as deep as one of its sessions may go in a window (0.5 s), twice what the rate
+  // gives it (closed loop: at most 8,000 calls/s in all), and no deeper: a cassette sized for
+  // the fastest level at every level held millions of records (GiBs) that no call read.
   const std::size_t rounds = o.short_mode ? 2 : o.cost_pairs > 0 ? o.cost_pairs : 6;
-  std::size_t sessions = 0;
-  for (std::size_t c : levels) sessions += c * rounds + c;  // + the warm-up target's
-  const std::size_t depth = 2000;  // calls one session may make in a window (0.5 s)
-  write_bench_cassette(root + "/replay/bench", sessions, depth);
+  std::vector<std::pair<std::size_t, std::size_t>> groups;
+  std::map<std::size_t, std::size_t> depth;
+  std::size_t sessions = 0, records = 0;
+  for (std::size_t c : levels) {
+    const double per_window = (o.rate > 0 ? 2 * o.rate : 8000.0) * 0.5 / static_cast<double>(c);
+    depth[c] = std::min<std::size_t>(2000, static_cast<std::size_t>(per_window) + warmup + 16);
+    groups.emplace_back(c * rounds + c, depth[c]);  // + the warm-up target's
+    sessions += c * rounds + c;
+    records += (c * rounds + c) * depth[c];
+  }
+  write_bench_cassette(root + "/replay/bench", groups);
   run_cost_pairs(o, r, levels, warmup,
                  {"replay vs cache hit",
                   [&] {
@@ -232,9 +250,9 @@ void run_record_pairs(const Options& o, ScenarioResult& r, const std::vector<std
                                             ", mode: strict}\n"),
                   "replayed / cache hit",
                   fmt::format("replay pairs: a gateway answering fixture__echo from its result cache (memory tier) "
-                              "against one answering it from a cassette in strict mode (no server; {} trajectories "
-                              "of {} calls), measured in turn.",
-                              sessions, depth),
+                              "against one answering it from a cassette in strict mode (no server; {} trajectories, "
+                              "{} records), measured in turn.",
+                              sessions, records),
                   rounds, std::chrono::milliseconds(500), depth});
   std::filesystem::remove_all(root, ec);
 }
