@@ -113,7 +113,8 @@ def test_delete_ends_session(gw):
     try:
         resp = s.client.delete(s.url, headers={"Mcp-Session-Id": s.session_id,
                                                "MCP-Protocol-Version": s.version})
-        assert resp.status_code in (200, 204), f"DELETE: HTTP {resp.status_code}: {resp.text[:300]}"
+        assert resp.status_code == 200, f"DELETE: HTTP {resp.status_code}: {resp.text[:300]}"
+        assert resp.json() == {}, resp.text[:300]
         after = s.post(echo_call())
         assert after.status_code == 404, f"POST after DELETE: HTTP {after.status_code}: {after.text[:300]}"
     finally:
@@ -187,7 +188,7 @@ def test_unknown_tool_error_names_it(session, name):
 
 def test_malformed_json_is_parse_error(session):
     resp = session.post(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"')
-    assert resp.status_code in (200, 400), f"HTTP {resp.status_code}: {resp.text[:300]}"
+    assert resp.status_code == 400, f"HTTP {resp.status_code}: {resp.text[:300]}"
     msgs = parse_body(resp)
     assert len(msgs) == 1, msgs
     assert msgs[0]["error"]["code"] == -32700, msgs

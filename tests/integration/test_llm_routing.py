@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import re
 import threading
 import time
@@ -10,6 +11,14 @@ import httpx
 import pytest
 
 from llm_support import chat_body, model_entry, sse_events, start_llm_gateway, start_workers
+
+
+def wait_until(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"waited {timeout} s for {what}"
+        time.sleep(0.02)
+
 
 SYSTEM = " ".join(f"sys{i}" for i in range(300))
 
@@ -84,23 +93,20 @@ def test_affinity_spills_when_the_home_worker_is_overloaded(tmp_path):
         gw = start_llm_gateway(tmp_path / "gw", {"sim": model_entry(ws, routing="affinity",
                                                                         load_factor=1.25)})
         try:
-            workers = []
-
-            def call():
+            def call() -> str:
                 r = httpx.post(gw.base_url + "/v1/chat/completions",
                                json=chat_body([{"role": "user", "content": "x"}], max_tokens=5,
                                               user="one-trajectory"), timeout=30)
-                assert r.status_code == 200
-                workers.append(r.headers["x-toolbridge-worker"])
+                assert r.status_code == 200, r.text
+                return r.headers["x-toolbridge-worker"]
 
-            first = threading.Thread(target=call)
-            first.start()
-            time.sleep(0.3)  # the first holds its home worker for ~1 s
-            others = [threading.Thread(target=call) for _ in range(2)]
-            for th in others:
-                th.start()
-            for th in [first, *others]:
-                th.join()
+            with concurrent.futures.ThreadPoolExecutor(3) as pool:
+                first = pool.submit(call)
+                # The first holds its home worker for ~1 s (5 tokens at 200 ms) once it is there.
+                wait_until(lambda: sum(w.stats()["requests"] for w in ws) == 1, 10,
+                           "the first request to reach a worker")
+                others = [pool.submit(call) for _ in range(2)]
+                workers = [f.result() for f in [first, *others]]
             assert len(set(workers)) >= 2, workers
             assert metric(gw.metrics(), "toolbridge_llm_spills_total", model="sim") >= 1
         finally:

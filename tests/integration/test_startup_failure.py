@@ -76,8 +76,9 @@ def test_healthz_http_status(gw):
     import httpx
 
     resp = httpx.get(gw.base_url + "/healthz", timeout=10)
-    # Either convention is fine (200 with a degraded body, or 503); the body must still be JSON.
-    assert resp.status_code in (200, 503)
+    # 200 while it serves (docs/endpoints.md): the other servers' tools still work, so a load
+    # balancer must keep sending; the body says what is wrong.
+    assert resp.status_code == 200, resp.text[:300]
     assert resp.json()["status"] == "degraded"
 
 
