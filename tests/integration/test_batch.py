@@ -211,7 +211,8 @@ def test_a_batch_whose_calls_are_all_shed_gets_429_with_retry_after(gateway_fact
                for _ in range(2)]
     for t in holders:
         t.start()
-    time.sleep(0.4)
+    gw.wait_health(lambda h: h["admission"]["servers"]["fixture"]["queued"] == 1, 10,
+                   "one call on the slot and one in the queue")
     resp = post(gw, {"calls": [{"tool": "fixture__echo", "arguments": {"text": "x"}}] * 3})
     for t in holders:
         t.join()

@@ -192,7 +192,8 @@ def test_overloaded_is_typed_with_retry_after(gateway_factory):
         holders = [threading.Thread(target=c.call, args=("fixture__sleep", {"ms": 1500})) for _ in range(2)]
         for t in holders:
             t.start()
-        time.sleep(0.4)
+        gw.wait_health(lambda h: h["admission"]["servers"]["fixture"]["queued"] == 1, 10,
+                       "one call on the slot and one in the queue")
         with pytest.raises(toolbridge.Overloaded) as info:
             c.batch([("fixture__echo", {"text": "x"})])
         for t in holders:
