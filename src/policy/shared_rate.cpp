@@ -74,10 +74,7 @@ void SharedRateStage::reconfigure() {
   }
   if (redis_ && redis_for_.address == shared.address && redis_for_.timeout == shared.timeout)
     return;
-  const std::size_t colon = shared.address.rfind(':');
-  const auto port = static_cast<unsigned short>(std::stoi(shared.address.substr(colon + 1)));
-  redis_ = std::make_shared<redis::RedisClient>(io_, clock_, shared.address.substr(0, colon), port,
-                                                shared.timeout);
+  redis_ = redis::RedisClient::at(io_, clock_, shared.address, shared.timeout);
   redis_for_ = shared;
 }
 

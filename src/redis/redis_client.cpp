@@ -95,6 +95,15 @@ RedisClient::RedisClient(asio::io_context& io, const base::Clock& clock, std::st
                          unsigned short port, std::chrono::milliseconds timeout)
     : io_(io), clock_(clock), host_(std::move(host)), port_(port), timeout_(timeout) {}
 
+std::shared_ptr<RedisClient> RedisClient::at(asio::io_context& io, const base::Clock& clock,
+                                             std::string_view address,
+                                             std::chrono::milliseconds timeout) {
+  const std::size_t colon = address.rfind(':');
+  const auto port = static_cast<unsigned short>(std::stoi(std::string(address.substr(colon + 1))));
+  return std::make_shared<RedisClient>(io, clock, std::string(address.substr(0, colon)), port,
+                                       timeout);
+}
+
 RedisClient::~RedisClient() {
   if (ac_) {
     redisAsyncContext* ac = ac_;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/clock.h"
@@ -34,6 +35,11 @@ class RedisClient {
   ~RedisClient();
   RedisClient(const RedisClient&) = delete;
   RedisClient& operator=(const RedisClient&) = delete;
+
+  // A client of the Redis at `address`, "HOST:PORT" as the config reader checked it.
+  static std::shared_ptr<RedisClient> at(boost::asio::io_context& io, const base::Clock& clock,
+                                         std::string_view address,
+                                         std::chrono::milliseconds timeout);
 
   // The reply, or nullopt if Redis could not answer within the timeout (down, slow, refused).
   boost::asio::awaitable<std::optional<RedisReply>> command(std::vector<std::string> argv);
