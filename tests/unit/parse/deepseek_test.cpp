@@ -6,6 +6,7 @@ namespace toolbridge::parse {
 namespace {
 
 using testing::calls_after;
+using testing::expect_text_kept;
 using testing::split_everywhere;
 using testing::summary;
 using V = std::vector<std::string>;
@@ -51,7 +52,7 @@ TEST(DeepSeek, Adversarial) {
   for (const char* text : {"<｜tool▁calls▁begin｜>", "<｜tool▁calls▁begin｜>junk",
                            "<｜tool▁call▁begin｜><｜tool▁sep｜><｜tool▁call▁end｜>",
                            "<｜tool▁calls▁end｜>", "<｜tool▁call"}) {
-    (void)split_everywhere("deepseek_v3", text);
+    expect_text_kept(text, split_everywhere("deepseek_v3", text));
   }
 }
 

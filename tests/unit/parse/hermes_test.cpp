@@ -7,6 +7,7 @@ namespace toolbridge::parse {
 namespace {
 
 using testing::calls_after;
+using testing::expect_text_kept;
 using testing::split_everywhere;
 using testing::summary;
 using V = std::vector<std::string>;
@@ -87,8 +88,7 @@ TEST(Hermes, AdversarialInputsNeverCrashAndNeverLoseText) {
        {"<tool_call>", "<tool_call><tool_call>", "</tool_call>", "<tool_call>{", "<tool_call>{}",
         "<tool_call>{\"name\":1}", "<tool_call>[1,2]</tool_call>", "``` <tool_call>", "`",
         "<think>", "</think><tool_call>{\"name\":\"a\"}", "<tool_call>{\"name\":\"a\"}}}}"}) {
-    const auto x = split_everywhere("hermes", text);
-    (void)x;
+    expect_text_kept(text, split_everywhere("hermes", text));
   }
   const auto nested = split_everywhere(
       "hermes", "<tool_call>{\"name\":\"a\",\"arguments\":{\"s\":\"</tool_call>\"}}</tool_call>");

@@ -6,6 +6,7 @@ namespace toolbridge::parse {
 namespace {
 
 using testing::calls_after;
+using testing::expect_text_kept;
 using testing::split_everywhere;
 using testing::summary;
 using V = std::vector<std::string>;
@@ -56,7 +57,7 @@ TEST(Llama3Json, EachCallReportedWhenItsBraceCloses) {
 TEST(Llama3Json, Adversarial) {
   for (const char* text : {"{", "{}", "<|python_tag|>", "<|python_tag|>print(1)",
                            "{\"name\":", "{\"name\":\"a\",\"arguments\":{}};;", "{]"}) {
-    (void)split_everywhere("llama3_json", text);
+    expect_text_kept(text, split_everywhere("llama3_json", text));
   }
 }
 

@@ -4,6 +4,8 @@
 // byte) gives the same result.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <cctype>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,6 +71,31 @@ inline Extraction split_everywhere(std::string_view name, std::string_view text)
   for (std::size_t i = 1; i < text.size(); ++i) every.push_back(i);
   expect_same(whole, chunked(f, text, every), "byte by byte");
   return whole;
+}
+
+// Nothing the model wrote is lost when no call is read from it: every letter and digit of `text`
+// is in the content, the reasoning or an unparsed entry, as often as in `text` — but for the
+// models' special tokens (a calls section's markers, the <think> tags), which are syntax and may
+// go when the section they open holds nothing.
+inline void expect_text_kept(std::string_view text, const Extraction& x) {
+  if (!x.calls.empty()) return;
+  std::string in(text);
+  for (const std::string_view tag :
+       {"</think>", "<think>", "[TOOL_CALLS]", "<|python_tag|>", "<｜tool▁calls▁begin｜>",
+        "<｜tool▁calls▁end｜>", "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"}) {
+    for (std::size_t at; (at = in.find(tag)) != std::string::npos;) in.erase(at, tag.size());
+  }
+  std::string out = x.content + x.reasoning;
+  for (const auto& u : x.unparsed) out += u.text;
+  std::array<int, 256> count{};
+  for (const char c : in) {
+    if (std::isalnum(static_cast<unsigned char>(c))) ++count[static_cast<unsigned char>(c)];
+  }
+  for (const char c : out) --count[static_cast<unsigned char>(c)];
+  for (std::size_t c = 0; c < count.size(); ++c) {
+    EXPECT_LE(count[c], 0) << "'" << static_cast<char>(c) << "' lost from: " << text
+                           << "\ncontent: " << x.content << "\nreasoning: " << x.reasoning;
+  }
 }
 
 // Feeding byte by byte, the number of calls reported once the first `prefix` bytes are in.

@@ -6,6 +6,7 @@ namespace toolbridge::parse {
 namespace {
 
 using testing::calls_after;
+using testing::expect_text_kept;
 using testing::split_everywhere;
 using testing::summary;
 using V = std::vector<std::string>;
@@ -78,7 +79,7 @@ TEST(Qwen3Coder, Adversarial) {
                            "<tool_call><function=a><parameter=",
                            "<function=a></function>"
                            "</tool_call></tool_call>"}) {
-    (void)split_everywhere("qwen3_coder", text);
+    expect_text_kept(text, split_everywhere("qwen3_coder", text));
   }
 }
 
