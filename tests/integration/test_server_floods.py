@@ -48,7 +48,8 @@ def test_list_changed_flood_is_coalesced(tmp_path, binaries):
         count = int(text_of(s.call_tool("rogue__list_calls", {}, 2)["result"]))
         # At most one re-read in flight plus one more for what came meanwhile: a few per read of
         # the flood from the pipe, never one per notification.
-        assert count <= 50, f"{count} tools/list requests for a flood of 20000 list_changed"
+        # The flood came before the first answer on the same pipe, so it was read: re-read it was.
+        assert 1 <= count <= 50, f"{count} tools/list requests for a flood of 20000 list_changed"
     finally:
         s.close()
         gw.close()
@@ -98,7 +99,8 @@ def test_garbage_flood_is_logged_sparingly(tmp_path, binaries):
         time.sleep(0.5)
         log = gw.stderr_path.read_text(errors="replace")
         lines = log.count("not JSON-RPC")
-        assert lines <= 20, f"{lines} log lines for 20000 invalid lines"
+        # The lines came before the answer on the same pipe: read, and said, but sparingly.
+        assert 1 <= lines <= 20, f"{lines} log lines for 20000 invalid lines"
     finally:
         s.close()
         gw.close()
