@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -457,3 +458,42 @@ def test_release_endpoint_checks_method_origin_and_name(gateway_factory):
         assert gw.health()["servers"]["fixture"]["sessions_bound"] == 0
     finally:
         sess.close()
+
+
+def test_an_instance_over_max_rss_mb_is_retired_and_one_under_it_is_not(gateway_factory):
+    # Every process is over 1 MiB: "fat" is retired at each check; "lean" (the same binary under
+    # a bound it cannot reach) never is, though checked as often.
+    gw = gateway_factory({"fat": fixture_server(max_rss_mb=1, rss_check_interval="200ms"),
+                          "lean": fixture_server(max_rss_mb=65536, rss_check_interval="200ms")})
+    first = gw.health()["servers"]["fat"]["pid"]
+    health = gw.wait_health(lambda h: h["servers"]["fat"]["recycles"].get("max_rss", 0) >= 2, 20,
+                            "fat retired for its memory twice")
+    assert health["servers"]["lean"]["recycles"].get("max_rss", 0) == 0, health["servers"]["lean"]
+    assert health["servers"]["fat"]["restarts"] == 0, "recycling is not a restart"
+    log = gw.stderr_path.read_text()
+    assert re.search(r"\[fat#\d+\] resident memory \d+ MiB is above max_rss_mb \(1\)", log), log[-2000:]
+    assert not re.search(r"\[lean#\d+\] resident memory", log), log[-2000:]
+    # Calls go on being answered, by the instances that replace the retired ones.
+    s = RawSession(gw.mcp_url).initialize()
+    try:
+        assert text_of(s.call_tool("fat__echo", {"text": "still"}, 1)["result"]) == "still"
+        pid = int(text_of(s.call_tool("fat__pid", {}, 2)["result"]))
+        assert pid != first
+    finally:
+        s.close()
+    assert 'toolbridge_recycles_total{server="fat",reason="max_rss"}' in gw.metrics()
+
+
+@pytest.mark.parametrize("level,infos,warnings", [("info", True, True), ("warn", False, True),
+                                                  ("error", False, False)])
+def test_log_level_keeps_what_is_at_or_above_it(gateway_factory, level, infos, warnings):
+    # A server retired for its memory every check: a warning each time; its start: info lines.
+    gw = gateway_factory({"fat": fixture_server(max_rss_mb=1, rss_check_interval="200ms")},
+                         {"log_level": level})
+    gw.wait_health(lambda h: h["servers"]["fat"]["recycles"].get("max_rss", 0) >= 2, 20,
+                   "fat retired for its memory twice")
+    log = gw.stderr_path.read_text()
+    levels = set(re.findall(r"^\S+ (\w+) ", log, re.M))
+    assert ("info" in levels) == infos, log[-2000:]
+    assert ("is above max_rss_mb" in log) == warnings, log[-2000:]
+    assert "debug" not in levels and "trace" not in levels, log[-2000:]
