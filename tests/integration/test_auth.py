@@ -196,3 +196,41 @@ def test_the_cli_sends_the_key_from_the_environment(traced_gateway):
     allowed = subprocess.run(cmd, capture_output=True, text=True, timeout=30,
                              env={**os.environ, "TOOLBRIDGE_TOKEN": TOKEN_A})
     assert allowed.returncode == 0 and "from the cli" in allowed.stdout, allowed
+
+
+def own_non_loopback_address() -> str | None:
+    """An IPv4 address of this machine that is not loopback (the default route's source)."""
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # no packet is sent: this only picks a source address
+        except OSError:
+            return None
+        address = s.getsockname()[0]
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
+@pytest.mark.parametrize("dashboard", ["loopback", "anywhere"])
+def test_the_dashboard_answers_loopback_clients_only_unless_told(tmp_path, dashboard):
+    address = own_non_loopback_address()
+    if address is None:
+        pytest.skip("this machine has no non-loopback IPv4 address to come from")
+    proc = serve(tmp_path, {"allow_unauthenticated": True, "dashboard": dashboard}, "0.0.0.0:0")
+    try:
+        match = re.match(r"^listening on http://0\.0\.0\.0:(\d+)$", proc.stdout.readline())
+        assert match
+        port = match.group(1)
+        for path in ("/dashboard", "/v1/trajectories"):
+            assert httpx.get(f"http://127.0.0.1:{port}{path}", timeout=10).status_code == 200
+            remote = httpx.get(f"http://{address}:{port}{path}", timeout=10)
+            if dashboard == "anywhere":
+                assert remote.status_code == 200, remote.text
+            else:
+                assert remote.status_code == 403, remote.text
+                assert f"answer loopback clients only, not {address}" in remote.text, remote.text
+        # The rest of the gateway serves that client as any other.
+        assert httpx.get(f"http://{address}:{port}/healthz", timeout=10).status_code == 200
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
