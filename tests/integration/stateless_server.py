@@ -2,7 +2,8 @@
 answers server/discover with 2026-07-28, so the gateway speaks to it statelessly.
 `interview` asks for input as a 2026-07-28 server does, with input_required results over two
 rounds (elicitation, then sampling and roots) and answers with everything it was given, so a test
-can see what reached it; `insist` never stops asking (the gateway's bound on rounds).
+can see what reached it; `insist` never stops asking (the gateway's bound on rounds); `ask` asks
+COUNT things at once under keys KEY_BYTES long (its bounds on a round).
 Usage: stateless_server.py PORT"""
 import json
 import sys
@@ -58,6 +59,18 @@ def interview(topic: str, ctx: Context) -> CallToolResult | InputRequiredResult:
             },
             request_state=f"round-2:{name}")
     return CallToolResult(content=[TextContent(type="text", text=json.dumps({"state": state, "answers": answers}))])
+
+
+@app.tool()
+def ask(count: int, key_bytes: int) -> CallToolResult | InputRequiredResult:
+    """One round asking `count` elicitations at once, under keys `key_bytes` long (the gateway's
+    bounds: 16 a round, keys of at most 256 bytes)."""
+    keys = [str(i).rjust(key_bytes, "k") for i in range(count)]
+    return InputRequiredResult(
+        input_requests={k: ElicitRequest(params=ElicitRequestFormParams(
+            message="Which?", requested_schema={"type": "object", "properties": {}}))
+            for k in keys},
+        request_state="asked")
 
 
 insisted = 0

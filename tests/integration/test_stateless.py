@@ -375,3 +375,23 @@ def test_a_server_that_never_stops_asking_is_cut_off_after_16_rounds(gateway_fac
         assert int(text_of(s.call_tool("py__insisted_count", {})["result"])) - before == 17
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("count,key_bytes,bound", [
+    (17, 8, "it asked for 17 inputs at once (at most 16)"),
+    (1, 257, "an inputRequests key is malformed"),
+    (16, 256, None)])
+def test_a_round_of_more_than_16_requests_or_a_key_over_256_bytes_is_refused(
+        gateway_factory, stateless_upstream, count, key_bytes, bound):
+    gw = gateway_factory({"py": {"url": stateless_upstream}}, ready=["py"])
+    s = RawSession(gw.mcp_url, "2025-11-25").initialize()  # no elicitation capability declared
+    try:
+        err = s.call_tool("py__ask", {"count": count, "key_bytes": key_bytes})["error"]
+        if bound:
+            assert err["code"] == -32603 and bound in err["message"], err
+            assert "server 'py' cannot be answered" in err["message"], err
+        else:  # within the bounds: the requests are read, and refused only for the capability
+            assert "at most 16" not in err["message"] and "malformed" not in err["message"], err
+            assert "elicitation" in err["message"], err
+    finally:
+        s.close()
