@@ -162,3 +162,21 @@ def test_the_official_sdk_reaches_a_gateway_with_tls_and_an_api_key(gateway_fact
                 return tools, result.content[0].text
 
     assert asyncio.run(session()) == (["fixture__echo"], "sdk over tls")
+
+
+def test_a_client_that_stalls_its_handshake_is_closed_after_idle_timeout(gateway_factory, pki, tmp_path):
+    import socket
+    gw = Gateway(tmp_path / "gw", {"fixture": fixture_server()},
+                 {"tls": {"cert": str(pki["cert"]), "key": str(pki["key"])}, "idle_timeout": "1s"})
+    gw.verify = ssl.create_default_context(cafile=str(pki["ca"]))
+    gw.start()
+    gateway_factory.gateways.append(gw)
+    gw.wait_ready()
+    with socket.create_connection(("127.0.0.1", gw.port), timeout=15) as raw:
+        raw.sendall(b"\x16\x03\x01")  # the first bytes of a ClientHello, then nothing
+        began = time.monotonic()
+        assert raw.recv(4096) == b"", "the gateway answered a handshake that never came"
+        waited = time.monotonic() - began
+    assert 0.8 <= waited < 10, f"closed after {waited:.1f} s (idle_timeout 1s)"
+    # Others are served meanwhile and after.
+    assert handshake(gw.port, pki["ca"]) == "ca"
