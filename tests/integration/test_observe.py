@@ -84,7 +84,8 @@ def test_every_outcome_writes_one_trace_line(traced):
         threads = [threading.Thread(target=occupy, args=(i,)) for i in range(2)]
         for t in threads:
             t.start()
-            time.sleep(0.3)
+        gw.wait_health(lambda h: h["admission"]["servers"]["narrow"]["queued"] == 1, 10,
+                       "one narrow call on the slot and one in the queue")
         shed = call(s, "narrow__echo", {"text": "x"}, 6)
         assert "overloaded" in text_of(shed["result"]), shed
         for t in threads:
@@ -194,8 +195,9 @@ def test_the_trajectory_view_under_concurrent_calls(gateway_factory):
     threads = [threading.Thread(target=agent, args=(t,)) for t in trajectories]
     for t in threads:
         t.start()
-    started.wait(10)
-    time.sleep(0.2)
+    assert started.wait(10)
+    # A call is in flight once the fixture holds one (the call log counts it before that).
+    gw.wait_health(lambda h: h["servers"]["fixture"]["in_flight"] > 0, 10, "a call in flight")
     busy = httpx.get(gw.base_url + "/v1/trajectories", timeout=10).json()
     assert busy["in_flight"] > 0, busy
     current = [t for t in busy["trajectories"] if "current" in t]
