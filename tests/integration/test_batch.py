@@ -42,14 +42,15 @@ def text(entry: dict) -> str:
 
 
 def test_results_come_back_in_request_order_though_they_finish_out_of_order(gw):
-    calls = [{"tool": "fixture__sleep", "arguments": {"ms": ms}} for ms in (300, 10, 150, 0)]
+    calls = [{"tool": "fixture__sleep", "arguments": {"ms": ms}} for ms in (1000, 10, 900, 0)]
     started = time.monotonic()
     results = ok_batch(gw, {"calls": calls})
     elapsed = time.monotonic() - started
-    assert [text(r) for r in results] == ["slept 300 ms", "slept 10 ms", "slept 150 ms", "slept 0 ms"]
+    assert [text(r) for r in results] == ["slept 1000 ms", "slept 10 ms", "slept 900 ms", "slept 0 ms"]
     assert all(r["outcome"] == "ok" and r["tool"] == "fixture__sleep" for r in results)
-    # Concurrent: the batch takes about as long as its longest call, not the sum (460 ms).
-    assert elapsed < 0.45, f"{elapsed:.2f} s: the calls did not run concurrently"
+    # Concurrent: the batch takes about as long as its longest call (1 s), not the sum (1.91 s);
+    # the margin either way is wide enough for a loaded, sanitized run.
+    assert elapsed < 1.7, f"{elapsed:.2f} s: the calls did not run concurrently"
 
 
 def test_errors_are_per_call_and_never_fail_the_batch(gw):
