@@ -28,7 +28,6 @@ const std::set<std::string> kNotYetConverted = {
     "src/parse/scan.h",                  // read_call_object(json, out, why)
     "src/parse/tool_index.h",            // resolve(raw, out, why)
     "src/tasks/store.h",                 // TaskStore::create(owner, run, error)
-    "src/transport/url.h",               // parse_url(text, error), for src/llm
     "src/upstream/remote.h",             // on_legacy_event(type, data, bad_endpoint)
 };
 
