@@ -20,12 +20,10 @@ const std::set<std::string> kNotYetConverted = {
     "src/frontend/client_identity.h",    // owner_of(ex, error), for mcp_stateless*
     "src/frontend/mcp_session_tasks.h",  // task_of(r, error)
     "src/frontend/mcp_stateless.h",      // its own and session_for(ex, error)
-    "src/frontend/openai_proxy.h",       // (.., hx, why)
     "src/frontend/trajectory_key.h",     // named_trajectory(req, path, error), for mcp_stateless*
     "src/gateway/gateway.h",             // create_session(client, refused)
     "src/gateway/input_required.h",      // InputRequired::claim(.., error)
     "src/tasks/store.h",                 // TaskStore::create(owner, run, error)
-    "src/upstream/remote.h",             // on_legacy_event(type, data, bad_endpoint)
 };
 
 // A non-const std::string& parameter named for an error, or a contract "empty on success".
