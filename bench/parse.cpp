@@ -69,8 +69,7 @@ double in_process_us(const std::string& corpus, const std::string& tools_path, i
       const parse::Extraction x = parse::extract(*format, text);
       for (const auto& raw : x.calls) {
         parse::ParsedCall call;
-        std::string why;
-        sink += index.resolve(raw, call, why) ? call.arguments.size() : 0;
+        sink += index.resolve(raw, call) ? call.arguments.size() : 0;
       }
     }
     const double per_turn = (thread_cpu_us() - start) / static_cast<double>(turns.size());

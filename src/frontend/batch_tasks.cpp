@@ -77,9 +77,8 @@ boost::asio::awaitable<void> Batch::start_tasks(Exchange& ex, std::shared_ptr<Ca
   }
   // The owner the MCP front end names for the same caller (client_identity.h): the API key's
   // tenant, else the tenant the batch names, else its header or address.
-  std::string error;
-  const std::string owner =
-      ex.principal || scope.tenant.empty() ? owner_of(ex, error) : "tenant " + scope.tenant;
+  const base::Expected<std::string> owner =
+      ex.principal || scope.tenant.empty() ? owner_of(ex) : "tenant " + scope.tenant;
   const std::size_t n = request.calls.size();
   auto ids = std::make_shared<std::vector<std::string>>(n);
   std::string body = R"({"tasks":[)";
@@ -88,10 +87,12 @@ boost::asio::awaitable<void> Batch::start_tasks(Exchange& ex, std::shared_ptr<Ca
     body += R"({"tool":)";
     append_quoted(body, request.calls[i].tool);
     tasks::Task* task = nullptr;
-    if (run->calls[i] && !owner.empty()) {
-      task = tasks_->create(owner, std::make_shared<BatchCallRun>(run->calls[i]), error);
+    if (run->calls[i] && owner) {
+      base::Expected<tasks::Task*> created =
+          tasks_->create(*owner, std::make_shared<BatchCallRun>(run->calls[i]));
+      task = created ? *created : nullptr;
       if (!task) {
-        run->results[i] = Result::failure(Fault::kOverloaded, error);
+        run->results[i] = Result::failure(Fault::kOverloaded, created.error());
         run->calls[i] = nullptr;
       }
     }

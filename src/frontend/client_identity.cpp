@@ -24,15 +24,6 @@ base::Expected<std::string> owner_of(const transport::Exchange& ex) {
   return "tenant " + tenant;
 }
 
-std::string owner_of(const transport::Exchange& ex, std::string& error) {
-  base::Expected<std::string> owner = owner_of(ex);
-  if (!owner) {
-    error = owner.error();
-    return {};
-  }
-  return std::move(*owner);
-}
-
 std::string unknown_session_message(std::string_view session_id, const std::string& gateway_id) {
   const std::size_t dot = session_id.find('.');
   if (!gateway_id.empty() && dot != std::string_view::npos && dot > 0) {

@@ -15,9 +15,6 @@ inline constexpr const char* kTenantHeader = "X-Toolbridge-Tenant";
 // The owner of what this request opens or names; a failure if the tenant header is not 1-128
 // characters of [A-Za-z0-9._:-].
 base::Expected<std::string> owner_of(const transport::Exchange& ex);
-// The same in the old convention, for src/frontend/mcp_stateless* until it moves to the one
-// above; do not add uses.
-std::string owner_of(const transport::Exchange& ex, std::string& error);
 
 // The 404 message for an Mcp-Session-Id this gateway does not hold: when the id names another
 // gateway (`OWNER.` + random, gateway.gateway_id), the message says so — the balancer sent the

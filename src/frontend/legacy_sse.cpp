@@ -96,13 +96,14 @@ asio::awaitable<void> LegacySse::open_stream(Exchange& ex, std::string_view path
     co_await ex.reply(http::status::bad_request, "application/json", error_body(refused), {});
     co_return;
   }
-  auto session = gateway_.create_session(ex.client(), refused);
-  if (!session) {
+  base::Expected<std::shared_ptr<gateway::Session>> created = gateway_.create_session(ex.client());
+  if (!created) {
     const transport::Headers retry_after{{"Retry-After", "5"}};
-    co_await ex.reply(http::status::service_unavailable, "application/json", error_body(refused),
-                      retry_after);
+    co_await ex.reply(http::status::service_unavailable, "application/json",
+                      error_body(created.error()), retry_after);
     co_return;
   }
+  std::shared_ptr<gateway::Session> session = std::move(*created);
   session->owner = std::move(*owner);
   session->principal = ex.principal;
   session->trajectory = *trajectory;

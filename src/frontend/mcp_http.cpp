@@ -126,15 +126,16 @@ McpHttp::SessionOrError McpHttp::session_for(const transport::Exchange& ex, cons
         return out;
       }
     }
-    std::string refused;
-    out.session = gateway_.create_session(ex.client(), refused);
-    if (!out.session) {
+    base::Expected<std::shared_ptr<gateway::Session>> session =
+        gateway_.create_session(ex.client());
+    if (!session) {
       out.status = http::status::service_unavailable;
       const int code = gateway_.stopping() ? json::kUpstreamUnavailable : json::kOverloaded;
-      out.error = json::make_error(first.id.in(body), code, refused);
+      out.error = json::make_error(first.id.in(body), code, session.error());
       if (!gateway_.stopping()) out.headers.emplace_back("Retry-After", "5");
       return out;
     }
+    out.session = std::move(*session);
     out.session->owner = std::move(*owner);
     out.session->principal = ex.principal;
     out.session->trajectory = trajectory;

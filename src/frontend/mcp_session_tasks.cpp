@@ -161,7 +161,9 @@ asio::awaitable<void> SessionTasks::handle(Exchange& ex, std::shared_ptr<gateway
   } else if (r.method == "tasks/list") {
     body = list(r);
   } else if (r.method == "tasks/get" || r.method == "tasks/cancel" || r.method == "tasks/result") {
-    tasks::Task* t = task_of(r, body);
+    base::Expected<tasks::Task*> found = task_of(r);
+    if (!found) body = found.error();
+    tasks::Task* t = found ? *found : nullptr;
     if (t && r.method != "tasks/result") {
       // A running task of a server's own is asked of its instance first.
       // (Named arguments and no co_await inside ?: — GCC 12 mishandles coroutine temporaries.)
@@ -171,7 +173,9 @@ asio::awaitable<void> SessionTasks::handle(Exchange& ex, std::shared_ptr<gateway
       } else {
         body = co_await pass_cancel(r, std::move(task_id));
       }
-      t = body.empty() ? task_of(r, body) : nullptr;
+      if (body.empty()) found = task_of(r);  // not a server's task: the store answers
+      if (body.empty() && !found) body = found.error();
+      t = body.empty() ? *found : nullptr;
     }
     if (t && r.method == "tasks/get") body = get(r, *t);
     if (t && r.method == "tasks/cancel") body = cancel(r, *t);
@@ -218,9 +222,10 @@ std::string SessionTasks::call(const Request& r) {
   const bool bound = runs_on_session_instance(gateway_, *r.session, tool);
   std::weak_ptr<call::Call> detached;
   if (!bound) detached = take_out_of_session(*r.session, stream);
-  std::string error;
-  tasks::Task* t = stateless_.adopt(stream, r.session, r.session->owner, error, detached);
-  if (!t) return json::make_error(r.id, json::kOverloaded, error);
+  base::Expected<tasks::Task*> adopted =
+      stateless_.adopt(stream, r.session, r.session->owner, detached);
+  if (!adopted) return json::make_error(r.id, json::kOverloaded, adopted.error());
+  tasks::Task* t = *adopted;
   stream->task_id = t->id;
   stream->on_asking = [this, id = t->id](bool asking) {
     if (asking) {
@@ -238,20 +243,19 @@ std::string SessionTasks::call(const Request& r) {
       r.id, R"({"task":)" + task_json(*t, stateless_.task_store().limits().ttl) + "}");
 }
 
-tasks::Task* SessionTasks::task_of(const Request& r, std::string& error) {
+base::Expected<tasks::Task*> SessionTasks::task_of(const Request& r) {
   boost::system::error_code ec;
   const bj::value msg = json::parse(r.text, ec);
   const bj::value* params =
       !ec && msg.is_object() ? msg.as_object().if_contains("params") : nullptr;
   const bj::value* id =
       params && params->is_object() ? params->as_object().if_contains("taskId") : nullptr;
-  if (!id || !id->is_string()) {
-    error = json::make_error(r.id, json::kInvalidParams, "taskId must be a string");
-    return nullptr;
-  }
+  if (!id || !id->is_string())
+    return base::fail(json::make_error(r.id, json::kInvalidParams, "taskId must be a string"));
   tasks::Task* t = stateless_.task_store().find(id->as_string(), r.session->owner);
   if (!t) {
-    error = json::make_error(r.id, json::kInvalidParams, unknown_task_message(id->as_string()));
+    return base::fail(
+        json::make_error(r.id, json::kInvalidParams, unknown_task_message(id->as_string())));
   }
   return t;
 }

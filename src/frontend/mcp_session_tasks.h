@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/expected.h"
 #include "frontend/mcp_stateless.h"
 #include "gateway/gateway.h"
 #include "json/envelope.h"
@@ -67,8 +68,8 @@ class SessionTasks {
   // tasks/result: the call's own answer once the task has ended (waits until then).
   boost::asio::awaitable<std::string> result(transport::Exchange& ex, const Request& r,
                                              std::string task_id);
-  // The task a request names for this session's owner, or nullptr with `error` the response.
-  tasks::Task* task_of(const Request& r, std::string& error);
+  // The task a request names for this session's owner, or the error response to send.
+  base::Expected<tasks::Task*> task_of(const Request& r);
   // A status change: wakes tasks/result waiters, tells the creating session.
   void changed(const tasks::Task& t);
 

@@ -235,8 +235,8 @@ asio::awaitable<std::string> SessionTasks::pass_call(const Request& r) {
   tasks::Store& store = stateless_.task_store();
   const std::string owner = r.session->owner;
   // A task the gateway could not keep is not started on the server at all.
-  if (std::string refused = store.refusal(owner); !refused.empty())
-    co_return json::make_error(r.id, json::kOverloaded, refused);
+  if (base::Status room = store.room_for(owner); !room)
+    co_return json::make_error(r.id, json::kOverloaded, room.error());
   boost::system::error_code ec;
   bj::value msg = json::parse(r.text, ec);
   bj::object* params = nullptr;
@@ -284,13 +284,13 @@ asio::awaitable<std::string> SessionTasks::pass_call(const Request& r) {
   const bj::value* up_id =
       made && made->is_object() ? made->as_object().if_contains("taskId") : nullptr;
   std::shared_ptr<upstream::Instance> inst = call->instance.lock();
-  std::string error;
   if (!up_id || !up_id->is_string() || up_id->as_string().empty() ||
       up_id->as_string().size() >= kMaxUpstreamTaskId) {
     // The server answered at once (or the gateway failed the call as an isError result): a task
     // that has ended already, as the client asked for a task.
-    tasks::Task* t = store.create(owner, nullptr, error);
-    if (!t) co_return json::make_error(r.id, json::kOverloaded, error);
+    base::Expected<tasks::Task*> created = store.create(owner, nullptr);
+    if (!created) co_return json::make_error(r.id, json::kOverloaded, created.error());
+    tasks::Task* t = *created;
     const std::string id = t->id;
     const bool tool_result = answer.is_object() && !answer.as_object().contains("task");
     if (tool_result) {
@@ -311,11 +311,12 @@ asio::awaitable<std::string> SessionTasks::pass_call(const Request& r) {
       up ? std::chrono::duration_cast<std::chrono::milliseconds>(up->config().call_timeout)
          : std::chrono::milliseconds(30'000);
   run->cancel_supported = inst && inst->capabilities().tasks_cancel;
-  tasks::Task* t = store.create(owner, run, error);
-  if (!t) {
-    run->cancel(error);  // made on the server, but not kept here: cancelled there
-    co_return json::make_error(r.id, json::kOverloaded, error);
+  base::Expected<tasks::Task*> created = store.create(owner, run);
+  if (!created) {
+    run->cancel(created.error());  // made on the server, but not kept here: cancelled there
+    co_return json::make_error(r.id, json::kOverloaded, created.error());
   }
+  tasks::Task* t = *created;
   const std::string id = t->id;
   if (creators_.size() >= 4096) {  // tasks forgotten at their TTL while running
     std::erase_if(creators_, [&store](const auto& kv) { return !store.by_id(kv.first); });

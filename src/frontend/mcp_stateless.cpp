@@ -181,12 +181,12 @@ asio::awaitable<void> McpStateless::post(Exchange& ex, std::string_view path_tra
     co_await reply_error(ex, r.id, json::kMethodNotFound, why);
     co_return;
   }
-  std::string bad_name;
-  r.trajectory = named_trajectory(req, path_trajectory, bad_name);
-  if (!bad_name.empty()) {
-    co_await reply_error(ex, r.id, json::kInvalidParams, bad_name);
+  base::Expected<std::string> named = named_trajectory(req, path_trajectory);
+  if (!named) {
+    co_await reply_error(ex, r.id, json::kInvalidParams, named.error());
     co_return;
   }
+  r.trajectory = std::move(*named);
   co_await (this->*(it->second))(ex, r);
 }
 
@@ -236,9 +236,10 @@ std::optional<mcp::Rejection> McpStateless::param_header_mismatch(const Exchange
   return check_param_headers(arguments, entry->header_params, mcp::headers_of(ex.request()));
 }
 
-std::shared_ptr<gateway::Session> McpStateless::session_for(Exchange& ex, std::string& error) {
-  std::string owner = owner_of(ex, error);
-  if (owner.empty()) return nullptr;
+base::Expected<std::shared_ptr<gateway::Session>> McpStateless::session_for(Exchange& ex) {
+  base::Expected<std::string> found = owner_of(ex);
+  if (!found) return base::fail(found.error());
+  std::string& owner = *found;
   if (auto it = sessions_.find(owner); it != sessions_.end()) {
     if (auto s = gateway_.find_session(it->second)) return s;
     sessions_.erase(it);
@@ -247,10 +248,10 @@ std::shared_ptr<gateway::Session> McpStateless::session_for(Exchange& ex, std::s
   if (sessions_.size() >= 4096) {
     std::erase_if(sessions_, [this](const auto& kv) { return !gateway_.find_session(kv.second); });
   }
-  auto s = gateway_.create_session(ex.client(), error);
-  if (!s) return nullptr;
-  s->owner = owner;
-  sessions_[std::move(owner)] = s->id();
+  auto s = gateway_.create_session(ex.client());
+  if (!s) return s;
+  (*s)->owner = owner;
+  sessions_[std::move(owner)] = (*s)->id();
   return s;
 }
 
@@ -294,14 +295,13 @@ asio::awaitable<void> McpStateless::call(Exchange& ex, Request& r) {
   const bj::value* name = r.params.if_contains(r.method == "resources/read" ? "uri" : "name");
   const std::string name_text = name && name->is_string() ? std::string(name->as_string()) : "";
   if (const bj::value* state = r.params.if_contains("requestState")) {
-    std::string error;
     const std::string_view text = state->is_string() ? std::string_view(state->as_string()) : "";
-    auto conv = input_required_.claim(text, r.method, name_text, error);
-    if (!error.empty()) {
-      co_await reply_error(ex, r.id, json::kInvalidParams, error);
+    auto claimed = input_required_.claim(text, r.method, name_text);
+    if (!claimed) {
+      co_await reply_error(ex, r.id, json::kInvalidParams, claimed.error());
       co_return;
     }
-    if (conv) {
+    if (auto conv = std::move(*claimed)) {
       conv->provide(responses);
       co_await answer(ex, conv, r.id);
       co_return;
@@ -325,12 +325,12 @@ asio::awaitable<void> McpStateless::call(Exchange& ex, Request& r) {
     co_await reply_error(ex, r.id, mcp::kMissingClientCapability, why, data);
     co_return;
   }
-  std::string error;
-  auto session = session_for(ex, error);
-  if (!session) {
-    co_await reply_error(ex, r.id, json::kOverloaded, error);
+  base::Expected<std::shared_ptr<gateway::Session>> found = session_for(ex);
+  if (!found) {
+    co_await reply_error(ex, r.id, json::kOverloaded, found.error());
     co_return;
   }
+  std::shared_ptr<gateway::Session> session = std::move(*found);
   const bool has_progress = r.params.contains("_meta") && r.params.at("_meta").is_object() &&
                             r.params.at("_meta").as_object().contains("progressToken");
   auto conv = std::make_shared<Conversation>(gateway_.io(), session, r.accepts_sse, r.envelope,

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/expected.h"
 #include "gateway/gateway.h"
 #include "gateway/input_required.h"
 #include "mcp/revision.h"
@@ -37,12 +38,12 @@ class McpStateless {
 
   // The tasks of both eras share one store and one follower (mcp_tasks.cpp): the call whose
   // events `stream` gets becomes a task of `owner` and runs on without the exchange that started
-  // it; its result, error, input requests and progress go to the store. nullptr with `error`
-  // set (the call is then cancelled) when the owner holds too many tasks. `call`: the call when
-  // it was taken out of its session's calls (it outlives the session), which cancels it directly.
-  tasks::Task* adopt(const std::shared_ptr<gateway::PostStream>& stream,
-                     const std::shared_ptr<gateway::Session>& session, const std::string& owner,
-                     std::string& error, std::weak_ptr<call::Call> call = {});
+  // it; its result, error, input requests and progress go to the store. A failure (the call is
+  // then cancelled) when the owner holds too many tasks. `call`: the call when it was taken out
+  // of its session's calls (it outlives the session), which cancels it directly.
+  base::Expected<tasks::Task*> adopt(const std::shared_ptr<gateway::PostStream>& stream,
+                                     const std::shared_ptr<gateway::Session>& session,
+                                     const std::string& owner, std::weak_ptr<call::Call> call = {});
   // The task support of the tool a tools/call names: "optional", "required" (the server's
   // execution.taskSupport, or the server's task_tools) or empty.
   std::string task_support(std::string_view tool) const;
@@ -100,8 +101,8 @@ class McpStateless {
   boost::asio::awaitable<tasks::Task*> task_of(transport::Exchange& ex, Request& r);
 
   // The stateless session of the client (its owner): per_session instances of calls that name
-  // no trajectory are bound to it; nullptr with `error` set if no session can be made.
-  std::shared_ptr<gateway::Session> session_for(transport::Exchange& ex, std::string& error);
+  // no trajectory are bound to it; a failure if no session can be made.
+  base::Expected<std::shared_ptr<gateway::Session>> session_for(transport::Exchange& ex);
   // Starts the call (params cleaned of the revision's own members) on `conv`.
   void start(const std::shared_ptr<gateway::Conversation>& conv, Request& r);
   // Answers this exchange with the conversation's next outcome: its response, or an

@@ -168,17 +168,18 @@ asio::awaitable<void> McpStateless::listen(Exchange& ex, Request& r) {
     co_await ex.reply(status, "application/json", std::move(body), {});
     co_return;
   }
-  std::string error;
-  std::string owner = owner_of(ex, error);
-  auto session = owner.empty() ? nullptr : gateway_.create_session(ex.client(), error);
-  if (!session) {
+  base::Expected<std::string> owner = owner_of(ex);
+  base::Expected<std::shared_ptr<gateway::Session>> created =
+      !owner ? base::fail(owner.error()) : gateway_.create_session(ex.client());
+  if (!created) {
     const transport::Headers retry{{"Retry-After", "5"}};
-    std::string body = json::make_error(r.id, json::kOverloaded, error);
+    std::string body = json::make_error(r.id, json::kOverloaded, created.error());
     co_await ex.reply(http::status::service_unavailable, "application/json", std::move(body),
                       retry);
     co_return;
   }
-  session->owner = std::move(owner);
+  std::shared_ptr<gateway::Session> session = std::move(*created);
+  session->owner = std::move(*owner);
   session->initialized = true;  // so the gateway's broadcasts reach its stream
   session->get_stream = channel;
   std::string agreed;  // the ack's notifications: what this stream will carry

@@ -155,32 +155,31 @@ std::string McpStateless::task_support(std::string_view tool) const {
   return {};
 }
 
-tasks::Task* McpStateless::adopt(const std::shared_ptr<gateway::PostStream>& stream,
-                                 const std::shared_ptr<gateway::Session>& session,
-                                 const std::string& owner, std::string& error,
-                                 std::weak_ptr<call::Call> call) {
+base::Expected<tasks::Task*> McpStateless::adopt(const std::shared_ptr<gateway::PostStream>& stream,
+                                                 const std::shared_ptr<gateway::Session>& session,
+                                                 const std::string& owner,
+                                                 std::weak_ptr<call::Call> call) {
   auto run = std::make_shared<CallRun>(gateway_.methods(), stream, session, std::move(call));
-  tasks::Task* task = tasks_.create(owner, run, error);
+  base::Expected<tasks::Task*> task = tasks_.create(owner, run);
   if (!task) {
-    run->cancel(error);
-    return nullptr;
+    run->cancel(task.error());
+    return task;
   }
-  asio::co_spawn(gateway_.io(), run_task(stream, task->id), base::log_failure("task follower"));
+  asio::co_spawn(gateway_.io(), run_task(stream, (*task)->id), base::log_failure("task follower"));
   return task;
 }
 
 std::string McpStateless::become_task(const std::shared_ptr<Conversation>& conv,
                                       std::string_view id) {
-  std::string error;
   const std::string owner = conv->session ? conv->session->owner : std::string();
-  tasks::Task* task = adopt(conv, conv->session, owner, error);
+  base::Expected<tasks::Task*> task = adopt(conv, conv->session, owner);
   if (!task) {
     conv->detached = true;
-    return error_response(id, json::kOverloaded, error);
+    return error_response(id, json::kOverloaded, task.error());
   }
-  conv->task_id = task->id;
+  conv->task_id = (*task)->id;
   return json::make_result(
-      id, R"({"resultType":"task",)" + task_members(*task, tasks_.limits().ttl) + "}");
+      id, R"({"resultType":"task",)" + task_members(**task, tasks_.limits().ttl) + "}");
 }
 
 asio::awaitable<void> McpStateless::run_task(std::shared_ptr<gateway::PostStream> stream,
@@ -250,16 +249,14 @@ std::optional<std::vector<std::string>> McpStateless::follow_tasks(
       filter && filter->is_object() ? filter->as_object().if_contains("taskIds") : nullptr;
   if (!ids || !ids->is_array()) return agreed;
   if (!negotiates_tasks(r.envelope)) return std::nullopt;
-  std::string error;
-  const std::string owner = owner_of(ex, error);
+  const base::Expected<std::string> owner = owner_of(ex);
   // Listeners of tasks that vanished without a status change (expired while running) go first.
   std::erase_if(task_listeners_, [this](const auto& kv) {
     return kv.second.channel.expired() || !tasks_.by_id(kv.first);
   });
   for (const bj::value& id : ids->as_array()) {
-    if (!id.is_string() || owner.empty() || agreed.size() >= tasks_.limits().max_per_owner)
-      continue;
-    const tasks::Task* t = tasks_.find(id.as_string(), owner);
+    if (!id.is_string() || !owner || agreed.size() >= tasks_.limits().max_per_owner) continue;
+    const tasks::Task* t = tasks_.find(id.as_string(), *owner);
     if (!t) continue;  // not this client's, or gone: not agreed
     agreed.emplace_back(id.as_string());
     if (tasks::is_terminal(t->status)) {  // it will not change again: its end, at once
@@ -287,9 +284,8 @@ asio::awaitable<tasks::Task*> McpStateless::task_of(Exchange& ex, Request& r) {
     co_await reply(ex, error_response(r.id, json::kInvalidParams, "taskId must be a string"));
     co_return nullptr;
   }
-  std::string error;
-  const std::string owner = owner_of(ex, error);
-  tasks::Task* task = owner.empty() ? nullptr : tasks_.find(given->as_string(), owner);
+  const base::Expected<std::string> owner = owner_of(ex);
+  tasks::Task* task = !owner ? nullptr : tasks_.find(given->as_string(), *owner);
   if (!task) {
     const std::string why = unknown_task_message(given->as_string());
     co_await reply(ex, error_response(r.id, json::kInvalidParams, why));

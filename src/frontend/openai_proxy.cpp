@@ -172,8 +172,7 @@ asio::awaitable<Result> ProxyStage::handle(call::Call& call, call::Next) {
       continue;
     }
     model_.succeeded(i);
-    std::string relay_why;
-    const bool relayed = co_await relay(call, i, hx, relay_why);
+    const base::Status relayed = co_await relay(call, i, hx);
     model_.ended(i);
     w.latency->observe(seconds(clock_.now() - sent_at));
     if (relayed) {
@@ -182,10 +181,10 @@ asio::awaitable<Result> ProxyStage::handle(call::Call& call, call::Next) {
     }
     ++*w.requests_failed;
     if (state_->replied || state_->client_gone)
-      co_return Result::failure(Fault::kCrashed, relay_why);
+      co_return Result::failure(Fault::kCrashed, relayed.error());
     // Failed before anything reached the client: another worker may still answer.
     model_.failed(i);
-    why = relay_why;
+    why = relayed.error();
     status = http::status::bad_gateway;
     error_body.clear();
     wait = std::chrono::milliseconds{0};
@@ -204,8 +203,8 @@ asio::awaitable<Result> ProxyStage::handle(call::Call& call, call::Next) {
       fmt::format("model '{}': {} attempts failed; last: {}", cfg.name, cfg.max_retries + 1, why));
 }
 
-asio::awaitable<bool> ProxyStage::relay(call::Call& call, std::size_t i,
-                                        transport::HttpExchange& hx, std::string& why) {
+asio::awaitable<base::Status> ProxyStage::relay(call::Call& call, std::size_t i,
+                                                transport::HttpExchange& hx) {
   llm::Worker& w = model_.workers()[i];
   const auto started = clock_.now();
   const std::string content_type = hx.header("Content-Type");
@@ -225,10 +224,7 @@ asio::awaitable<bool> ProxyStage::relay(call::Call& call, std::size_t i,
   if (!stream) {
     std::string body;
     const bool ok = co_await hx.read_body(body, model_.config().max_response_bytes);
-    if (!ok) {
-      why = fmt::format("worker {}: {}", w.config.name, hx.error().message);
-      co_return false;
-    }
+    if (!ok) co_return base::fail(fmt::format("worker {}: {}", w.config.name, hx.error().message));
     const auto first_byte = clock_.now();
     w.ttft->observe(seconds(first_byte - started));
     usage.feed(body);
@@ -239,21 +235,18 @@ asio::awaitable<bool> ProxyStage::relay(call::Call& call, std::size_t i,
     }
     state_->replied = true;
     co_await ex_.reply(status_code, content_type, std::move(body), out);
-    co_return true;
+    co_return base::Status();
   }
   // The first piece decides: a worker that fails before it is still retried elsewhere.
   std::string_view piece = co_await hx.read_some();
-  if (piece.empty() && !hx.done()) {
-    why = fmt::format("worker {}: {}", w.config.name, hx.error().message);
-    co_return false;
-  }
+  if (piece.empty() && !hx.done())
+    co_return base::fail(fmt::format("worker {}: {}", w.config.name, hx.error().message));
   const auto first_byte = clock_.now();
   w.ttft->observe(seconds(first_byte - started));
   state_->replied = true;
   if (!co_await ex_.begin_stream(status_code, content_type, out)) {
     hx.close();
-    why = "the client went away";
-    co_return false;
+    co_return base::fail("the client went away");
   }
   while (!piece.empty()) {
     usage.feed(piece);
@@ -263,8 +256,7 @@ asio::awaitable<bool> ProxyStage::relay(call::Call& call, std::size_t i,
       hx.close();  // the worker stops generating for nobody
       account();
       if (scan) keep_record(call, i, hx.status(), true, false, *scan, first_byte);
-      why = "the client went away";
-      co_return false;
+      co_return base::fail("the client went away");
     }
     piece = co_await hx.read_some();
   }
@@ -272,15 +264,16 @@ asio::awaitable<bool> ProxyStage::relay(call::Call& call, std::size_t i,
   if (scan) keep_record(call, i, hx.status(), true, hx.done(), *scan, first_byte);
   if (!hx.done()) {
     // Too late to retry: the client has part of the answer. Say so in the stream's own terms.
-    why = fmt::format("worker {} failed mid-stream: {}", w.config.name, hx.error().message);
+    std::string why =
+        fmt::format("worker {} failed mid-stream: {}", w.config.name, hx.error().message);
     std::string event =
         "\n\ndata: " + openai_error_json(why, "upstream_error", "stream_interrupted") + "\n\n";
     co_await ex_.write_chunk(std::move(event));
     co_await ex_.end_stream();
-    co_return false;
+    co_return base::fail(std::move(why));
   }
   co_await ex_.end_stream();
-  co_return true;
+  co_return base::Status();
 }
 
 void ProxyStage::keep_record(const call::Call& call, std::size_t i, int status, bool stream,

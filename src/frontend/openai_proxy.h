@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "base/clock.h"
+#include "base/expected.h"
 #include "call/stage.h"
 #include "llm/model.h"
 #include "llm/token_records.h"
@@ -61,8 +62,9 @@ class ProxyStage final : public call::Stage {
   } record;
 
  private:
-  boost::asio::awaitable<bool> relay(call::Call& call, std::size_t worker,
-                                     transport::HttpExchange& hx, std::string& why);
+  // Relays the worker's answer to the client; a failure saying why when it was not relayed whole.
+  boost::asio::awaitable<base::Status> relay(call::Call& call, std::size_t worker,
+                                             transport::HttpExchange& hx);
   // The answer relayed (or cut short): its record, when recording.
   void keep_record(const call::Call& call, std::size_t worker, int status, bool stream,
                    bool complete, llm::TokenScanner& scan, base::Clock::time_point first_byte);

@@ -181,9 +181,8 @@ void Turn::settle(const parse::ToolIndex& index, std::uint64_t& next_id, bool st
   for (; raw_calls_ < x.calls.size(); ++raw_calls_) {
     const parse::RawCall& raw = x.calls[raw_calls_];
     parse::ParsedCall call;
-    std::string why;
-    if (!resolve(index, raw, call, why)) {
-      unparsed_.push_back({raw.text, std::move(why)});
+    if (base::Status resolved = resolve(index, raw, call); !resolved) {
+      unparsed_.push_back({raw.text, resolved.error()});
       continue;
     }
     call.id = fmt::format("call_{:x}", ++next_id);
@@ -199,10 +198,10 @@ void Turn::settle(const parse::ToolIndex& index, std::uint64_t& next_id, bool st
   }
 }
 
-bool Turn::resolve(const parse::ToolIndex& index, const parse::RawCall& raw,
-                   parse::ParsedCall& call, std::string& why) const {
+base::Status Turn::resolve(const parse::ToolIndex& index, const parse::RawCall& raw,
+                           parse::ParsedCall& call) const {
   const surfaces::View* view = scope_.surface.get();
-  if (!view) return index.resolve(raw, call, why);
+  if (!view) return index.resolve(raw, call);
   const std::string written = raw.server.empty() ? raw.name : raw.server + " " + raw.name;
   const surfaces::Tool* tool = view->find(raw.name);
   if (!tool && !raw.server.empty()) {
@@ -221,17 +220,17 @@ bool Turn::resolve(const parse::ToolIndex& index, const parse::RawCall& raw,
     call.name = raw.name;
     call.written = written;
     call.problem = surfaces::unknown_tool_message(*view, raw.name);
-    return true;
+    return {};
   }
   parse::RawCall exact = raw;
   exact.name = tool->exposed;
   exact.server.clear();
-  if (!index.resolve(exact, call, why)) return false;
+  if (base::Status resolved = index.resolve(exact, call); !resolved) return resolved;
   // The call keeps the surface's name: the surface stage maps it back when it runs.
   call.name = tool->shown;
   call.written = written;
   if (renamed) call.repairs.insert(call.repairs.begin(), *renamed);
-  return true;
+  return {};
 }
 
 void Turn::keyed(call::Call& call, std::size_t index) const {

@@ -75,9 +75,9 @@ class Turn {
  private:
   // Gives the turn's `index`-th call its idempotency key, when the turn has an id.
   void keyed(call::Call& call, std::size_t index) const;
-  // index.resolve(raw), within the turn's surface if it has one.
-  bool resolve(const parse::ToolIndex& index, const parse::RawCall& raw, parse::ParsedCall& call,
-               std::string& why) const;
+  // index.resolve(raw, call), within the turn's surface if it has one.
+  base::Status resolve(const parse::ToolIndex& index, const parse::RawCall& raw,
+                       parse::ParsedCall& call) const;
   void append_call(std::string& out, std::size_t i, bool with_result) const;
   void append_unparsed(std::string& out, std::size_t from) const;
 

@@ -53,16 +53,6 @@ base::Expected<std::string> named_trajectory(const transport::Request& req,
   return std::string(from_path);
 }
 
-std::string named_trajectory(const transport::Request& req, std::string_view from_path,
-                             std::string& error) {
-  base::Expected<std::string> named = named_trajectory(req, from_path);
-  if (!named) {
-    error = named.error();
-    return {};
-  }
-  return std::move(*named);
-}
-
 base::Status check_session_trajectory(const std::string& session_trajectory,
                                       std::string_view named) {
   if (named.empty() || named == session_trajectory) return {};

@@ -29,10 +29,6 @@ std::optional<TrajectoryPath> split_trajectory_path(std::string_view path);
 // breaks the rule or the two name different trajectories.
 base::Expected<std::string> named_trajectory(const transport::Request& req,
                                              std::string_view from_path);
-// The same in the old convention, for src/frontend/mcp_stateless* until it moves to the one
-// above; do not add uses.
-std::string named_trajectory(const transport::Request& req, std::string_view from_path,
-                             std::string& error);
 
 // Success when a request that names `named` (maybe empty) may use a session opened for
 // `session_trajectory` (maybe empty); else why not. A session belongs to one trajectory for life.

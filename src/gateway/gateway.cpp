@@ -384,25 +384,20 @@ void Gateway::expire_sessions() {
   });
 }
 
-std::shared_ptr<Session> Gateway::create_session(const std::string& client, std::string& refused) {
-  if (stopping_) {
-    refused = "the gateway is shutting down";
-    return nullptr;
-  }
+base::Expected<std::shared_ptr<Session>> Gateway::create_session(const std::string& client) {
+  if (stopping_) return base::fail("the gateway is shutting down");
   const auto& g = config_.gateway;
   if (sessions_.count_of(client) >= g.max_sessions_per_client && !evict_idle_session(&client)) {
-    refused = fmt::format(
+    return base::fail(fmt::format(
         "too many sessions from {} (gateway.max_sessions_per_client = {}), none idle for "
         "gateway.session_reclaim_after ({} s); end sessions with DELETE /mcp or retry later",
-        client, g.max_sessions_per_client, g.session_reclaim_after.count() / 1000);
-    return nullptr;
+        client, g.max_sessions_per_client, g.session_reclaim_after.count() / 1000));
   }
   if (sessions_.size() >= g.max_sessions && !evict_idle_session(nullptr)) {
-    refused = fmt::format(
-        "too many sessions (gateway.max_sessions = {}), none idle for "
-        "gateway.session_reclaim_after ({} s); retry later",
-        g.max_sessions, g.session_reclaim_after.count() / 1000);
-    return nullptr;
+    return base::fail(
+        fmt::format("too many sessions (gateway.max_sessions = {}), none idle for "
+                    "gateway.session_reclaim_after ({} s); retry later",
+                    g.max_sessions, g.session_reclaim_after.count() / 1000));
   }
   auto session = sessions_.add(io_, client);
   session->last_seen = clock_.now();

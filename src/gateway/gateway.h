@@ -83,10 +83,10 @@ class Gateway {
   // The span exporter, null when `otel` is not configured.
   otel::Exporter* otel() const { return otel_.get(); }
 
-  // Sessions (trajectories). A new session for `client` (its IP address), or nullptr with
-  // `refused` saying why (shutting down; max_sessions or max_sessions_per_client reached with
-  // every session busy: otherwise the longest-idle one is closed to make room).
-  std::shared_ptr<Session> create_session(const std::string& client, std::string& refused);
+  // Sessions (trajectories). A new session for `client` (its IP address), or why not (shutting
+  // down; max_sessions or max_sessions_per_client reached with every session busy: otherwise the
+  // longest-idle one is closed to make room).
+  base::Expected<std::shared_ptr<Session>> create_session(const std::string& client);
   std::shared_ptr<Session> find_session(std::string_view id) const;
   // Cancels the session's calls upstream, closes its stream, forgets it (DELETE, legacy close).
   void end_session(const std::shared_ptr<Session>& session, const std::string& why);

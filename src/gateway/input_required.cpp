@@ -231,8 +231,9 @@ std::string InputRequired::park(const std::shared_ptr<Conversation>& conv) {
   return base64(payload) + "." + mac(payload);
 }
 
-std::shared_ptr<Conversation> InputRequired::claim(std::string_view state, std::string_view method,
-                                                   std::string_view name, std::string& error) {
+base::Expected<std::shared_ptr<Conversation>> InputRequired::claim(std::string_view state,
+                                                                   std::string_view method,
+                                                                   std::string_view name) {
   purge();
   const auto dot = state.rfind('.');
   const auto payload =
@@ -241,26 +242,22 @@ std::shared_ptr<Conversation> InputRequired::claim(std::string_view state, std::
   const std::string_view given = dot == std::string_view::npos ? "" : state.substr(dot + 1);
   if (!payload || given.size() != expected.size() ||
       CRYPTO_memcmp(given.data(), expected.data(), expected.size()) != 0) {
-    error =
+    return base::fail(
         "requestState failed its integrity check: it was not issued by this gateway or was "
-        "altered";
-    return nullptr;
+        "altered");
   }
   std::string_view id_text, round_text, rest;
   split3(*payload, id_text, round_text, rest);
   const auto nl = rest.find('\n');
   if (rest.substr(0, nl) != method ||
       (nl != std::string_view::npos && rest.substr(nl + 1) != name)) {
-    error = "requestState belongs to another request (" + std::string(rest.substr(0, nl)) +
-            "): retry the request it came with";
-    return nullptr;
+    return base::fail("requestState belongs to another request (" +
+                      std::string(rest.substr(0, nl)) + "): retry the request it came with");
   }
   auto it = parked_.find(std::stoull(std::string(id_text)));
-  if (it == parked_.end()) return nullptr;
-  if (std::to_string(it->second.conv->round) != round_text) {
-    error = "requestState is from an earlier round of this request; send the latest one";
-    return nullptr;
-  }
+  if (it == parked_.end()) return std::shared_ptr<Conversation>();
+  if (std::to_string(it->second.conv->round) != round_text)
+    return base::fail("requestState is from an earlier round of this request; send the latest one");
   auto conv = std::move(it->second.conv);
   parked_.erase(it);
   conv->parked = false;

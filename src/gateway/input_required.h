@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/expected.h"
 #include "gateway/session.h"
 #include "mcp/revision.h"
 
@@ -81,11 +82,12 @@ class InputRequired {
 
   // Parks `conv` (again, for a later round) and returns the state the client must echo.
   std::string park(const std::shared_ptr<Conversation>& conv);
-  // The conversation a retry's state names. nullptr with `error` set: the state is forged,
-  // altered or belongs to another method or name (never trusted); nullptr without error: an
-  // authentic state whose conversation ended or expired (the call is run again).
-  std::shared_ptr<Conversation> claim(std::string_view state, std::string_view method,
-                                      std::string_view name, std::string& error);
+  // The conversation a retry's state names. A failure: the state is forged, altered or belongs
+  // to another method or name (never trusted); nullptr: an authentic state whose conversation
+  // ended or expired (the call is run again).
+  base::Expected<std::shared_ptr<Conversation>> claim(std::string_view state,
+                                                      std::string_view method,
+                                                      std::string_view name);
   void forget(const Conversation& conv) { parked_.erase(conv.id); }
   std::size_t size() const { return parked_.size(); }
 

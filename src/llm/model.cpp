@@ -34,12 +34,11 @@ Model::Model(const asio::any_io_executor& ex, const config::Model& config,
   for (const auto& wc : config_.workers) {
     Worker w;
     w.config = wc;
-    std::string error;
-    if (auto url = transport::parse_url(wc.url, error)) {
+    if (auto url = transport::parse_url(wc.url)) {
       w.url = std::move(*url);
       if (w.url.target == "/") w.url.target.clear();
     } else {
-      spdlog::error("model {}: worker {}: {}", config_.name, wc.name, error);
+      spdlog::error("model {}: worker {}: {}", config_.name, wc.name, url.error());
     }
     const std::string l = telemetry::labels({{"model", config_.name}, {"worker", wc.name}});
     const std::string ok =

@@ -14,12 +14,11 @@ Read call_at(std::string_view text, std::size_t pos, std::size_t q, std::size_t 
   Read r;
   r.end = end;
   RawCall call;
-  std::string why;
   call.text = std::string(text.substr(pos, end - pos));
-  if (read_call_object(text.substr(q, e - q), call, why)) {
+  if (base::Status read = read_call_object(text.substr(q, e - q), call)) {
     r.calls.push_back(std::move(call));
   } else {
-    if (cut) why = "cut off before the call ended; " + why;
+    std::string why = cut ? "cut off before the call ended; " + read.error() : read.error();
     r.unparsed.push_back({std::string(text.substr(pos, end - pos)), std::move(why)});
   }
   return r;

@@ -49,12 +49,12 @@ class Llama3Json final : public Format {
     r.in_block = e != npos;
     RawCall call;
     call.text = std::string(text.substr(pos, stop - pos));
-    std::string why;
-    if (e != npos && read_call_object(object, call, why)) {
+    base::Status read = e == npos ? base::fail("cut off before the call's object closed")
+                                  : read_call_object(object, call);
+    if (read) {
       r.calls.push_back(std::move(call));
     } else {
-      if (e == npos) why = "cut off before the call's object closed";
-      r.unparsed.push_back({call.text, std::move(why)});
+      r.unparsed.push_back({call.text, read.error()});
     }
     return r;
   }

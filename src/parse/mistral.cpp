@@ -109,11 +109,10 @@ class Mistral final : public Format {
     r.in_block = in_array;
     RawCall call;
     call.text = std::string(text.substr(pos, e - pos));
-    std::string why;
-    if (read_call_object(text.substr(q, e - q), call, why)) {
+    if (base::Status read = read_call_object(text.substr(q, e - q), call)) {
       r.calls.push_back(std::move(call));
     } else {
-      r.unparsed.push_back({call.text, std::move(why)});
+      r.unparsed.push_back({call.text, read.error()});
     }
     return r;
   }

@@ -48,40 +48,30 @@ std::size_t json_extent(std::string_view text, std::size_t pos) {
 
 namespace {
 
-// `json` as a value, repaired (safe) when it is not strict JSON; null when it cannot be.
-bj::value value_of(std::string_view json, std::vector<std::string>& fixes, std::string& why) {
+// `json` as a value into `v`, repaired (safe) when it is not strict JSON; a failure when it
+// cannot be.
+base::Status value_of(std::string_view json, std::vector<std::string>& fixes, bj::value& v) {
   boost::system::error_code ec;
-  bj::value v = json::parse(json, ec);
-  if (!ec) return v;
+  v = json::parse(json, ec);
+  if (!ec) return {};
   const repair::JsonRepair fixed = repair::repair_json(json, config::RepairMode::kSafe);
-  if (!fixed.ok()) {
-    why = "not JSON (" + ec.message() + "): " + fixed.problem;
-    return nullptr;
-  }
+  if (!fixed.ok()) return base::fail("not JSON (" + ec.message() + "): " + fixed.problem);
   v = json::parse(fixed.json, ec);
-  if (ec) {
-    why = "not JSON (" + ec.message() + ")";
-    return nullptr;
-  }
+  if (ec) return base::fail("not JSON (" + ec.message() + ")");
   for (std::string_view f : fixed.fixes) fixes.emplace_back(f);
-  return v;
+  return {};
 }
 
 }  // namespace
 
-bool read_call_object(std::string_view json, RawCall& out, std::string& why) {
-  const bj::value v = value_of(json, out.fixes, why);
-  if (!why.empty()) return false;
-  if (!v.is_object()) {
-    why = "the call is not a JSON object {\"name\", \"arguments\"}";
-    return false;
-  }
+base::Status read_call_object(std::string_view json, RawCall& out) {
+  bj::value v;
+  if (base::Status parsed = value_of(json, out.fixes, v); !parsed) return parsed;
+  if (!v.is_object()) return base::fail("the call is not a JSON object {\"name\", \"arguments\"}");
   const bj::object& o = v.as_object();
   const bj::value* name = o.if_contains("name");
-  if (!name || !name->is_string() || name->as_string().empty()) {
-    why = "the call has no \"name\" string";
-    return false;
-  }
+  if (!name || !name->is_string() || name->as_string().empty())
+    return base::fail("the call has no \"name\" string");
   out.name = std::string(name->as_string());
   const bj::value* args = o.if_contains("arguments");
   if (!args) args = o.if_contains("parameters");
@@ -90,10 +80,9 @@ bool read_call_object(std::string_view json, RawCall& out, std::string& why) {
   } else if (args->is_object() || args->is_string()) {
     out.arguments = bj::serialize(*args);
   } else {
-    why = "the call's arguments are not an object";
-    return false;
+    return base::fail("the call's arguments are not an object");
   }
-  return true;
+  return {};
 }
 
 bool looks_like_call(std::string_view json) {

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/expected.h"
 #include "parse/format.h"
 
 namespace toolbridge::parse {
@@ -23,9 +24,9 @@ std::size_t skip_ws(std::string_view text, std::size_t pos);
 // closing bracket, or npos when the text ends first. Brackets in strings are skipped.
 std::size_t json_extent(std::string_view text, std::size_t pos);
 
-// A call object {"name": N, "arguments"|"parameters": A} (JSON, repaired when it is not):
-// false with `why` set when it is not one.
-bool read_call_object(std::string_view json, RawCall& out, std::string& why);
+// A call object {"name": N, "arguments"|"parameters": A} (JSON, repaired when it is not) into
+// `out`; a failure saying why when it is not one.
+base::Status read_call_object(std::string_view json, RawCall& out);
 // True when `json` (whole) looks like a call object: it names "name" and arguments or
 // parameters. Cheap; used to tell a call from an object that is just content.
 bool looks_like_call(std::string_view json);

@@ -28,20 +28,21 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// `text` as a JSON value (repaired when it is not strict JSON); null + why when it cannot be.
-bj::value read_json(std::string_view text, std::vector<CallRepair>& repairs, std::string& why) {
+// `text` as a JSON value into `v` (repaired when it is not strict JSON); a failure when it cannot
+// be.
+base::Status read_json(std::string_view text, std::vector<CallRepair>& repairs, bj::value& v) {
   boost::system::error_code ec;
-  bj::value v = json::parse(text, ec);
-  if (!ec) return v;
+  v = json::parse(text, ec);
+  if (!ec) return {};
   const repair::JsonRepair fixed = repair::repair_json(text, config::RepairMode::kSafe);
   if (fixed.ok()) v = json::parse(fixed.json, ec);
   if (!fixed.ok() || ec) {
-    why = "the arguments are not JSON" + (fixed.problem.empty() ? "" : ": " + fixed.problem);
-    return nullptr;
+    return base::fail("the arguments are not JSON" +
+                      (fixed.problem.empty() ? "" : ": " + fixed.problem));
   }
   for (std::string_view f : fixed.fixes)
     repairs.push_back({"json_repaired", "", std::string(f), ""});
-  return v;
+  return {};
 }
 
 }  // namespace
@@ -131,8 +132,8 @@ const catalog::Entry* ToolIndex::resolve_name(const RawCall& raw, ParsedCall& ou
   return entry;
 }
 
-bool ToolIndex::read_arguments(const RawCall& raw, const catalog::Entry* entry, ParsedCall& out,
-                               std::string& why) const {
+base::Status ToolIndex::read_arguments(const RawCall& raw, const catalog::Entry* entry,
+                                       ParsedCall& out) const {
   for (const auto& f : raw.fixes) out.repairs.push_back({"json_repaired", "", f, ""});
   if (!raw.parameters.empty() || raw.arguments.empty()) {
     std::string object = "{";
@@ -144,21 +145,17 @@ bool ToolIndex::read_arguments(const RawCall& raw, const catalog::Entry* entry, 
       object += json::quote(name) + ":" + convert_parameter(text, p ? p->types : kNone);
     }
     out.arguments = object + "}";
-    return true;
+    return {};
   }
-  bj::value v = read_json(raw.arguments, out.repairs, why);
-  if (!why.empty()) return false;
+  bj::value v;
+  if (base::Status read = read_json(raw.arguments, out.repairs, v); !read) return read;
   if (v.is_string()) {
     const std::string inner(v.as_string());
-    v = read_json(inner, out.repairs, why);
-    if (!why.empty()) return false;
+    if (base::Status read = read_json(inner, out.repairs, v); !read) return read;
     out.repairs.push_back({"arguments_decoded", "", "a JSON string", "an object"});
   }
   if (v.is_null()) v = bj::object{};
-  if (!v.is_object()) {
-    why = "the arguments are not a JSON object";
-    return false;
-  }
+  if (!v.is_object()) return base::fail("the arguments are not a JSON object");
   if (raw.drop_nulls) {
     auto& o = v.as_object();
     for (auto it = o.begin(); it != o.end();) {
@@ -171,12 +168,12 @@ bool ToolIndex::read_arguments(const RawCall& raw, const catalog::Entry* entry, 
     }
   }
   out.arguments = bj::serialize(v);
-  return true;
+  return {};
 }
 
-bool ToolIndex::resolve(const RawCall& raw, ParsedCall& out, std::string& why) const {
+base::Status ToolIndex::resolve(const RawCall& raw, ParsedCall& out) const {
   const catalog::Entry* entry = resolve_name(raw, out);
-  return read_arguments(raw, entry, out, why);
+  return read_arguments(raw, entry, out);
 }
 
 const ToolIndex& ToolIndexCache::get(const catalog::Catalog& catalog,

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/expected.h"
 #include "call/call.h"
 #include "catalog/catalog.h"
 #include "config/config.h"
@@ -40,14 +41,14 @@ class ToolIndex {
     return &catalog == &catalog_ && catalog.version() == version_;
   }
 
-  // `raw` as the gateway would run it; false (with `why`) when its arguments cannot be made an
-  // object: such a call is unparsed.
-  bool resolve(const RawCall& raw, ParsedCall& out, std::string& why) const;
+  // `raw` into `out` as the gateway would run it; a failure saying why when its arguments cannot
+  // be made an object: such a call is unparsed.
+  base::Status resolve(const RawCall& raw, ParsedCall& out) const;
 
  private:
   const catalog::Entry* resolve_name(const RawCall& raw, ParsedCall& out) const;
-  bool read_arguments(const RawCall& raw, const catalog::Entry* entry, ParsedCall& out,
-                      std::string& why) const;
+  base::Status read_arguments(const RawCall& raw, const catalog::Entry* entry,
+                              ParsedCall& out) const;
 
   const catalog::Catalog& catalog_;
   std::uint64_t version_;  // the catalog's version() it was built from

@@ -72,20 +72,20 @@ void Store::purge() {
   }
 }
 
-std::string Store::refusal(std::string_view owner) {
+base::Status Store::room_for(std::string_view owner) {
   purge();
   auto n = per_owner_.find(owner);
   if (n == per_owner_.end() || n->second < limits_.max_per_owner) return {};
   for (const auto& [id, task] : tasks_) {
     if (task.owner == owner && is_terminal(task.status)) return {};  // it would give way
   }
-  return fmt::format(
+  return base::fail(fmt::format(
       "too many tasks: this tenant has {} running (gateway.task_max_per_tenant); wait for one to "
       "finish or cancel one with tasks/cancel",
-      n->second);
+      n->second));
 }
 
-Task* Store::create(const std::string& owner, std::shared_ptr<Run> run, std::string& error) {
+base::Expected<Task*> Store::create(const std::string& owner, std::shared_ptr<Run> run) {
   purge();
   if (per_owner_[owner] >= limits_.max_per_owner) {
     auto oldest = tasks_.end();
@@ -94,11 +94,10 @@ Task* Store::create(const std::string& owner, std::shared_ptr<Run> run, std::str
       if (oldest == tasks_.end() || it->second.created < oldest->second.created) oldest = it;
     }
     if (oldest == tasks_.end()) {
-      error = fmt::format(
+      return base::fail(fmt::format(
           "too many tasks: this tenant has {} running (gateway.task_max_per_tenant); wait for "
           "one to finish or cancel one with tasks/cancel",
-          per_owner_[owner]);
-      return nullptr;
+          per_owner_[owner]));
     }
     erase(oldest, "");
   }

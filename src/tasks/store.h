@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/expected.h"
 
 namespace toolbridge::tasks {
 
@@ -61,12 +62,12 @@ class Store {
   Store(Limits limits, const base::Clock& clock);
   ~Store();
 
-  // A new working task of `owner`, or nullptr with `error` set when the owner holds
-  // max_per_owner tasks that are all still running (finished ones give way, oldest first).
-  Task* create(const std::string& owner, std::shared_ptr<Run> run, std::string& error);
-  // Whether create() for `owner` would succeed now: empty, else create()'s error (for a caller
-  // that must not start anything it could not keep, such as a server's own task).
-  std::string refusal(std::string_view owner);
+  // A new working task of `owner` (never null), or why not: the owner holds max_per_owner tasks
+  // that are all still running (finished ones give way, oldest first).
+  base::Expected<Task*> create(const std::string& owner, std::shared_ptr<Run> run);
+  // Whether create() for `owner` would succeed now, else create()'s error (for a caller that
+  // must not start anything it could not keep, such as a server's own task).
+  base::Status room_for(std::string_view owner);
   // The task `id` if it exists, has not expired and belongs to `owner`; nullptr otherwise (a
   // task of another owner is not told apart from a missing one).
   Task* find(std::string_view id, std::string_view owner);

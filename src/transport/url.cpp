@@ -28,15 +28,6 @@ base::Expected<Url> parse_url(const std::string& text) {
   return u;
 }
 
-std::optional<Url> parse_url(const std::string& text, std::string& error) {
-  base::Expected<Url> url = parse_url(text);
-  if (!url) {
-    error = url.error();
-    return std::nullopt;
-  }
-  return std::move(*url);
-}
-
 std::string Url::origin() const {
   return (tls ? "https://" : "http://") + bracketed(host) + ":" + port;
 }

@@ -1,7 +1,6 @@
 #pragma once
 // An http:// or https:// URL split into what a client needs: the origin (scheme, host, port)
 // that picks a connection pool, and the target (path and query) that goes in the request line.
-#include <optional>
 #include <string>
 
 #include "base/expected.h"
@@ -22,8 +21,6 @@ struct Url {
 
 // Parses `text`; why not ("invalid URL '...': ...") when it is not an http:// or https:// URL.
 base::Expected<Url> parse_url(const std::string& text);
-// The same in the old convention, for src/llm until it moves to the one above; do not add uses.
-std::optional<Url> parse_url(const std::string& text, std::string& error);
 
 // The Host header value for `url`: IPv6 addresses in brackets, the port left out when it is the
 // scheme's default.

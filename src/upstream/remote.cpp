@@ -497,7 +497,7 @@ asio::awaitable<void> Remote::get_stream(std::string last_event_id, long retry_m
   }
 }
 
-bool Remote::on_legacy_event(std::string_view type, std::string data, std::string& bad_endpoint) {
+base::Status Remote::on_legacy_event(std::string_view type, std::string data) {
   if (type == "endpoint") {
     // Relative to the stream's URL; it must stay on the same origin.
     boost::urls::url_view base(server_.url);
@@ -506,8 +506,9 @@ bool Remote::on_legacy_event(std::string_view type, std::string data, std::strin
     if (!ref.has_value() || !boost::urls::resolve(base, *ref, out).has_value() ||
         out.host_address() != base.host_address() || out.port() != base.port() ||
         out.scheme() != base.scheme()) {
-      bad_endpoint = std::move(data);
-      return false;
+      return base::fail(
+          "the legacy SSE stream named an endpoint on another origin or not a URL: '" +
+          data.substr(0, 200) + "'");
     }
     legacy_post_ = base_;
     legacy_post_.target = std::string(out.encoded_target());
@@ -515,7 +516,7 @@ bool Remote::on_legacy_event(std::string_view type, std::string data, std::strin
   } else if (type.empty() || type == "message") {
     deliver(data);
   }
-  return true;
+  return {};
 }
 
 asio::awaitable<void> Remote::legacy_stream() {
@@ -544,16 +545,16 @@ asio::awaitable<void> Remote::legacy_stream() {
     co_return;
   }
   transport::SseReader events;
-  std::string bad_endpoint;
+  base::Status handled;  // a failure stops the reading
   const EventHandler on_event = [&](std::string_view type, std::string data) {
-    return on_legacy_event(type, std::move(data), bad_endpoint);
+    handled = on_legacy_event(type, std::move(data));
+    return handled.ok();
   };
   const BodyEnd end = co_await read_events(ex, events, on_event);
   ex.close();
   if (closed_ || failed_) co_return;
-  if (!bad_endpoint.empty()) {
-    fail("the legacy SSE stream named an endpoint on another origin or not a URL: '" +
-         bad_endpoint.substr(0, 200) + "'");
+  if (!handled) {
+    fail(handled.error());
     co_return;
   }
   if (end.too_long) {

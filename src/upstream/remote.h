@@ -95,7 +95,9 @@ class Remote : public Transport, public std::enable_shared_from_this<Remote> {
   boost::asio::awaitable<BodyEnd> read_events(transport::HttpExchange& ex,
                                               transport::SseReader& events,
                                               const EventHandler& on_event);
-  bool on_legacy_event(std::string_view type, std::string data, std::string& bad_endpoint);
+  // An event of the legacy stream: `endpoint` names where messages are POSTed (a failure when it
+  // is not a URL on the stream's origin), a message goes to the line handler.
+  base::Status on_legacy_event(std::string_view type, std::string data);
   transport::HttpRequest request(transport::http::verb verb, const transport::Url& to) const;
   void spawn_send_loop();
   void deliver(std::string_view message);

@@ -49,15 +49,5 @@ TEST(Url, RejectsOtherSchemesAndGarbage) {
   EXPECT_EQ(parse_url("http:///path").error(), "invalid URL 'http:///path': no host");
 }
 
-TEST(Url, TheOldConventionSaysTheSame) {
-  // Kept for src/llm until it moves to Expected: same answer, same message.
-  std::string error;
-  EXPECT_FALSE(parse_url("ftp://h/x", error));
-  EXPECT_EQ(error, "'ftp://h/x' is not http:// or https://");
-  error.clear();
-  EXPECT_TRUE(parse_url("http://h:1/x", error));
-  EXPECT_EQ(error, "");
-}
-
 }  // namespace
 }  // namespace toolbridge::transport

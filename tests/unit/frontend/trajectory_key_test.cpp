@@ -71,15 +71,6 @@ TEST(NamedTrajectory, NamesAreCheckedWithTheTrajectoryRule) {
   EXPECT_NE(error.find("longer than 256 characters"), std::string::npos) << error;
 }
 
-TEST(NamedTrajectory, TheOldConventionSaysTheSame) {
-  // Kept for src/frontend/mcp_stateless* until it moves to Expected.
-  std::string error;
-  EXPECT_EQ(named_trajectory(request_with("traj-2"), "", error), "traj-2");
-  EXPECT_EQ(error, "");
-  EXPECT_EQ(named_trajectory(request_with("b"), "a", error), "");
-  EXPECT_EQ("error: " + error, named(request_with("b"), "a"));
-}
-
 TEST(SessionTrajectory, ASessionBelongsToOneTrajectory) {
   EXPECT_TRUE(check_session_trajectory("", "").ok());
   EXPECT_TRUE(check_session_trajectory("a", "").ok());  // requests need not repeat it

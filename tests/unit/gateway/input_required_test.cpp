@@ -118,35 +118,36 @@ TEST(InputRequired, StatesAreSignedAndBoundToTheirRequestAndRound) {
   conv->round = 1;
   const std::string state = table.park(conv);
   EXPECT_EQ(table.size(), 1u);
-  std::string error;
-  EXPECT_FALSE(table.claim(state + "-TAMPERED", "tools/call", "fixture__ask", error));
-  EXPECT_NE(error.find("integrity"), std::string::npos) << error;
+  const auto tampered = table.claim(state + "-TAMPERED", "tools/call", "fixture__ask");
+  EXPECT_FALSE(tampered);
+  EXPECT_NE(tampered.error().find("integrity"), std::string::npos) << tampered.error();
   std::string flipped = state;
   flipped[0] = flipped[0] == 'A' ? 'B' : 'A';
-  error.clear();
-  EXPECT_FALSE(table.claim(flipped, "tools/call", "fixture__ask", error));
-  EXPECT_FALSE(error.empty());
-  error.clear();
-  EXPECT_FALSE(table.claim(state, "tools/call", "fixture__other", error));
-  EXPECT_NE(error.find("another request"), std::string::npos) << error;
-  error.clear();
-  EXPECT_FALSE(table.claim(state, "prompts/get", "fixture__ask", error));
-  EXPECT_FALSE(error.empty());
-  error.clear();
-  auto claimed = table.claim(state, "tools/call", "fixture__ask", error);
-  EXPECT_TRUE(error.empty()) << error;
-  EXPECT_EQ(claimed, conv);
+  const auto altered = table.claim(flipped, "tools/call", "fixture__ask");
+  EXPECT_FALSE(altered);
+  EXPECT_FALSE(altered.error().empty());
+  const auto other_name = table.claim(state, "tools/call", "fixture__other");
+  EXPECT_FALSE(other_name);
+  EXPECT_NE(other_name.error().find("another request"), std::string::npos) << other_name.error();
+  const auto other_method = table.claim(state, "prompts/get", "fixture__ask");
+  EXPECT_FALSE(other_method);
+  EXPECT_FALSE(other_method.error().empty());
+  const auto claimed = table.claim(state, "tools/call", "fixture__ask");
+  ASSERT_TRUE(claimed) << claimed.error();
+  EXPECT_EQ(*claimed, conv);
   EXPECT_EQ(table.size(), 0u);
   // Used once: the same state again finds nothing (the call is run again), without an error.
-  EXPECT_FALSE(table.claim(state, "tools/call", "fixture__ask", error));
-  EXPECT_TRUE(error.empty()) << error;
+  const auto again = table.claim(state, "tools/call", "fixture__ask");
+  ASSERT_TRUE(again) << again.error();
+  EXPECT_EQ(*again, nullptr);
   // The next round's state differs; the old round's is refused.
   conv->round = 2;
   const std::string next = table.park(conv);
   EXPECT_NE(next, state);
   conv->round = 3;
-  EXPECT_FALSE(table.claim(next, "tools/call", "fixture__ask", error));
-  EXPECT_NE(error.find("earlier round"), std::string::npos) << error;
+  const auto earlier = table.claim(next, "tools/call", "fixture__ask");
+  EXPECT_FALSE(earlier);
+  EXPECT_NE(earlier.error().find("earlier round"), std::string::npos) << earlier.error();
 }
 
 TEST(InputRequired, TheOldestParkedCallGivesWayPastTheLimit) {
@@ -177,9 +178,9 @@ TEST(InputRequired, ExpiredCallsAreDroppedAndTheirServerRequestsRefused) {
   conv->on_server_request("elicitation/create", kElicit, into(a));
   conv->input_required_result("S");
   const std::string state = table.park(conv);
-  std::string error;
-  EXPECT_FALSE(table.claim(state, "tools/call", "fixture__ask", error));
-  EXPECT_TRUE(error.empty()) << error;
+  const auto expired = table.claim(state, "tools/call", "fixture__ask");
+  ASSERT_TRUE(expired) << expired.error();
+  EXPECT_EQ(*expired, nullptr);
   ASSERT_TRUE(a.called);
   EXPECT_TRUE(a.is_error);
   EXPECT_NE(a.raw.find("input_required_ttl"), std::string::npos) << a.raw;

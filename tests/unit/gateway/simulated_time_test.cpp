@@ -276,10 +276,9 @@ TEST_F(SimulatedTime, ASharedServerIdleForItsTtlIsStoppedAndTheNextCallStartsIt)
 
 TEST_F(SimulatedTime, AnIdleSessionExpiresAfterSessionIdleTtl) {
   start("", "  session_idle_ttl: 10m\n");
-  std::string refused;
-  const auto session = gateway_->create_session("127.0.0.1", refused);
-  ASSERT_TRUE(session) << refused;
-  const std::string id = session->id();
+  const auto session = gateway_->create_session("127.0.0.1");
+  ASSERT_TRUE(session) << session.error();
+  const std::string id = (*session)->id();
   clock_.advance(10min);
   settle();
   EXPECT_TRUE(gateway_->find_session(id)) << "idle for exactly its TTL: not yet";

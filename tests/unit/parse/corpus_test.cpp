@@ -38,8 +38,7 @@ bj::array resolved(const Extraction& x, const ToolIndex& index, std::size_t& unp
   unparsed = x.unparsed.size();
   for (const auto& raw : x.calls) {
     ParsedCall c;
-    std::string why;
-    if (!index.resolve(raw, c, why)) {
+    if (!index.resolve(raw, c)) {
       ++unparsed;
       continue;
     }

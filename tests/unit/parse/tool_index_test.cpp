@@ -42,10 +42,9 @@ struct IndexFixture {
   ParsedCall resolve(const RawCall& raw, std::string* why_out = nullptr) {
     ToolIndex index(catalog, config);
     ParsedCall out;
-    std::string why;
-    const bool ok = index.resolve(raw, out, why);
-    if (why_out) *why_out = why;
-    EXPECT_EQ(ok, why.empty());
+    const base::Status resolved = index.resolve(raw, out);
+    if (why_out) *why_out = resolved.error();
+    EXPECT_EQ(resolved.ok(), resolved.error().empty());
     return out;
   }
 };
@@ -154,8 +153,7 @@ TEST(ToolIndexCache, BuiltOncePerCatalogVersion) {
   cache.get(f.catalog, f.config);
   EXPECT_EQ(cache.builds(), 3u);
   ParsedCall out;
-  std::string why;
-  ASSERT_TRUE(cache.get(f.catalog, f.config).resolve(raw("news", "{}"), out, why));
+  ASSERT_TRUE(cache.get(f.catalog, f.config).resolve(raw("news", "{}"), out));
   EXPECT_EQ(out.name, "search__news");
 }
 

@@ -34,9 +34,8 @@ Limits limits(std::size_t per_owner = 3, std::size_t bytes = 100,
 TEST(TaskStore, IdsAreUnguessableAndTasksBelongToTheirOwner) {
   base::ManualClock clock;
   Store store(limits(), clock);
-  std::string error;
-  Task* a = store.create("alice", nullptr, error);
-  Task* b = store.create("alice", nullptr, error);
+  Task* a = *store.create("alice", nullptr);
+  Task* b = *store.create("alice", nullptr);
   ASSERT_TRUE(a && b);
   EXPECT_EQ(a->id.size(), 32u);
   EXPECT_NE(a->id, b->id);
@@ -49,9 +48,8 @@ TEST(TaskStore, IdsAreUnguessableAndTasksBelongToTheirOwner) {
 TEST(TaskStore, LifecycleAndTerminalStatesAreSticky) {
   base::ManualClock clock;
   Store store(limits(), clock);
-  std::string error;
   auto run = std::make_shared<FakeRun>();
-  Task* t = store.create("o", run, error);
+  Task* t = *store.create("o", run);
   const std::string id = t->id;
   store.input_required(id, R"({"k":{"method":"elicitation/create"}})");
   EXPECT_EQ(t->status, Status::kInputRequired);
@@ -72,9 +70,8 @@ TEST(TaskStore, LifecycleAndTerminalStatesAreSticky) {
 TEST(TaskStore, UpdateKeepsInputRequiredUntilEveryRequestIsAnswered) {
   base::ManualClock clock;
   Store store(limits(), clock);
-  std::string error;
   auto run = std::make_shared<FakeRun>();
-  Task* t = store.create("o", run, error);
+  Task* t = *store.create("o", run);
   store.input_required(t->id, R"({"a":{},"b":{}})");
   run->still_pending = R"({"b":{}})";
   store.provide(*t, boost::json::object{{"a", boost::json::object{}}});
@@ -90,9 +87,8 @@ TEST(TaskStore, UpdateKeepsInputRequiredUntilEveryRequestIsAnswered) {
 TEST(TaskStore, CancelStopsTheRunOnce) {
   base::ManualClock clock;
   Store store(limits(), clock);
-  std::string error;
   auto run = std::make_shared<FakeRun>();
-  Task* t = store.create("o", run, error);
+  Task* t = *store.create("o", run);
   store.cancel(*t, "asked");
   store.cancel(*t, "again");
   EXPECT_EQ(t->status, Status::kCancelled);
@@ -105,50 +101,52 @@ TEST(TaskStore, CancelStopsTheRunOnce) {
 TEST(TaskStore, PerOwnerLimitRefusesOnlyWhenAllAreRunning) {
   base::ManualClock clock;
   Store store(limits(2), clock);
-  std::string error;
-  Task* first = store.create("o", std::make_shared<FakeRun>(), error);
+  Task* first = *store.create("o", std::make_shared<FakeRun>());
   const std::string first_id = first->id;
-  ASSERT_TRUE(store.create("o", std::make_shared<FakeRun>(), error));
-  EXPECT_EQ(store.create("o", nullptr, error), nullptr);
-  EXPECT_NE(error.find("gateway.task_max_per_tenant"), std::string::npos) << error;
-  EXPECT_TRUE(store.create("other", nullptr, error));  // another tenant has its own count
+  ASSERT_TRUE(store.create("o", std::make_shared<FakeRun>()));
+  const base::Expected<Task*> refused = store.create("o", nullptr);
+  EXPECT_FALSE(refused);
+  EXPECT_NE(refused.error().find("gateway.task_max_per_tenant"), std::string::npos)
+      << refused.error();
+  EXPECT_TRUE(store.create("other", nullptr));  // another tenant has its own count
   store.complete(first_id, "{}");
-  EXPECT_TRUE(store.create("o", nullptr, error));  // the finished one gives way
+  EXPECT_TRUE(store.create("o", nullptr));  // the finished one gives way
   EXPECT_EQ(store.find(first_id, "o"), nullptr);
 }
 
-TEST(TaskStore, RefusalSaysWhatCreateWouldAnswerWithoutCreating) {
+TEST(TaskStore, RoomForSaysWhatCreateWouldAnswerWithoutCreating) {
   base::ManualClock clock;
   Store store(limits(2), clock);
-  std::string error;
-  EXPECT_EQ(store.refusal("o"), "");
-  Task* first = store.create("o", std::make_shared<FakeRun>(), error);
+  EXPECT_TRUE(store.room_for("o"));
+  Task* first = *store.create("o", std::make_shared<FakeRun>());
   const std::string first_id = first->id;
-  EXPECT_EQ(store.refusal("o"), "");
-  ASSERT_TRUE(store.create("o", std::make_shared<FakeRun>(), error));
-  EXPECT_NE(store.refusal("o").find("gateway.task_max_per_tenant"), std::string::npos);
-  EXPECT_EQ(store.refusal("other"), "");
+  EXPECT_TRUE(store.room_for("o"));
+  ASSERT_TRUE(store.create("o", std::make_shared<FakeRun>()));
+  const base::Status full = store.room_for("o");
+  EXPECT_FALSE(full);
+  EXPECT_EQ(full.error(), store.create("o", nullptr).error());  // the same words
+  EXPECT_NE(full.error().find("gateway.task_max_per_tenant"), std::string::npos) << full.error();
+  EXPECT_TRUE(store.room_for("other"));
   EXPECT_EQ(store.size(), 2u);  // asking made nothing and dropped nothing
   store.complete(first_id, "{}");
-  EXPECT_EQ(store.refusal("o"), "");  // a finished one would give way
+  EXPECT_TRUE(store.room_for("o"));  // a finished one would give way
   EXPECT_NE(store.find(first_id, "o"), nullptr);
 }
 
 TEST(TaskStore, ResultsBeyondTheByteBudgetEvictOldFinishedOnesOrFail) {
   base::ManualClock clock;
   Store store(limits(10, 100), clock);
-  std::string error;
-  Task* a = store.create("o", nullptr, error);
+  Task* a = *store.create("o", nullptr);
   const std::string a_id = a->id;
   store.complete(a_id, std::string(60, 'a'));
   clock.advance(1ms);
-  Task* b = store.create("o", nullptr, error);
+  Task* b = *store.create("o", nullptr);
   const std::string b_id = b->id;
   store.complete(b_id, std::string(60, 'b'));  // a is dropped to make room
   EXPECT_EQ(store.find(a_id, "o"), nullptr);
   ASSERT_NE(store.find(b_id, "o"), nullptr);
   EXPECT_EQ(store.bytes(), 60u);
-  Task* c = store.create("o", nullptr, error);
+  Task* c = *store.create("o", nullptr);
   store.complete(c->id, std::string(101, 'c'));  // can never fit
   EXPECT_EQ(c->status, Status::kFailed);
   EXPECT_NE(c->error.find("gateway.task_max_bytes"), std::string::npos) << c->error;
@@ -158,9 +156,8 @@ TEST(TaskStore, ResultsBeyondTheByteBudgetEvictOldFinishedOnesOrFail) {
 TEST(TaskStore, TasksExpireAfterTheirTtlAndRunningOnesAreCancelled) {
   base::ManualClock clock;
   Store store(limits(10, 100, 10s), clock);
-  std::string error;
   auto run = std::make_shared<FakeRun>();
-  Task* t = store.create("o", run, error);
+  Task* t = *store.create("o", run);
   const std::string id = t->id;
   clock.advance(9s);
   EXPECT_NE(store.find(id, "o"), nullptr);  // never before its ttl
@@ -174,8 +171,7 @@ TEST(TaskStore, TasksExpireAfterTheirTtlAndRunningOnesAreCancelled) {
 TEST(TaskStore, ProgressIsTheStatusMessageOfARunningTaskOnly) {
   base::ManualClock clock;
   Store store(limits(), clock);
-  std::string error;
-  Task* t = store.create("o", std::make_shared<FakeRun>(), error);
+  Task* t = *store.create("o", std::make_shared<FakeRun>());
   const std::string id = t->id;
   store.progress(id, "step 1");
   EXPECT_EQ(t->status_message, "step 1");
@@ -191,14 +187,13 @@ TEST(TaskStore, ProgressIsTheStatusMessageOfARunningTaskOnly) {
 TEST(TaskStore, CancelRunningCancelsEveryRunningTaskAndTellsOnChange) {
   base::ManualClock clock;
   Store store(limits(), clock);
-  std::string error;
   auto a = std::make_shared<FakeRun>();
   auto b = std::make_shared<FakeRun>();
-  Task* ta = store.create("o", a, error);
+  Task* ta = *store.create("o", a);
   clock.advance(1s);
-  Task* tb = store.create("p", b, error);
+  Task* tb = *store.create("p", b);
   clock.advance(1s);
-  Task* done = store.create("o", std::make_shared<FakeRun>(), error);
+  Task* done = *store.create("o", std::make_shared<FakeRun>());
   store.complete(done->id, "{}");
   std::vector<std::string> changed;
   store.on_change = [&changed](const Task& t) {
