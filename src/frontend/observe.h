@@ -6,6 +6,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <string_view>
 
+#include "base/expected.h"
 #include "gateway/gateway.h"
 #include "llm/token_records.h"
 #include "transport/http_server.h"

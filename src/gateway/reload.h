@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/expected.h"
 #include "base/in_flight.h"
 #include "config/config.h"
 
