@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "app/commands.h"
+#include "base/expected.h"
 #include "base/spawn.h"
 #include "json/envelope.h"
 #include "json/parse.h"
@@ -40,29 +41,23 @@ class CliSession {
     if (!session_.empty()) request(verb::delete_, "");
   }
 
-  bool open(std::string& error) {
-    bj::value r;
-    if (!call("initialize",
-              bj::object{
-                  {"protocolVersion", "2025-11-25"},
-                  {"capabilities", bj::object{}},
-                  {"clientInfo", bj::object{{"name", "toolbridge-cli"}, {"version", "0.1.0"}}}},
-              r, error)) {
-      return false;
-    }
+  base::Status open() {
+    const base::Expected<bj::value> r = call(
+        "initialize",
+        bj::object{{"protocolVersion", "2025-11-25"},
+                   {"capabilities", bj::object{}},
+                   {"clientInfo", bj::object{{"name", "toolbridge-cli"}, {"version", "0.1.0"}}}});
+    if (!r) return base::fail(r.error());
     notify("notifications/initialized");
-    return true;
+    return {};
   }
 
-  // Returns false with `error` on transport or JSON-RPC errors; `result` is the result object.
-  bool call(const std::string& method, bj::object params, bj::value& result, std::string& error) {
+  // The result object, or the transport's or the JSON-RPC error.
+  base::Expected<bj::value> call(const std::string& method, bj::object params) {
     const std::string body =
         json::make_request(std::to_string(next_id_++), method, bj::serialize(params));
     CliReply res = request(verb::post, body);
-    if (!res.error.empty()) {
-      error = std::move(res.error);
-      return false;
-    }
+    if (!res.error.empty()) return base::fail(std::move(res.error));
     if (session_.empty()) session_ = res.session_id;
     std::string payload = res.body;
     for (const auto& e : res.events) {
@@ -77,17 +72,18 @@ class CliSession {
     boost::system::error_code ec;
     bj::value v = json::parse(payload, ec);
     if (ec || !v.is_object()) {
-      error = "HTTP " + std::to_string(res.status) + ": " +
-              (payload.empty() ? "(empty body)" : payload);
-      return false;
+      return base::fail("HTTP " + std::to_string(res.status) + ": " +
+                        (payload.empty() ? "(empty body)" : payload));
     }
     if (const auto* e = v.as_object().if_contains("error")) {
       const auto* m = e->is_object() ? e->as_object().if_contains("message") : nullptr;
-      error = m && m->is_string() ? std::string(m->as_string()) : bj::serialize(*e);
-      return false;
+      return base::fail(m && m->is_string() ? std::string(m->as_string()) : bj::serialize(*e));
     }
-    result = v.as_object()["result"];
-    return true;
+    const bj::value* result = v.as_object().if_contains("result");
+    if (!result || !result->is_object()) {
+      return base::fail("the answer to " + method + " has no result object: " + payload);
+    }
+    return *result;
   }
 
   void notify(const std::string& method) {
@@ -168,9 +164,8 @@ bool connect(const std::string& url, std::unique_ptr<CliSession>& out) {
     return false;
   }
   out = std::make_unique<CliSession>(*parsed);
-  std::string error;
-  if (!out->open(error)) {
-    std::cerr << "toolbridge: " << error << "\n";
+  if (const base::Status opened = out->open(); !opened) {
+    std::cerr << "toolbridge: " << opened.error() << "\n";
     return false;
   }
   return true;
@@ -188,23 +183,30 @@ bj::value cli_value(const std::string& text) {
 int run_tools(const std::string& url, bool json_output) {
   std::unique_ptr<CliSession> s;
   if (!connect(url, s)) return 2;
-  bj::value result;
-  std::string error;
-  if (!s->call("tools/list", {}, result, error)) {
-    std::cerr << "toolbridge: tools/list failed: " << error << "\n";
+  const base::Expected<bj::value> result = s->call("tools/list", {});
+  if (!result) {
+    std::cerr << "toolbridge: tools/list failed: " << result.error() << "\n";
     return 2;
   }
   if (json_output) {
-    std::cout << bj::serialize(result) << "\n";
+    std::cout << bj::serialize(*result) << "\n";
     return 0;
   }
-  for (const auto& t : result.at("tools").as_array()) {
-    const auto& o = t.as_object();
+  const bj::value* tools = result->as_object().if_contains("tools");
+  if (!tools || !tools->is_array()) {
+    std::cerr << "toolbridge: tools/list answered without a tools array\n";
+    return 2;
+  }
+  for (const auto& t : tools->as_array()) {
+    const auto* entry = t.if_object();
+    const auto* name = entry ? entry->if_contains("name") : nullptr;
+    if (!name || !name->is_string()) continue;  // not a tool a call could name
+    const auto& o = *entry;
     std::string desc = o.contains("description") && o.at("description").is_string()
                            ? std::string(o.at("description").as_string())
                            : std::string();
     if (auto nl = desc.find('\n'); nl != std::string::npos) desc = desc.substr(0, nl);
-    std::cout << std::string(o.at("name").as_string());
+    std::cout << std::string(name->as_string());
     if (!desc.empty()) std::cout << "  " << desc;
     std::cout << "\n";
   }
@@ -233,17 +235,17 @@ int run_call(const std::string& url, const std::string& name, const std::vector<
   }
   std::unique_ptr<CliSession> s;
   if (!connect(url, s)) return 2;
-  bj::value result;
-  std::string error;
-  if (!s->call("tools/call", bj::object{{"name", name}, {"arguments", args}}, result, error)) {
-    std::cerr << "toolbridge: " << error << "\n";
+  const base::Expected<bj::value> result =
+      s->call("tools/call", bj::object{{"name", name}, {"arguments", args}});
+  if (!result) {
+    std::cerr << "toolbridge: " << result.error() << "\n";
     return 2;
   }
-  const auto& r = result.as_object();
+  const auto& r = result->as_object();
   const bool is_error =
       r.contains("isError") && r.at("isError").is_bool() && r.at("isError").as_bool();
   if (json_output) {
-    std::cout << bj::serialize(result) << "\n";
+    std::cout << bj::serialize(*result) << "\n";
   } else if (const auto* content = r.if_contains("content"); content && content->is_array()) {
     for (const auto& c : content->as_array()) {
       const auto* text = c.is_object() ? c.as_object().if_contains("text") : nullptr;

@@ -22,6 +22,7 @@
 #include "app/commands.h"
 #include "base/clock.h"
 #include "base/event.h"
+#include "base/expected.h"
 #include "base/spawn.h"
 #include "json/envelope.h"
 #include "json/parse.h"
@@ -84,9 +85,9 @@ class Shim {
     // The client closed stdin: end the gateway session, then exit.
     if (!session_id_.empty()) {
       Reply r;
-      std::string error;
       const std::string empty;
-      co_await exchange(http::verb::delete_, empty, r, error, nullptr);
+      const base::Status ended = co_await exchange(http::verb::delete_, empty, r, nullptr);
+      (void)ended;  // exiting either way
       client_.close();
     }
     io_.stop();
@@ -114,16 +115,15 @@ class Shim {
     }
     if (is_initialize) init_message_ = message;
     Reply reply;
-    std::string error;
     const std::string used_session = session_id_;
-    bool sent = co_await exchange(http::verb::post, message, reply, error, &relay_event_);
+    base::Status sent = co_await exchange(http::verb::post, message, reply, &relay_event_);
     if (sent && reply.status == 404 && !is_initialize && !used_session.empty()) {
       // The gateway restarted (or dropped the session): open a new session the way the client
       // opened this one, then send the message once more.
       const bool renewed = co_await renew_session(used_session);
       if (renewed) {
         reply = Reply{};
-        sent = co_await exchange(http::verb::post, message, reply, error, &relay_event_);
+        sent = co_await exchange(http::verb::post, message, reply, &relay_event_);
       }
     }
     if (is_initialize) {
@@ -136,10 +136,10 @@ class Shim {
     }
     if (!sent || (reply.status >= 400 && env.kind == json::Kind::kRequest)) {
       if (!sent) {
-        std::cerr << "toolbridge stdio: " << error << "\n";
+        std::cerr << "toolbridge stdio: " << sent.error() << "\n";
       }
       if (env.kind == json::Kind::kRequest && pending_.erase(id)) {
-        write_out(failure(id, sent ? reply : Reply{}, error));
+        write_out(failure(id, sent ? reply : Reply{}, sent.error()));
       }
       co_return;
     }
@@ -157,19 +157,19 @@ class Shim {
     renewing_ = true;
     session_id_.clear();
     Reply init;
-    std::string error;
-    const bool sent = co_await exchange(http::verb::post, init_message_, init, error, nullptr);
+    const base::Status sent = co_await exchange(http::verb::post, init_message_, init, nullptr);
     if (sent && init.status == 200 && !init.session_id.empty()) {
       session_id_ = init.session_id;
       Reply ack;
       const std::string initialized = json::make_notification("notifications/initialized", {});
-      co_await exchange(http::verb::post, initialized, ack, error, nullptr);
+      const base::Status acked = co_await exchange(http::verb::post, initialized, ack, nullptr);
+      (void)acked;  // the session is open; a lost ack shows on the next call
       asio::co_spawn(io_, listen_get(), base::log_failure("stdio shim GET stream"));
       std::cerr
           << "toolbridge stdio: the gateway no longer knew the session; continuing on a new one\n";
     } else {
       std::cerr << "toolbridge stdio: could not open a new session: "
-                << (sent ? "HTTP " + std::to_string(init.status) : error) << "\n";
+                << (sent ? "HTTP " + std::to_string(init.status) : sent.error()) << "\n";
     }
     renewing_ = false;
     renewed_.notify_all();
@@ -274,9 +274,9 @@ class Shim {
   // The session's GET stream: list changes and server requests tied to no call.
   asio::awaitable<void> listen_get() {
     Reply reply;
-    std::string error;
     const std::string empty;
-    co_await exchange(http::verb::get, empty, reply, error, &relay_event_);
+    const base::Status listened = co_await exchange(http::verb::get, empty, reply, &relay_event_);
+    (void)listened;  // the stream ends with the session
   }
 
   static transport::HttpClientOptions client_options() {
@@ -288,9 +288,9 @@ class Shim {
   }
 
   // One HTTP exchange. SSE events go to `on_event` as they arrive; any other body is returned
-  // whole. False (with `error`) on a transport failure.
-  asio::awaitable<bool> exchange(http::verb verb, const std::string& body, Reply& reply,
-                                 std::string& error, const OnEvent* on_event) {
+  // whole. Fails on a transport failure.
+  asio::awaitable<base::Status> exchange(http::verb verb, const std::string& body, Reply& reply,
+                                         const OnEvent* on_event) {
     transport::HttpRequest req;
     req.verb = verb;
     req.url = url_;
@@ -310,10 +310,7 @@ class Shim {
     req.body_timeout = transport::kNoTimeout;
     transport::HttpExchange ex = co_await client_.send(req);
     co_await ex.read_header();  // false at once if send failed
-    if (ex.failed()) {
-      error = ex.error().message;
-      co_return false;
-    }
+    if (ex.failed()) co_return base::fail(ex.error().message);
     reply.status = ex.status();
     reply.content_type = ex.header("Content-Type");
     reply.session_id = ex.header("Mcp-Session-Id");
@@ -329,7 +326,7 @@ class Shim {
         reply.body.append(got);
       }
     }
-    co_return true;
+    co_return base::Status{};
   }
 
   void write_out(std::string message) {

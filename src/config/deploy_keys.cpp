@@ -110,8 +110,8 @@ ApiKey read_key(const NodeReader& r, const Node& node, const std::string& path) 
       for (std::size_t i = 0; i < list.size(); ++i) {
         const std::string item = fmt::format("{}[{}]", p, i);
         key.surfaces.push_back(r.text(list[i], item));
-        if (std::string why = surface_name_error(key.surfaces.back()); !why.empty())
-          r.fail(list[i].mark, item, why);
+        if (base::Status named = check_surface_name(key.surfaces.back()); !named)
+          r.fail(list[i].mark, item, named.error());
       }
       if (key.surfaces.empty()) r.fail(e.value.mark, p, "an empty list allows no surface");
     } else {

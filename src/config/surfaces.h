@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/expected.h"
 #include "config/config.h"
 #include "config/node_reader.h"
 #include "config/tree.h"
@@ -53,8 +54,8 @@ struct Surfaces {
   const Surface* find(std::string_view name) const;
 };
 
-// Empty if `name` may name a surface (1-64 characters of [A-Za-z0-9_-]); else why not.
-std::string surface_name_error(std::string_view name);
+// Whether `name` may name a surface (1-64 characters of [A-Za-z0-9_-]), else why not.
+base::Status check_surface_name(std::string_view name);
 // The selectable annotations (the MCP tool annotation hints).
 std::span<const std::string_view> surface_annotations();
 

@@ -205,10 +205,11 @@ const Surface* Surfaces::find(std::string_view name) const {
   return nullptr;
 }
 
-std::string surface_name_error(std::string_view name) {
+base::Status check_surface_name(std::string_view name) {
   if (name.empty() || name.size() > kMaxSurfaceName ||
       !std::all_of(name.begin(), name.end(), is_name_char)) {
-    return fmt::format("a surface name is 1-{} characters of [A-Za-z0-9_-]", kMaxSurfaceName);
+    return base::fail(
+        fmt::format("a surface name is 1-{} characters of [A-Za-z0-9_-]", kMaxSurfaceName));
   }
   return {};
 }
@@ -234,9 +235,9 @@ void read_surfaces(const NodeReader& r, const Node& node, const std::string& pat
     r.fail(node.mark, path, fmt::format("at most {} surfaces", kMaxSurfaces));
   for (const Entry& e : entries) {
     const std::string p = join_path(path, e.key);
-    if (std::string why = surface_name_error(e.key); !why.empty())
+    if (base::Status named = check_surface_name(e.key); !named)
       r.fail(e.key_mark, p,
-             fmt::format("'{}': {} (it is part of the URL /s/NAME/mcp)", e.key, why));
+             fmt::format("'{}': {} (it is part of the URL /s/NAME/mcp)", e.key, named.error()));
     auto [it, fresh] = seen.emplace(e.key, e.key_mark);
     if (!fresh) {
       r.fail(e.key_mark, p,

@@ -99,13 +99,13 @@ boost::asio::awaitable<void> Auth::challenge(transport::Exchange& ex, std::strin
   co_await ex.reply(http::status::unauthorized, "application/json", body, headers);
 }
 
-std::string unauthenticated_refusal(const config::Gateway& g) {
+base::Status check_authenticated(const config::Gateway& g) {
   if (!g.auth.keys.empty() || g.allow_unauthenticated) return {};
   if (transport::is_loopback_address(g.host)) return {};
-  return fmt::format(
+  return base::fail(fmt::format(
       "refusing to listen on {} without authentication: anyone who reaches it could run every "
       "tool. Configure gateway.auth.keys, or set gateway.allow_unauthenticated: true",
-      g.host);
+      g.host));
 }
 
 }  // namespace toolbridge::frontend

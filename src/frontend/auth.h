@@ -45,8 +45,8 @@ class Auth {
   std::string realm_;
 };
 
-// Why the gateway must not start as configured (a non-loopback listener without keys and
-// without `allow_unauthenticated: true`); empty if it may.
-std::string unauthenticated_refusal(const config::Gateway& g);
+// Whether the gateway may start as configured; not with a non-loopback listener without keys
+// and without `allow_unauthenticated: true`.
+base::Status check_authenticated(const config::Gateway& g);
 
 }  // namespace toolbridge::frontend

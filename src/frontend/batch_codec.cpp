@@ -37,7 +37,7 @@ namespace {
 
 // A MessagePack value as JSON: binary and extension values have no JSON form and are refused;
 // invalid UTF-8 in strings becomes U+FFFD (the gateway's rule for every string it passes on).
-bj::value from_msgpack(const msgpack::object& o, std::string& problem) {
+base::Expected<bj::value> from_msgpack(const msgpack::object& o) {
   switch (o.type) {
     case msgpack::type::NIL:
       return nullptr;
@@ -49,10 +49,8 @@ bj::value from_msgpack(const msgpack::object& o, std::string& problem) {
       return o.via.i64;
     case msgpack::type::FLOAT32:
     case msgpack::type::FLOAT64:
-      if (!std::isfinite(o.via.f64)) {
-        problem = "a float is NaN or infinite (JSON has no such number)";
-        return nullptr;
-      }
+      if (!std::isfinite(o.via.f64))
+        return base::fail("a float is NaN or infinite (JSON has no such number)");
       return o.via.f64;
     case msgpack::type::STR: {
       const std::string_view s(o.via.str.ptr, o.via.str.size);
@@ -62,36 +60,36 @@ bj::value from_msgpack(const msgpack::object& o, std::string& problem) {
     case msgpack::type::ARRAY: {
       bj::array a;
       a.reserve(o.via.array.size);
-      for (std::uint32_t i = 0; i < o.via.array.size && problem.empty(); ++i)
-        a.push_back(from_msgpack(o.via.array.ptr[i], problem));
+      for (std::uint32_t i = 0; i < o.via.array.size; ++i) {
+        base::Expected<bj::value> item = from_msgpack(o.via.array.ptr[i]);
+        if (!item) return item;
+        a.push_back(std::move(*item));
+      }
       return a;
     }
     case msgpack::type::MAP: {
       bj::object m;
       m.reserve(o.via.map.size);
-      for (std::uint32_t i = 0; i < o.via.map.size && problem.empty(); ++i) {
+      for (std::uint32_t i = 0; i < o.via.map.size; ++i) {
         const auto& kv = o.via.map.ptr[i];
-        if (kv.key.type != msgpack::type::STR) {
-          problem = "a map key is not a string";
-          break;
-        }
-        bj::value key = from_msgpack(kv.key, problem);
-        m[key.as_string()] = from_msgpack(kv.val, problem);
+        if (kv.key.type != msgpack::type::STR) return base::fail("a map key is not a string");
+        base::Expected<bj::value> key = from_msgpack(kv.key);
+        if (!key) return key;
+        base::Expected<bj::value> value = from_msgpack(kv.val);
+        if (!value) return value;
+        m[key->as_string()] = std::move(*value);
       }
       return m;
     }
     case msgpack::type::BIN:
-      problem = "binary values are not accepted (send text as strings)";
-      return nullptr;
+      return base::fail("binary values are not accepted (send text as strings)");
     case msgpack::type::EXT:
-      problem = "extension values are not accepted";
-      return nullptr;
+      return base::fail("extension values are not accepted");
   }
-  problem = "an unknown MessagePack type";
-  return nullptr;
+  return base::fail("an unknown MessagePack type");
 }
 
-bj::value decode_msgpack(std::string_view body, std::string& problem) {
+base::Expected<bj::value> decode_msgpack(std::string_view body) {
   // The same depth bound as JSON; counts bounded by the body's size (max_body_bytes).
   const auto n = static_cast<std::size_t>(body.size());
   const msgpack::unpack_limit limit(n, n, n, n, n, json::kMaxDepth);
@@ -99,33 +97,27 @@ bj::value decode_msgpack(std::string_view body, std::string& problem) {
   try {
     const msgpack::object_handle handle =
         msgpack::unpack(body.data(), body.size(), offset, nullptr, nullptr, limit);
-    if (offset != body.size()) {
-      problem = "the body is not one MessagePack value (bytes follow it)";
-      return nullptr;
-    }
-    bj::value v = from_msgpack(handle.get(), problem);
-    if (!problem.empty()) problem = "the body is not usable MessagePack: " + problem;
+    if (offset != body.size())
+      return base::fail("the body is not one MessagePack value (bytes follow it)");
+    base::Expected<bj::value> v = from_msgpack(handle.get());
+    if (!v) return base::fail("the body is not usable MessagePack: " + v.error());
     return v;
   } catch (const std::exception& e) {
-    problem = std::string("the body is not MessagePack (or is nested deeper than 128 levels): ") +
-              e.what();
-    return nullptr;
+    return base::fail(
+        std::string("the body is not MessagePack (or is nested deeper than 128 levels): ") +
+        e.what());
   }
 }
 
 }  // namespace
 
 base::Expected<bj::value> decode_body(Encoding e, std::string_view body) {
-  std::string problem;
-  bj::value v;
-  if (e == Encoding::kMsgpack) {
-    v = decode_msgpack(body, problem);
-  } else {
-    boost::system::error_code ec;
-    v = json::parse(body, ec);
-    if (ec) problem = "the body is not JSON (or is nested deeper than 128 levels): " + ec.message();
-  }
-  if (!problem.empty()) return base::fail(std::move(problem));
+  if (e == Encoding::kMsgpack) return decode_msgpack(body);
+  boost::system::error_code ec;
+  bj::value v = json::parse(body, ec);
+  if (ec)
+    return base::fail("the body is not JSON (or is nested deeper than 128 levels): " +
+                      ec.message());
   return v;
 }
 

@@ -308,8 +308,8 @@ BatchRefusal read_batch_request(const bj::value& body, BatchRequest& out, std::s
       out.trajectory = std::string(value.as_string());
     } else if (key == "surface") {
       if (!value.is_string()) return bad("surface must be a string");
-      if (std::string why = config::surface_name_error(value.as_string()); !why.empty()) {
-        return bad("surface: " + why);
+      if (base::Status named = config::check_surface_name(value.as_string()); !named) {
+        return bad("surface: " + named.error());
       }
       out.surface = std::string(value.as_string());
     } else if (key == "tenant") {

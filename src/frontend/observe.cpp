@@ -40,26 +40,26 @@ asio::awaitable<void> answer_error(transport::Exchange& ex, http::status status,
 
 }  // namespace
 
-std::string Observe::refusal(const transport::Exchange& ex) const {
+base::Status Observe::may_look(const transport::Exchange& ex) const {
   switch (gateway_.config().gateway.dashboard) {
     case config::ObserveAccess::kAnywhere:
       return {};
     case config::ObserveAccess::kOff:
-      return "the dashboard and the trajectory view are off (gateway.dashboard: off)";
+      return base::fail("the dashboard and the trajectory view are off (gateway.dashboard: off)");
     case config::ObserveAccess::kLoopback:
       if (is_loopback(ex.client())) return {};
-      return fmt::format(
+      return base::fail(fmt::format(
           "the dashboard and the trajectory view answer loopback clients only, not {}: open "
           "them on the gateway's machine (e.g. through an SSH tunnel) or set gateway.dashboard: "
           "anywhere",
-          ex.client());
+          ex.client()));
   }
   return {};
 }
 
 asio::awaitable<void> Observe::trajectories(transport::Exchange& ex) {
-  if (std::string why = refusal(ex); !why.empty()) {
-    co_await answer_error(ex, http::status::forbidden, std::move(why));
+  if (base::Status may = may_look(ex); !may) {
+    co_await answer_error(ex, http::status::forbidden, may.error());
     co_return;
   }
   std::string body = gateway_.call_log().trajectories_json(gateway_.clock().now(), kMaxListed);
@@ -67,8 +67,8 @@ asio::awaitable<void> Observe::trajectories(transport::Exchange& ex) {
 }
 
 asio::awaitable<void> Observe::trajectory(transport::Exchange& ex, std::string_view path) {
-  if (std::string why = refusal(ex); !why.empty()) {
-    co_await answer_error(ex, http::status::forbidden, std::move(why));
+  if (base::Status may = may_look(ex); !may) {
+    co_await answer_error(ex, http::status::forbidden, may.error());
     co_return;
   }
   std::string_view raw = path.substr(kTrajectoriesPath.size());
@@ -132,8 +132,8 @@ asio::awaitable<void> Observe::model_calls(transport::Exchange& ex, const std::s
 }
 
 asio::awaitable<void> Observe::dashboard(transport::Exchange& ex) {
-  if (std::string why = refusal(ex); !why.empty()) {
-    const std::string body = why + "\n";
+  if (base::Status may = may_look(ex); !may) {
+    const std::string body = may.error() + "\n";
     co_await ex.reply(http::status::forbidden, "text/plain", body, {});
     co_return;
   }
@@ -146,8 +146,8 @@ asio::awaitable<void> Observe::dashboard(transport::Exchange& ex) {
 }
 
 asio::awaitable<void> Observe::state(transport::Exchange& ex) {
-  if (std::string why = refusal(ex); !why.empty()) {
-    co_await answer_error(ex, http::status::forbidden, std::move(why));
+  if (base::Status may = may_look(ex); !may) {
+    co_await answer_error(ex, http::status::forbidden, may.error());
     co_return;
   }
   const auto& metrics = gateway_.metrics();

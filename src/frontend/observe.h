@@ -6,6 +6,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <string_view>
 
+#include "base/expected.h"
 #include "gateway/gateway.h"
 #include "llm/token_records.h"
 #include "transport/http_server.h"
@@ -31,8 +32,8 @@ class Observe {
  private:
   boost::asio::awaitable<void> model_calls(transport::Exchange& ex, const std::string& id);
 
-  // Why this client may not look (dashboard: loopback or off), empty if it may.
-  std::string refusal(const transport::Exchange& ex) const;
+  // Whether this client may look (dashboard: loopback or off), else why not.
+  base::Status may_look(const transport::Exchange& ex) const;
 
   gateway::Gateway& gateway_;
   llm::TokenRecords* token_records_ = nullptr;

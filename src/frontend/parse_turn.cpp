@@ -51,8 +51,8 @@ BatchRefusal read_option(std::string_view key, const bj::value& v, ParseOptions&
     out.trajectory = std::string(v.as_string());
   } else if (key == "surface") {
     if (!v.is_string()) return bad("surface must be a string");
-    if (std::string why = config::surface_name_error(v.as_string()); !why.empty()) {
-      return bad("surface: " + why);
+    if (base::Status named = config::check_surface_name(v.as_string()); !named) {
+      return bad("surface: " + named.error());
     }
     out.surface = std::string(v.as_string());
   } else if (key == "tenant") {

@@ -95,7 +95,7 @@ Server::Server(asio::io_context& io, config::Config config)
   register_metrics();
   // A reload (docs/reload.md) is checked as start() checks, and its API keys apply at once.
   gateway_.reloader().add_check(
-      [](const config::Config& next) { return unauthenticated_refusal(next.gateway); });
+      [](const config::Config& next) { return check_authenticated(next.gateway); });
   gateway_.reloader().on_applied([this] {
     auth_.replace(gateway_.config().gateway.auth);
     openai_.reconfigure(gateway_.config().models);
@@ -272,12 +272,12 @@ asio::awaitable<void> Server::for_surface(Exchange& ex, std::string_view path) {
     co_await admin_.not_found(ex);
     co_return;
   }
-  std::string why = config::surface_name_error(split->surface);
-  if (why.empty() && !gateway_.surfaces().has(split->surface))
-    why = gateway_.surfaces().unknown_message(split->surface);
-  if (!why.empty()) {
-    const std::string body = json::make_error({}, json::kInvalidRequest,
-                                              "not found: the surface in the URL path: " + why);
+  base::Status known = config::check_surface_name(split->surface);
+  if (known && !gateway_.surfaces().has(split->surface))
+    known = base::fail(gateway_.surfaces().unknown_message(split->surface));
+  if (!known) {
+    const std::string body = json::make_error(
+        {}, json::kInvalidRequest, "not found: the surface in the URL path: " + known.error());
     co_await ex.reply(http::status::not_found, "application/json", body, {});
   } else if (method == http::verb::post) {
     co_await mcp_.post(ex, split->trajectory, split->surface);
@@ -348,8 +348,7 @@ base::Status Server::reload_tls() {
 }
 
 base::Status Server::start() {
-  if (std::string err = unauthenticated_refusal(gateway_.config().gateway); !err.empty())
-    return base::fail(std::move(err));
+  if (base::Status may = check_authenticated(gateway_.config().gateway); !may) return may;
   if (base::Status listening = http_.listen(); !listening) return listening;
   if (admin_http_) {
     if (base::Status listening = admin_http_->listen(); !listening)

@@ -41,8 +41,8 @@ base::Expected<std::string> named_surface(const transport::Request& req, std::st
                                         from_path, "the surface in the URL path (/s/NAME/...)"},
                                     {from_header, kSurfaceHeader}}) {
     if (name.empty()) continue;
-    if (std::string why = config::surface_name_error(name); !why.empty())
-      return base::fail(where + ": " + why);
+    if (base::Status named = config::check_surface_name(name); !named)
+      return base::fail(where + ": " + named.error());
     if (!registry.has(name)) return base::fail(where + ": " + registry.unknown_message(name));
   }
   if (!from_path.empty() && !from_header.empty() && from_path != from_header) {

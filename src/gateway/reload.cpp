@@ -113,9 +113,9 @@ void Reloader::set_source(std::string path, std::string text, Loader load) {
   }
 }
 
-std::string Reloader::check(const config::Config& next) const {
+base::Status Reloader::check(const config::Config& next) const {
   for (const auto& c : checks_) {
-    if (std::string why = c(next); !why.empty()) return why;
+    if (base::Status may = c(next); !may) return may;
   }
   return {};
 }
@@ -157,8 +157,8 @@ asio::awaitable<ReloadReport> Reloader::reload(std::string trigger) {
     // Start-up would have stopped on it; a running gateway keeps what it has.
     co_return refuse(ReloadReport::Outcome::kInvalid, path_ + ": " + e.what());
   }
-  if (std::string why = check(plan.next); !why.empty())
-    co_return refuse(ReloadReport::Outcome::kInvalid, path_ + ": " + why);
+  if (base::Status may = check(plan.next); !may)
+    co_return refuse(ReloadReport::Outcome::kInvalid, path_ + ": " + may.error());
   if (const auto fixed = config::restart_only_keys(plan.diff); !fixed.empty()) {
     co_return refuse(ReloadReport::Outcome::kRestartNeeded,
                      fmt::format("{}: {} cannot change without a restart (docs/reload.md)", path_,

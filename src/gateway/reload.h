@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/expected.h"
 #include "base/in_flight.h"
 #include "config/config.h"
 
@@ -43,8 +44,8 @@ class Reloader {
   // Reads a config document's text into a Config as start-up did (the reader's checks and the
   // command line's overrides); throws config::ConfigError.
   using Loader = std::function<config::Config(const std::string& text)>;
-  // Why the gateway must not run `config` (a front end's own check), empty if it may.
-  using Check = std::function<std::string(const config::Config&)>;
+  // Whether the gateway may run `config` (a front end's own check), else why not.
+  using Check = std::function<base::Status(const config::Config&)>;
 
   explicit Reloader(Gateway& gateway);
   ~Reloader();
@@ -78,7 +79,7 @@ class Reloader {
  private:
   struct Plan;
   using Upstreams = std::unordered_map<std::string, std::shared_ptr<upstream::Upstream>>;
-  std::string check(const config::Config& next) const;
+  base::Status check(const config::Config& next) const;
   boost::asio::awaitable<void> apply(Plan& plan);
   // Starts the servers the plan adds or changes (their new versions), by name.
   Upstreams start_servers(const Plan& plan);

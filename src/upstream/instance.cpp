@@ -109,9 +109,9 @@ void Instance::call(std::string_view method, std::string params, std::string cal
                     server_.name, in_flight()));
     return;
   }
-  if (const std::string congested = transport_->congestion(); !congested.empty()) {
+  if (const base::Status sendable = transport_->congestion(); !sendable) {
     sink->on_failure(Failure::kOverloaded, caller_id,
-                     fmt::format("server '{}' {}; retry later", server_.name, congested));
+                     fmt::format("server '{}' {}; retry later", server_.name, sendable.error()));
     return;
   }
   const std::uint64_t id = next_id_++;

@@ -73,12 +73,12 @@ base::Status StdioTransport::open() {
   return {};
 }
 
-std::string StdioTransport::congestion() const {
+base::Status StdioTransport::congestion() const {
   if (queued_bytes_ < server_.max_write_queue_bytes) return {};
   // A server that does not read its stdin must not grow our memory: refuse, do not queue.
-  return fmt::format(
-      "is not reading its input: {} bytes already wait for it (max_write_queue_bytes)",
-      queued_bytes_);
+  return base::fail(
+      fmt::format("is not reading its input: {} bytes already wait for it (max_write_queue_bytes)",
+                  queued_bytes_));
 }
 
 void StdioTransport::send(std::string message, std::uint64_t call_id) {

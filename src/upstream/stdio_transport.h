@@ -25,7 +25,7 @@ class StdioTransport : public Transport, public std::enable_shared_from_this<Std
 
   base::Status open() override;
   void send(std::string message, std::uint64_t call_id) override;
-  std::string congestion() const override;
+  base::Status congestion() const override;
   boost::asio::awaitable<void> stop() override;
   void abort() override;
   pid_t pid() const override { return child_.pid(); }

@@ -33,9 +33,9 @@ class Transport {
   // Queues one message (without a line end); messages go out in order. `call_id` is non-zero
   // for a forwarded call, so on_sent can tell which requests the server may have seen.
   virtual void send(std::string message, std::uint64_t call_id) = 0;
-  // Why a new call should be refused now (a server that does not read what it is sent), in
-  // words that follow "server 'NAME' "; empty if it can be sent.
-  virtual std::string congestion() const { return {}; }
+  // Whether a new call may be sent now; if not (a server that does not read what it is sent),
+  // why, in words that follow "server 'NAME' ".
+  virtual base::Status congestion() const { return {}; }
   // The protocol version initialize settled on (HTTP sends it with every request).
   virtual void set_protocol_version(std::string) {}
   // The server speaks the stateless revision `version` (2026-07-28): every request carries the

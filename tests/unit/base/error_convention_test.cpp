@@ -21,7 +21,9 @@ const std::set<std::string> kNotYetConverted = {};
 // A non-const std::string& parameter named for an error, or a contract "empty on success".
 const std::regex kOutParameter(
     R"(std::string\s*&\s*(error|err|why|problem|refused|refusal|reason|bad_[a-z_]+)\s*[,)=])");
-const std::regex kEmptyOnSuccess(R"(empty on success)", std::regex::icase);
+const std::regex kEmptyOnSuccess(
+    R"(empty on success|empty if (it|they) (may|can)|empty when (it is )?allowed)",
+    std::regex::icase);
 
 std::vector<std::string> offending_lines(const fs::path& file) {
   std::ifstream in(file);
@@ -71,6 +73,9 @@ TEST(ErrorConvention, ThePatternCatchesWhatItShould) {
   EXPECT_TRUE(caught("bool enable(std::string &why);"));
   EXPECT_TRUE(caught("                     std::string& refused) const;"));
   EXPECT_TRUE(caught("  // Returns an error message, empty on success."));
+  EXPECT_TRUE(caught("  // Why the gateway must not run `config`, empty if it may."));
+  EXPECT_TRUE(caught("  // words that follow \"server 'NAME' \"; empty if it can be sent."));
+  EXPECT_FALSE(caught("  std::string traceparent;   // the caller's trace context, empty if none"));
   EXPECT_FALSE(
       caught("void start_failed(const std::shared_ptr<Member>& m, const std::string& error);"));
   EXPECT_FALSE(caught("void append_quoted(std::string& out, std::string_view s);"));

@@ -70,12 +70,12 @@ TEST(ConfigSurfaces, ReadsFromAJsonFileBesideMcpServers) {
 }
 
 TEST(ConfigSurfaces, SurfaceNamesAreBoundedAndUrlSafe) {
-  EXPECT_EQ(surface_name_error("bench-a_1"), "");
-  EXPECT_NE(surface_name_error(""), "");
-  EXPECT_NE(surface_name_error(std::string(65, 'a')), "");
-  EXPECT_EQ(surface_name_error(std::string(64, 'a')), "");
+  EXPECT_TRUE(check_surface_name("bench-a_1").ok());
+  EXPECT_EQ(check_surface_name("").error(), "a surface name is 1-64 characters of [A-Za-z0-9_-]");
+  EXPECT_FALSE(check_surface_name(std::string(65, 'a')).ok());
+  EXPECT_TRUE(check_surface_name(std::string(64, 'a')).ok());
   for (const char* bad : {"a/b", "a.b", "..", "a b", "%2e", "é"})
-    EXPECT_NE(surface_name_error(bad), "") << bad;
+    EXPECT_FALSE(check_surface_name(bad).ok()) << bad;
   EXPECT_EQ(yaml_error(kServers + "surfaces:\n  a/b:\n    tools: {x: {}}\n"),
             "cfg.yaml:7:3: surfaces.a/b: 'a/b': a surface name is 1-64 characters of "
             "[A-Za-z0-9_-] (it is part of the URL /s/NAME/mcp)");
