@@ -255,6 +255,10 @@ std::shared_ptr<gateway::Session> McpStateless::session_for(Exchange& ex, std::s
 }
 
 void McpStateless::start(const std::shared_ptr<Conversation>& conv, Request& r) {
+  gateway_.methods().handle(conv->session, conv, request_text(r));
+}
+
+std::string McpStateless::request_text(const Request& r) const {
   bj::object params = r.params;
   params.erase("inputResponses");
   params.erase("requestState");
@@ -273,8 +277,7 @@ void McpStateless::start(const std::shared_ptr<Conversation>& conv, Request& r) 
   if (auto* meta = params.if_contains("_meta");
       meta && meta->is_object() && meta->as_object().empty())
     params.erase("_meta");
-  const std::string text = json::make_request(r.id, r.method, bj::serialize(params));
-  gateway_.methods().handle(conv->session, conv, text);
+  return json::make_request(r.id, r.method, bj::serialize(params));
 }
 
 asio::awaitable<void> McpStateless::call(Exchange& ex, Request& r) {
@@ -329,6 +332,10 @@ asio::awaitable<void> McpStateless::call(Exchange& ex, Request& r) {
   auto session = session_for(ex, error);
   if (!session) {
     co_await reply_error(ex, r.id, json::kOverloaded, error);
+    co_return;
+  }
+  if (tasks && r.method == "tools/call" && server_tasks_.server_for(name_text)) {
+    co_await server_task(ex, r, std::move(session), std::move(responses));
     co_return;
   }
   const bool has_progress = r.params.contains("_meta") && r.params.at("_meta").is_object() &&

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "frontend/server_tasks.h"
 #include "gateway/gateway.h"
 #include "gateway/input_required.h"
 #include "mcp/revision.h"
@@ -34,6 +35,8 @@ class McpStateless {
   // (with a session, or initialize) never reach here, so their path costs one header look-up.
   static bool claims(const transport::Request& req);
   tasks::Store& task_store() { return tasks_; }
+  // A server's own tasks, over the same store (server_tasks.h).
+  ServerTasks& server_tasks() { return server_tasks_; }
 
   // The tasks of both eras share one store and one follower (mcp_tasks.cpp): the call whose
   // events `stream` gets becomes a task of `owner` and runs on without the exchange that started
@@ -82,6 +85,12 @@ class McpStateless {
   // Makes the call a task of its session's owner and returns the CreateTaskResult response to
   // `id`. If the owner holds too many tasks, the call is cancelled and the response is the error.
   std::string become_task(const std::shared_ptr<gateway::Conversation>& conv, std::string_view id);
+  // A tools/call of a tool whose server has tasks of its own, from a client that declared the
+  // extension: sent as the server's task; the answer is the gateway's task (or the server's
+  // immediate result). `provided`: inputResponses the request carried.
+  boost::asio::awaitable<void> server_task(transport::Exchange& ex, Request& r,
+                                           std::shared_ptr<gateway::Session> session,
+                                           boost::json::object provided);
   // Follows a task's call to its end: its input requests (a Conversation's), its progress, its
   // result or error into the store.
   boost::asio::awaitable<void> run_task(std::shared_ptr<gateway::PostStream> stream,
@@ -104,6 +113,8 @@ class McpStateless {
   std::shared_ptr<gateway::Session> session_for(transport::Exchange& ex, std::string& error);
   // Starts the call (params cleaned of the revision's own members) on `conv`.
   void start(const std::shared_ptr<gateway::Conversation>& conv, Request& r);
+  // The request start() sends: params cleaned of the revision's own members.
+  std::string request_text(const Request& r) const;
   // Answers this exchange with the conversation's next outcome: its response, or an
   // input_required result for the server requests waiting (the call stays parked).
   // `id`: the request this exchange answers (a retry has its own).
@@ -118,6 +129,7 @@ class McpStateless {
   std::unordered_map<std::string, std::string> sessions_;  // owner -> stateless session id
   std::uint64_t next_subscription_ = 1;
   tasks::Store tasks_;
+  ServerTasks server_tasks_{gateway_, tasks_};
   struct TaskListener {
     std::weak_ptr<gateway::Channel> channel;
     std::string meta;  // the notification's _meta (the listen request's subscription id)
