@@ -83,6 +83,8 @@ class SessionTasks {
   // gateway answers from its store alone.
   boost::asio::awaitable<std::string> pass_get(const Request& r, std::string task_id);
   boost::asio::awaitable<std::string> pass_cancel(const Request& r, std::string task_id);
+  // Whether the tools/call `r` runs on a per_session instance bound to the session itself.
+  bool runs_on_own_instance(const Request& r) const;
 
   gateway::Gateway& gateway_;
   McpStateless& stateless_;

@@ -4,6 +4,7 @@
 // creating session's stream, its status notifications reach that session with the gateway's id.
 #include <boost/json.hpp>
 
+#include "config/config.h"
 #include "frontend/mcp_session_tasks.h"
 #include "frontend/server_tasks.h"
 #include "json/parse.h"
@@ -11,6 +12,17 @@
 namespace toolbridge::frontend {
 
 namespace asio = boost::asio;
+namespace bj = boost::json;
+
+namespace {
+
+// The session's in_flight entry that keeps it from ending idle while a server's own task runs on
+// its per_session instance (no JSON-RPC id looks like it).
+std::string busy_key(std::string_view task_id) {
+  return "task:" + std::string(task_id);
+}
+
+}  // namespace
 
 void SessionTasks::follow_server_tasks() {
   ServerTasks& server = stateless_.server_tasks();
@@ -50,12 +62,37 @@ asio::awaitable<std::string> SessionTasks::pass_call(const Request& r) {
     std::erase_if(creators_, [&store](const auto& kv) { return !store.by_id(kv.first); });
   }
   tasks::Task* t = store.by_id(started.task_id);
-  if (t && !tasks::is_terminal(t->status))
-    creators_[t->id] = Creator{r.session, r.session->id(), r.id, false};
+  if (t && !tasks::is_terminal(t->status)) {
+    // On a per_session server's instance bound to the session itself, the task ends with the
+    // session (DELETE: ending()), and keeps it from ending idle meanwhile.
+    const bool bound = runs_on_own_instance(r);
+    creators_[t->id] = Creator{r.session, r.session->id(), r.id, bound};
+    if (bound) {
+      // Until the store lets go of the task (its end, or its TTL).
+      std::weak_ptr<gateway::Session> weak = r.session;
+      auto unbusy = [weak, key = busy_key(t->id)] {
+        if (auto s = weak.lock()) s->in_flight.erase(key);
+      };
+      if (stateless_.server_tasks().on_end(t->id, std::move(unbusy)))
+        r.session->in_flight[busy_key(t->id)] = gateway::Session::InFlight{};
+    }
+  }
   if (!t) {
     co_return json::make_error(r.id, json::kInvalidParams, unknown_task_message(started.task_id));
   }
   co_return json::make_result(r.id, R"({"task":)" + task_json(*t, store.limits().ttl) + "}");
+}
+
+bool SessionTasks::runs_on_own_instance(const Request& r) const {
+  if (!r.session->trajectory.empty()) return false;  // the trajectory's instance outlives it
+  boost::system::error_code ec;
+  bj::value msg = json::parse(r.text, ec);
+  const bj::object* params = ec ? nullptr : params_of(msg);
+  const bj::value* name = params ? params->if_contains("name") : nullptr;
+  const catalog::Entry* entry =
+      name && name->is_string() ? gateway_.catalog().tool(name->as_string()) : nullptr;
+  auto up = entry ? gateway_.upstream(entry->server) : nullptr;
+  return up && up->config().policy == config::Policy::kPerSession;
 }
 
 asio::awaitable<std::string> SessionTasks::pass_get(const Request&, std::string task_id) {

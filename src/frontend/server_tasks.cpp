@@ -44,6 +44,14 @@ class UpstreamRun final : public tasks::Run {
   std::shared_ptr<upstream::CallSink> follower;
   // A stateless client's task: the server's requests wait here for tasks/update.
   std::shared_ptr<gateway::Conversation> asks;
+  std::function<void()> ended;  // ServerTasks::on_end
+
+  UpstreamRun() = default;
+  UpstreamRun(const UpstreamRun&) = delete;
+  UpstreamRun& operator=(const UpstreamRun&) = delete;
+  ~UpstreamRun() override {
+    if (ended) ended();
+  }
 
   // The store cancelled the task (tasks/cancel, its TTL, the gateway stopping): the server is
   // told, and the follower stops waiting.
@@ -227,11 +235,12 @@ ServerTasks::ServerTasks(gateway::Gateway& gateway, tasks::Store& store)
 
 ServerTasks::~ServerTasks() = default;
 
-std::shared_ptr<upstream::Upstream> ServerTasks::server_for(std::string_view tool) const {
+std::shared_ptr<upstream::Upstream> ServerTasks::server_for(std::string_view tool,
+                                                            bool per_session) const {
   const catalog::Entry* entry = gateway_.catalog().tool(tool);
   if (!entry) return nullptr;
   auto up = gateway_.upstream(entry->server);
-  if (!up || up->config().policy == config::Policy::kPerSession) return nullptr;
+  if (!up || (!per_session && up->config().policy == config::Policy::kPerSession)) return nullptr;
   auto inst = up->any_ready();
   if (!inst || !inst->capabilities().tasks_tools_call) return nullptr;
   // The server's own mark, not the one task_tools gives a tool of a server without tasks.
@@ -253,6 +262,14 @@ std::shared_ptr<upstream::Upstream> ServerTasks::server_for(std::string_view too
 
 bool ServerTasks::holds(const tasks::Task& t) {
   return upstream_run(t) != nullptr;
+}
+
+bool ServerTasks::on_end(const std::string& task_id, std::function<void()> f) {
+  tasks::Task* t = store_.by_id(task_id);
+  UpstreamRun* run = t ? upstream_run(*t) : nullptr;
+  if (!run) return false;
+  run->ended = std::move(f);
+  return true;
 }
 
 asio::awaitable<ServerTasks::Started> ServerTasks::start(
