@@ -155,7 +155,7 @@ asio::awaitable<void> SessionTasks::handle(Exchange& ex, std::shared_ptr<gateway
         if (!ec && v.is_string()) tool = std::string(v.as_string());
       }
     }
-    if (!tool.empty() && stateless_.server_tasks().server_for(tool, true)) {
+    if (!tool.empty() && stateless_.server_tasks().server_for(tool)) {
       body = co_await pass_call(r);
     } else {
       body = call(r);

@@ -4,7 +4,6 @@
 // creating session's stream, its status notifications reach that session with the gateway's id.
 #include <boost/json.hpp>
 
-#include "config/config.h"
 #include "frontend/mcp_session_tasks.h"
 #include "frontend/server_tasks.h"
 #include "json/parse.h"
@@ -13,16 +12,6 @@ namespace toolbridge::frontend {
 
 namespace asio = boost::asio;
 namespace bj = boost::json;
-
-namespace {
-
-// The session's in_flight entry that keeps it from ending idle while a server's own task runs on
-// its per_session instance (no JSON-RPC id looks like it).
-std::string busy_key(std::string_view task_id) {
-  return "task:" + std::string(task_id);
-}
-
-}  // namespace
 
 void SessionTasks::follow_server_tasks() {
   ServerTasks& server = stateless_.server_tasks();
@@ -67,15 +56,7 @@ asio::awaitable<std::string> SessionTasks::pass_call(const Request& r) {
     // session (DELETE: ending()), and keeps it from ending idle meanwhile.
     const bool bound = runs_on_own_instance(r);
     creators_[t->id] = Creator{r.session, r.session->id(), r.id, bound};
-    if (bound) {
-      // Until the store lets go of the task (its end, or its TTL).
-      std::weak_ptr<gateway::Session> weak = r.session;
-      auto unbusy = [weak, key = busy_key(t->id)] {
-        if (auto s = weak.lock()) s->in_flight.erase(key);
-      };
-      if (stateless_.server_tasks().on_end(t->id, std::move(unbusy)))
-        r.session->in_flight[busy_key(t->id)] = gateway::Session::InFlight{};
-    }
+    if (bound) stateless_.server_tasks().keep_busy(t->id, r.session);
   }
   if (!t) {
     co_return json::make_error(r.id, json::kInvalidParams, unknown_task_message(started.task_id));
@@ -89,10 +70,7 @@ bool SessionTasks::runs_on_own_instance(const Request& r) const {
   bj::value msg = json::parse(r.text, ec);
   const bj::object* params = ec ? nullptr : params_of(msg);
   const bj::value* name = params ? params->if_contains("name") : nullptr;
-  const catalog::Entry* entry =
-      name && name->is_string() ? gateway_.catalog().tool(name->as_string()) : nullptr;
-  auto up = entry ? gateway_.upstream(entry->server) : nullptr;
-  return up && up->config().policy == config::Policy::kPerSession;
+  return name && name->is_string() && stateless_.server_tasks().per_session(name->as_string());
 }
 
 asio::awaitable<std::string> SessionTasks::pass_get(const Request&, std::string task_id) {

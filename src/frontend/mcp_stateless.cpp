@@ -334,7 +334,7 @@ asio::awaitable<void> McpStateless::call(Exchange& ex, Request& r) {
     co_await reply_error(ex, r.id, json::kOverloaded, error);
     co_return;
   }
-  if (tasks && r.method == "tools/call" && server_tasks_.server_for(name_text, false)) {
+  if (tasks && r.method == "tools/call" && server_tasks_.server_for(name_text)) {
     co_await server_task(ex, r, std::move(session), std::move(responses));
     co_return;
   }

@@ -201,8 +201,15 @@ asio::awaitable<void> McpStateless::server_task(Exchange& ex, Request& r,
   std::string owner = session->owner;
   std::string id = r.id;
   std::string text = bj::serialize(msg);
+  // On a per_session server's instance bound to the client's session (no trajectory named), the
+  // session is kept from ending idle while the task runs: the instance ends with it.
+  const bj::value* name = r.params.if_contains("name");
+  const bool bound = r.trajectory.empty() && name && name->is_string() &&
+                     server_tasks_.per_session(name->as_string());
+  std::shared_ptr<gateway::Session> holder = bound ? session : nullptr;
   ServerTasks::Started started = co_await server_tasks_.start(
       std::move(session), std::move(owner), std::move(id), std::move(text), std::move(asks), false);
+  if (holder && !started.task_id.empty()) server_tasks_.keep_busy(started.task_id, holder);
   if (started.task_id.empty()) {  // an error, or the server's immediate result
     co_await reply(ex, with_result_type(std::move(started.response)));
     co_return;

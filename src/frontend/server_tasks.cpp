@@ -44,7 +44,7 @@ class UpstreamRun final : public tasks::Run {
   std::shared_ptr<upstream::CallSink> follower;
   // A stateless client's task: the server's requests wait here for tasks/update.
   std::shared_ptr<gateway::Conversation> asks;
-  std::function<void()> ended;  // ServerTasks::on_end
+  std::function<void()> ended;  // ServerTasks::keep_busy
 
   UpstreamRun() = default;
   UpstreamRun(const UpstreamRun&) = delete;
@@ -235,12 +235,11 @@ ServerTasks::ServerTasks(gateway::Gateway& gateway, tasks::Store& store)
 
 ServerTasks::~ServerTasks() = default;
 
-std::shared_ptr<upstream::Upstream> ServerTasks::server_for(std::string_view tool,
-                                                            bool per_session) const {
+std::shared_ptr<upstream::Upstream> ServerTasks::server_for(std::string_view tool) const {
   const catalog::Entry* entry = gateway_.catalog().tool(tool);
   if (!entry) return nullptr;
   auto up = gateway_.upstream(entry->server);
-  if (!up || (!per_session && up->config().policy == config::Policy::kPerSession)) return nullptr;
+  if (!up) return nullptr;
   auto inst = up->any_ready();
   if (!inst || !inst->capabilities().tasks_tools_call) return nullptr;
   // The server's own mark, not the one task_tools gives a tool of a server without tasks.
@@ -264,12 +263,24 @@ bool ServerTasks::holds(const tasks::Task& t) {
   return upstream_run(t) != nullptr;
 }
 
-bool ServerTasks::on_end(const std::string& task_id, std::function<void()> f) {
+bool ServerTasks::per_session(std::string_view tool) const {
+  const catalog::Entry* entry = gateway_.catalog().tool(tool);
+  auto up = entry ? gateway_.upstream(entry->server) : nullptr;
+  return up && up->config().policy == config::Policy::kPerSession;
+}
+
+void ServerTasks::keep_busy(const std::string& task_id,
+                            const std::shared_ptr<gateway::Session>& session) {
   tasks::Task* t = store_.by_id(task_id);
   UpstreamRun* run = t ? upstream_run(*t) : nullptr;
-  if (!run) return false;
-  run->ended = std::move(f);
-  return true;
+  if (!run || !session) return;
+  // An entry of the session's calls in flight (no JSON-RPC id looks like it), released with the
+  // run: the store drops it when the task ends or is forgotten.
+  const std::string key = "task:" + task_id;
+  session->in_flight[key] = gateway::Session::InFlight{};
+  run->ended = [weak = std::weak_ptr<gateway::Session>(session), key] {
+    if (auto s = weak.lock()) s->in_flight.erase(key);
+  };
 }
 
 asio::awaitable<ServerTasks::Started> ServerTasks::start(

@@ -33,9 +33,12 @@ class ServerTasks {
 
   // The server that runs `tool` as a task of its own, or null: a 2025-11-25 server that declares
   // tasks.requests.tools.call, the tool marked with execution.taskSupport by the server itself.
-  // A per_session server only when `per_session` (sessions: the front keeps the session, whose
-  // instance holds the task, from ending idle under it).
-  std::shared_ptr<upstream::Upstream> server_for(std::string_view tool, bool per_session) const;
+  // For a per_session server the front keeps the session whose instance holds the task from
+  // ending idle under it (keep_busy).
+  std::shared_ptr<upstream::Upstream> server_for(std::string_view tool) const;
+  // Whether `tool`'s server is per_session (its call runs on the session's own instance unless
+  // it names a trajectory).
+  bool per_session(std::string_view tool) const;
 
   struct Started {
     // Set when no task is running: the JSON-RPC response to give as it is (the call's error, a
@@ -56,9 +59,9 @@ class ServerTasks {
                                         bool keep_immediate);
   // Whether `t` is a running task of a server's own.
   static bool holds(const tasks::Task& t);
-  // Calls `f` once the store lets go of the running task `task_id` (it ended, was cancelled, or
-  // expired and was forgotten); false (and `f` not kept) when it is not a running server task.
-  bool on_end(const std::string& task_id, std::function<void()> f);
+  // `session` does not end idle while the running task `task_id` is kept (until it ends, is
+  // cancelled, or expires): its own per_session instance holds the task.
+  void keep_busy(const std::string& task_id, const std::shared_ptr<gateway::Session>& session);
   // tasks/get: asks the instance that holds the task (bounded by the server's call_timeout);
   // its status and statusMessage update the store's task. Nothing when it is not one.
   boost::asio::awaitable<void> refresh(std::string task_id);

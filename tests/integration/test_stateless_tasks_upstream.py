@@ -169,3 +169,24 @@ def test_the_tenant_limit_refuses_before_the_server_makes_a_task(gateway_factory
     refused = rpc(gw.mcp_url, "tools/call", {"name": "fixture__sleep", "arguments": {"ms": 60000}})
     assert refused["error"]["code"] == -32004 and "gateway.task_max_per_tenant" in refused["error"]["message"]
     assert len(own_tasks(gw.mcp_url)) == 1, "the refused task was made on the server"
+
+
+def test_a_per_session_servers_task_keeps_the_clients_session_and_its_instance(gateway_factory):
+    """A per_session server's own task runs on the instance of the client's (per-tenant) stateless session: that
+    session does not end idle while the task runs (session_idle_ttl 1s, a 2.5 s task, nothing but tasks/get
+    meanwhile), so neither does the instance that holds the task."""
+    gw = gateway_factory({"fixture": fixture_server("--tasks", policy="per_session")}, {"session_idle_ttl": "1s"},
+                         ready=["fixture"])
+    task_id = start(gw.mcp_url, "sleep", {"ms": 2500})
+    (server_id, server_task), = own_tasks(gw.mcp_url).items()  # the same session's instance holds it
+    assert server_id != task_id and server_task["status"] == "working", server_task
+    done, _ = wait_status(gw.mcp_url, task_id, lambda g: g["status"] != "working")
+    assert done["status"] == "completed", done
+    assert done["result"]["content"][0]["text"] == "slept 2500 ms", done
+    # Another tenant's session has its own instance, which knows nothing of the task.
+    assert own_tasks_of(gw.mcp_url, "team-b") == {}
+
+
+def own_tasks_of(url: str, tenant: str) -> dict:
+    answer = rpc(url, "tools/call", {"name": "fixture__own_tasks", "arguments": {}}, tenant, caps={})
+    return {t["taskId"]: t for t in json.loads(answer["result"]["content"][0]["text"])["tasks"]}
