@@ -148,6 +148,10 @@ inline constexpr int kTaskPollIntervalMs = 500;
 // Server requests of one call sent within this window of the first go to its client together (one
 // input_required result, or one input_required task status).
 inline constexpr std::chrono::milliseconds kGatherWindow{5};
+// A call that may become a task answers at once if it ends (or asks its client) within this
+// window of its round's start, and becomes a task otherwise (docs/tasks.md). A server's own task
+// that ends within it answers as the call did too.
+inline constexpr std::chrono::milliseconds kTaskWindow{100};
 
 // A JSON-RPC response with `resultType: "complete"` added to its result (errors unchanged).
 std::string with_result_type(std::string response);

@@ -210,6 +210,20 @@ asio::awaitable<void> McpStateless::server_task(Exchange& ex, Request& r,
   ServerTasks::Started started = co_await server_tasks_.start(
       std::move(session), std::move(owner), std::move(id), std::move(text), std::move(asks), false);
   if (holder && !started.task_id.empty()) server_tasks_.keep_busy(started.task_id, holder);
+  if (!started.task_id.empty()) {
+    // The extension's immediate-result shortcut, as for any task tool: a task that ends within
+    // the window answers as the call did.
+    co_await server_tasks_.wait_end(started.task_id, kTaskWindow);
+    const tasks::Task* done = tasks_.by_id(started.task_id);
+    if (done && done->status == tasks::Status::kCompleted) {
+      co_await reply(ex, with_result_type(json::make_result(r.id, done->result)));
+      co_return;
+    }
+    if (done && done->status == tasks::Status::kFailed) {
+      co_await reply(ex, "{\"jsonrpc\":\"2.0\",\"id\":" + r.id + ",\"error\":" + done->error + "}");
+      co_return;
+    }
+  }
   if (started.task_id.empty()) {  // an error, or the server's immediate result
     co_await reply(ex, with_result_type(std::move(started.response)));
     co_return;

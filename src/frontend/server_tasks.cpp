@@ -166,6 +166,7 @@ class UpstreamFollower final : public upstream::CallSink {
     } else {
       store.fail(task_id_, gateway_error(display_ + ": the server's tasks/result had no result"));
     }
+    owner_.ended(task_id_);
   }
   void on_failure(upstream::Failure failure, std::string_view, std::string detail) override {
     if (alive_.expired()) return;
@@ -190,6 +191,7 @@ class UpstreamFollower final : public upstream::CallSink {
     if (run && failure == upstream::Failure::kOverloaded) run->cancel(why);  // not left running
     if (run && run->asks) run->asks->refuse_all(why);
     store.fail(task_id_, gateway_error(why));
+    owner_.ended(task_id_);
   }
   void on_notification(std::string message) override {
     if (alive_.expired()) return;
@@ -261,6 +263,20 @@ std::shared_ptr<upstream::Upstream> ServerTasks::server_for(std::string_view too
 
 bool ServerTasks::holds(const tasks::Task& t) {
   return upstream_run(t) != nullptr;
+}
+
+asio::awaitable<void> ServerTasks::wait_end(std::string task_id, std::chrono::milliseconds window) {
+  const tasks::Task* t = store_.by_id(task_id);
+  if (!t || !upstream_run(*t)) co_return;  // ended already
+  base::Timer timer(gateway_.io(), gateway_.clock(), window);
+  const auto waiter = waiters_.emplace(task_id, &timer);
+  boost::system::error_code ec;
+  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+  waiters_.erase(waiter);
+}
+
+void ServerTasks::ended(const std::string& task_id) {
+  for (auto [it, end] = waiters_.equal_range(task_id); it != end; ++it) it->second->cancel();
 }
 
 bool ServerTasks::per_session(std::string_view tool) const {

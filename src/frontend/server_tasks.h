@@ -12,7 +12,9 @@
 // in where the server's requests go.
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
+#include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -57,6 +59,8 @@ class ServerTasks {
                                         std::string message,
                                         std::shared_ptr<gateway::Conversation> asks,
                                         bool keep_immediate);
+  // Waits until the task `task_id` ends (its follower brought the end) or `window` has passed.
+  boost::asio::awaitable<void> wait_end(std::string task_id, std::chrono::milliseconds window);
   // Whether `t` is a running task of a server's own.
   static bool holds(const tasks::Task& t);
   // `session` does not end idle while the running task `task_id` is kept (until it ends, is
@@ -87,8 +91,12 @@ class ServerTasks {
   // statusMessage changed).
   void server_status(const std::string& task_id, const boost::json::object& task, bool relay);
 
+  // The follower ended the task: wait_end() returns.
+  void ended(const std::string& task_id);
+
   gateway::Gateway& gateway_;
   tasks::Store& store_;
+  std::multimap<std::string, base::Timer*, std::less<>> waiters_;  // wait_end(), by task id
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

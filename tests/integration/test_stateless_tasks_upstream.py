@@ -50,10 +50,11 @@ def own_tasks(url: str) -> dict:
     return {t["taskId"]: t for t in json.loads(answer["result"]["content"][0]["text"])["tasks"]}
 
 
-def start(url: str, tool: str, arguments: dict, tenant: str = "team-a", caps: dict | None = None) -> str:
+def start(url: str, tool: str, arguments: dict, tenant: str = "team-a", caps: dict | None = None,
+          status: tuple = ("working",)) -> str:
     created = rpc(url, "tools/call", {"name": f"fixture__{tool}", "arguments": arguments}, tenant, caps)
     result = created["result"]
-    assert result["resultType"] == "task" and result["status"] == "working", created
+    assert result["resultType"] == "task" and result["status"] in status, created
     assert {"taskId", "createdAt", "lastUpdatedAt", "ttlMs", "pollIntervalMs"} <= result.keys()
     return result["taskId"]
 
@@ -137,7 +138,7 @@ def test_the_death_of_the_instance_fails_its_task(gw):
 
 def test_the_servers_question_becomes_input_requests_answered_by_tasks_update(gw):
     caps = {"extensions": {TASKS: {}}, "elicitation": {}}
-    task_id = start(gw.mcp_url, "elicit", {"message": "Name?"}, caps=caps)
+    task_id = start(gw.mcp_url, "elicit", {"message": "Name?"}, caps=caps, status=("working", "input_required"))
     got, _ = wait_status(gw.mcp_url, task_id, lambda g: g["status"] != "working", caps=caps)
     assert got["status"] == "input_required", got
     (key, ask), = got["inputRequests"].items()
@@ -155,12 +156,21 @@ def test_the_servers_question_becomes_input_requests_answered_by_tasks_update(gw
 
 
 def test_a_client_without_the_capability_is_not_asked(gw):
-    """The gateway answers the server's elicitation with the revision's error at once: the task never waits."""
-    task_id = start(gw.mcp_url, "elicit", {"message": "Name?"})
-    done, seen = wait_status(gw.mcp_url, task_id, lambda g: g["status"] not in ("working", "input_required"))
-    assert all(g["status"] != "input_required" for g in seen), seen
-    assert done["status"] == "completed", done
-    assert "elicitation failed" in done["result"]["content"][0]["text"], done
+    """The gateway answers the server's elicitation with the revision's error at once: the task never waits (and
+    ends within the immediate-result window: the call's answer is the tool's error)."""
+    r = rpc(gw.mcp_url, "tools/call", {"name": "fixture__elicit", "arguments": {"message": "Name?"}})["result"]
+    assert r["resultType"] == "complete" and r["isError"] is True, r
+    assert "elicitation failed" in r["content"][0]["text"] and "-32021" in r["content"][0]["text"], r
+    assert [t["status"] for t in own_tasks(gw.mcp_url).values()] == ["failed"]  # the server's task, ended
+
+
+def test_a_task_that_ends_within_the_window_answers_as_the_call(gw):
+    """The extension's immediate-result shortcut: the server's task ended within 100 ms, so the client gets the
+    call's result, not a task to poll."""
+    r = rpc(gw.mcp_url, "tools/call", {"name": "fixture__sleep", "arguments": {"ms": 10}})["result"]
+    assert r["resultType"] == "complete" and r["content"][0]["text"] == "slept 10 ms" and "taskId" not in r, r
+    (server_task,) = own_tasks(gw.mcp_url).values()  # it did run as the server's task, once
+    assert server_task["status"] == "completed", server_task
 
 
 def test_the_tenant_limit_refuses_before_the_server_makes_a_task(gateway_factory):
