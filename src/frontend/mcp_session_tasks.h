@@ -10,7 +10,8 @@
 // A tool whose server has tasks of its own (a 2025-11-25 server that declares
 // tasks.requests.tools.call, the tool marked with execution.taskSupport) runs as that server's
 // task instead: the gateway's task is then a mapping to (server, instance, the server's task id),
-// and tasks/get and tasks/cancel are asked of that instance (mcp_session_tasks_upstream.cpp).
+// and tasks/get and tasks/cancel are asked of that instance (server_tasks.cpp, shared with the
+// stateless front; mcp_session_tasks_upstream.cpp).
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
 #include <chrono>

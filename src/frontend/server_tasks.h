@@ -8,7 +8,7 @@
 // brings the result (or the instance's death) into the store and routes what the server says of
 // the task meanwhile. The pending request also holds the instance (a pool does not retire or
 // recycle an instance with a call in flight). Sessions of 2025-11-25 (mcp_session_tasks*.cpp) and
-// stateless clients (mcp_tasks.cpp, mcp_stateless_server_tasks.cpp) differ only in their wire and
+// stateless clients (McpStateless::server_task, mcp_tasks.cpp) differ only in their wire and
 // in where the server's requests go.
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
@@ -44,7 +44,7 @@ class ServerTasks {
 
   struct Started {
     // Set when no task is running: the JSON-RPC response to give as it is (the call's error, a
-    // refusal, or — `task_id` empty — the server's immediate answer when `keep_immediate` was not
+    // refusal, or, `task_id` empty, the server's immediate answer when `keep_immediate` was not
     // asked for).
     std::string response;
     std::string task_id;  // the gateway's task (running, or ended already)
