@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "frontend/server_tasks.h"
 #include "gateway/methods.h"
 #include "json/parse.h"
 
@@ -117,6 +118,7 @@ std::string task_json(const tasks::Task& t, std::chrono::milliseconds ttl) {
 SessionTasks::SessionTasks(gateway::Gateway& gateway, McpStateless& stateless)
     : gateway_(gateway), stateless_(stateless) {
   stateless_.on_task_change = [this](const tasks::Task& t) { changed(t); };
+  follow_server_tasks();
 }
 
 bool SessionTasks::claims(const gateway::Session& session, const json::Envelope& env,
@@ -153,7 +155,7 @@ asio::awaitable<void> SessionTasks::handle(Exchange& ex, std::shared_ptr<gateway
         if (!ec && v.is_string()) tool = std::string(v.as_string());
       }
     }
-    if (!tool.empty() && task_server(tool)) {
+    if (!tool.empty() && stateless_.server_tasks().server_for(tool)) {
       body = co_await pass_call(r);
     } else {
       body = call(r);
@@ -193,11 +195,7 @@ asio::awaitable<void> SessionTasks::handle(Exchange& ex, std::shared_ptr<gateway
 std::string SessionTasks::call(const Request& r) {
   boost::system::error_code ec;
   bj::value msg = json::parse(r.text, ec);
-  bj::object* params = nullptr;
-  if (!ec && msg.is_object()) {
-    if (auto* p = msg.as_object().if_contains("params"); p && p->is_object())
-      params = &p->as_object();
-  }
+  bj::object* params = ec ? nullptr : params_of(msg);
   const bj::value* task = params ? params->if_contains("task") : nullptr;
   const bj::value* name = params ? params->if_contains("name") : nullptr;
   if (!task || !task->is_object() || !name || !name->is_string()) {
@@ -245,11 +243,9 @@ std::string SessionTasks::call(const Request& r) {
 
 base::Expected<tasks::Task*> SessionTasks::task_of(const Request& r) {
   boost::system::error_code ec;
-  const bj::value msg = json::parse(r.text, ec);
-  const bj::value* params =
-      !ec && msg.is_object() ? msg.as_object().if_contains("params") : nullptr;
-  const bj::value* id =
-      params && params->is_object() ? params->as_object().if_contains("taskId") : nullptr;
+  bj::value msg = json::parse(r.text, ec);
+  const bj::object* params = ec ? nullptr : params_of(msg);
+  const bj::value* id = params ? params->if_contains("taskId") : nullptr;
   if (!id || !id->is_string())
     return base::fail(json::make_error(r.id, json::kInvalidParams, "taskId must be a string"));
   tasks::Task* t = stateless_.task_store().find(id->as_string(), r.session->owner);

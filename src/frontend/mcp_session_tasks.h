@@ -10,7 +10,8 @@
 // A tool whose server has tasks of its own (a 2025-11-25 server that declares
 // tasks.requests.tools.call, the tool marked with execution.taskSupport) runs as that server's
 // task instead: the gateway's task is then a mapping to (server, instance, the server's task id),
-// and tasks/get and tasks/cancel are asked of that instance (mcp_session_tasks_upstream.cpp).
+// and tasks/get and tasks/cancel are asked of that instance (server_tasks.cpp, shared with the
+// stateless front; mcp_session_tasks_upstream.cpp).
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
 #include <chrono>
@@ -73,11 +74,9 @@ class SessionTasks {
   // A status change: wakes tasks/result waiters, tells the creating session.
   void changed(const tasks::Task& t);
 
-  // A server's own tasks (mcp_session_tasks_upstream.cpp).
-  // The server that runs `tool` as a task of its own, or null: a 2025-11-25 server that declares
-  // tasks.requests.tools.call, the tool marked with execution.taskSupport by the server itself,
-  // and a shared or pool server (a per_session instance ends with its session, not its task).
-  std::shared_ptr<upstream::Upstream> task_server(std::string_view tool) const;
+  // A server's own tasks (mcp_session_tasks_upstream.cpp, over ServerTasks).
+  // Routes what the server says of its tasks (requests, status) to the creating session.
+  void follow_server_tasks();
   // A task-augmented tools/call sent to the server as a task, once (never retried); the answer
   // is the gateway's task, mapped to the server's.
   boost::asio::awaitable<std::string> pass_call(const Request& r);
@@ -86,13 +85,8 @@ class SessionTasks {
   // gateway answers from its store alone.
   boost::asio::awaitable<std::string> pass_get(const Request& r, std::string task_id);
   boost::asio::awaitable<std::string> pass_cancel(const Request& r, std::string task_id);
-  // The server said this of its task (a status notification, a tasks/get answer): the store's
-  // status and statusMessage follow it; `relay`: a status notification the creating session gets
-  // with the gateway's task id even when the status did not change.
-  void server_status(const std::string& task_id, const boost::json::object& task, bool relay);
-  // The follower of a server's task: its tasks/result, pending on the instance until the end.
-  friend class UpstreamFollower;
-  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+  // Whether the tools/call `r` runs on a per_session instance bound to the session itself.
+  bool runs_on_own_instance(const Request& r) const;
 
   gateway::Gateway& gateway_;
   McpStateless& stateless_;

@@ -256,6 +256,10 @@ base::Expected<std::shared_ptr<gateway::Session>> McpStateless::session_for(Exch
 }
 
 void McpStateless::start(const std::shared_ptr<Conversation>& conv, Request& r) {
+  gateway_.methods().handle(conv->session, conv, request_text(r));
+}
+
+std::string McpStateless::request_text(const Request& r) const {
   bj::object params = r.params;
   params.erase("inputResponses");
   params.erase("requestState");
@@ -274,8 +278,7 @@ void McpStateless::start(const std::shared_ptr<Conversation>& conv, Request& r) 
   if (auto* meta = params.if_contains("_meta");
       meta && meta->is_object() && meta->as_object().empty())
     params.erase("_meta");
-  const std::string text = json::make_request(r.id, r.method, bj::serialize(params));
-  gateway_.methods().handle(conv->session, conv, text);
+  return json::make_request(r.id, r.method, bj::serialize(params));
 }
 
 asio::awaitable<void> McpStateless::call(Exchange& ex, Request& r) {
@@ -331,6 +334,10 @@ asio::awaitable<void> McpStateless::call(Exchange& ex, Request& r) {
     co_return;
   }
   std::shared_ptr<gateway::Session> session = std::move(*found);
+  if (tasks && r.method == "tools/call" && server_tasks_.server_for(name_text)) {
+    co_await server_task(ex, r, std::move(session), std::move(responses));
+    co_return;
+  }
   const bool has_progress = r.params.contains("_meta") && r.params.at("_meta").is_object() &&
                             r.params.at("_meta").as_object().contains("progressToken");
   auto conv = std::make_shared<Conversation>(gateway_.io(), session, r.accepts_sse, r.envelope,

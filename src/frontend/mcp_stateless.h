@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/expected.h"
+#include "frontend/server_tasks.h"
 #include "gateway/gateway.h"
 #include "gateway/input_required.h"
 #include "mcp/revision.h"
@@ -35,6 +36,8 @@ class McpStateless {
   // (with a session, or initialize) never reach here, so their path costs one header look-up.
   static bool claims(const transport::Request& req);
   tasks::Store& task_store() { return tasks_; }
+  // A server's own tasks, over the same store (server_tasks.h).
+  ServerTasks& server_tasks() { return server_tasks_; }
 
   // The tasks of both eras share one store and one follower (mcp_tasks.cpp): the call whose
   // events `stream` gets becomes a task of `owner` and runs on without the exchange that started
@@ -83,6 +86,12 @@ class McpStateless {
   // Makes the call a task of its session's owner and returns the CreateTaskResult response to
   // `id`. If the owner holds too many tasks, the call is cancelled and the response is the error.
   std::string become_task(const std::shared_ptr<gateway::Conversation>& conv, std::string_view id);
+  // A tools/call of a tool whose server has tasks of its own, from a client that declared the
+  // extension: sent as the server's task; the answer is the gateway's task (or the server's
+  // immediate result). `provided`: inputResponses the request carried.
+  boost::asio::awaitable<void> server_task(transport::Exchange& ex, Request& r,
+                                           std::shared_ptr<gateway::Session> session,
+                                           boost::json::object provided);
   // Follows a task's call to its end: its input requests (a Conversation's), its progress, its
   // result or error into the store.
   boost::asio::awaitable<void> run_task(std::shared_ptr<gateway::PostStream> stream,
@@ -105,6 +114,8 @@ class McpStateless {
   base::Expected<std::shared_ptr<gateway::Session>> session_for(transport::Exchange& ex);
   // Starts the call (params cleaned of the revision's own members) on `conv`.
   void start(const std::shared_ptr<gateway::Conversation>& conv, Request& r);
+  // The request start() sends: params cleaned of the revision's own members.
+  std::string request_text(const Request& r) const;
   // Answers this exchange with the conversation's next outcome: its response, or an
   // input_required result for the server requests waiting (the call stays parked).
   // `id`: the request this exchange answers (a retry has its own).
@@ -119,6 +130,7 @@ class McpStateless {
   std::unordered_map<std::string, std::string> sessions_;  // owner -> stateless session id
   std::uint64_t next_subscription_ = 1;
   tasks::Store tasks_;
+  ServerTasks server_tasks_{gateway_, tasks_};
   struct TaskListener {
     std::weak_ptr<gateway::Channel> channel;
     std::string meta;  // the notification's _meta (the listen request's subscription id)
@@ -137,6 +149,10 @@ inline constexpr int kTaskPollIntervalMs = 500;
 // Server requests of one call sent within this window of the first go to its client together (one
 // input_required result, or one input_required task status).
 inline constexpr std::chrono::milliseconds kGatherWindow{5};
+// A call that may become a task answers at once if it ends (or asks its client) within this
+// window of its round's start, and becomes a task otherwise (docs/tasks.md). A server's own task
+// that ends within it answers as the call did too.
+inline constexpr std::chrono::milliseconds kTaskWindow{100};
 
 // A JSON-RPC response with `resultType: "complete"` added to its result (errors unchanged).
 std::string with_result_type(std::string response);

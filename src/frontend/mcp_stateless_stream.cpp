@@ -24,9 +24,6 @@ using transport::Exchange;
 namespace {
 
 constexpr auto kKeepalive = std::chrono::seconds(15);
-// A call that may become a task answers at once if it ends (or asks its client) within this
-// window of its round's start, and becomes a task otherwise (docs/tasks.md).
-constexpr auto kTaskWindow = std::chrono::milliseconds(100);
 
 asio::awaitable<void> wait(gateway::Channel& channel, const base::Clock& clock,
                            base::Clock::duration most) {

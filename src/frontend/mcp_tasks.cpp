@@ -182,6 +182,61 @@ std::string McpStateless::become_task(const std::shared_ptr<Conversation>& conv,
       id, R"({"resultType":"task",)" + task_members(**task, tasks_.limits().ttl) + "}");
 }
 
+asio::awaitable<void> McpStateless::server_task(Exchange& ex, Request& r,
+                                                std::shared_ptr<gateway::Session> session,
+                                                bj::object provided) {
+  boost::system::error_code ec;
+  bj::value msg = json::parse(request_text(r), ec);
+  bj::object* params = ec ? nullptr : params_of(msg);
+  // The server's task: the legacy `task` param the client may have sent is its request (its ttl
+  // is set to the gateway's).
+  if (params && !(params->contains("task") && params->at("task").is_object()))
+    (*params)["task"] = bj::object();
+  // The server's requests of the task wait here for tasks/update (the client's capabilities
+  // decide which it may be asked; inputResponses the request carried answer them at once).
+  auto asks = std::make_shared<Conversation>(gateway_.io(), session, false, r.envelope,
+                                             std::move(provided), false);
+  // Named arguments only: GCC 12 mishandles temporaries in a co_await expression.
+  std::string owner = session->owner;
+  std::string id = r.id;
+  std::string text = bj::serialize(msg);
+  // On a per_session server's instance bound to the client's session (no trajectory named), the
+  // session is kept from ending idle while the task runs: the instance ends with it.
+  const bj::value* name = r.params.if_contains("name");
+  const bool bound = r.trajectory.empty() && name && name->is_string() &&
+                     server_tasks_.per_session(name->as_string());
+  std::shared_ptr<gateway::Session> holder = bound ? session : nullptr;
+  ServerTasks::Started started = co_await server_tasks_.start(
+      std::move(session), std::move(owner), std::move(id), std::move(text), std::move(asks), false);
+  if (holder && !started.task_id.empty()) server_tasks_.keep_busy(started.task_id, holder);
+  if (!started.task_id.empty()) {
+    // The extension's immediate-result shortcut, as for any task tool: a task that ends within
+    // the window answers as the call did.
+    co_await server_tasks_.wait_end(started.task_id, kTaskWindow);
+    const tasks::Task* done = tasks_.by_id(started.task_id);
+    if (done && done->status == tasks::Status::kCompleted) {
+      co_await reply(ex, with_result_type(json::make_result(r.id, done->result)));
+      co_return;
+    }
+    if (done && done->status == tasks::Status::kFailed) {
+      co_await reply(ex, "{\"jsonrpc\":\"2.0\",\"id\":" + r.id + ",\"error\":" + done->error + "}");
+      co_return;
+    }
+  }
+  if (started.task_id.empty()) {  // an error, or the server's immediate result
+    co_await reply(ex, with_result_type(std::move(started.response)));
+    co_return;
+  }
+  const tasks::Task* t = tasks_.by_id(started.task_id);
+  if (!t) {
+    const std::string why = unknown_task_message(started.task_id);
+    co_await reply(ex, error_response(r.id, json::kInvalidParams, why));
+    co_return;
+  }
+  co_await reply(ex, json::make_result(r.id, R"({"resultType":"task",)" +
+                                                 task_members(*t, tasks_.limits().ttl) + "}"));
+}
+
 asio::awaitable<void> McpStateless::run_task(std::shared_ptr<gateway::PostStream> stream,
                                              std::string id) {
   auto* conv = dynamic_cast<Conversation*>(stream.get());
@@ -297,6 +352,16 @@ asio::awaitable<tasks::Task*> McpStateless::task_of(Exchange& ex, Request& r) {
 asio::awaitable<void> McpStateless::task_get(Exchange& ex, Request& r) {
   tasks::Task* t = co_await task_of(ex, r);
   if (!t) co_return;
+  if (ServerTasks::holds(*t)) {
+    // A server's own running task is asked of the instance that holds it first.
+    std::string id = t->id;
+    co_await server_tasks_.refresh(id);
+    t = tasks_.by_id(id);
+    if (!t) {
+      co_await reply(ex, error_response(r.id, json::kInvalidParams, unknown_task_message(id)));
+      co_return;
+    }
+  }
   const std::string members = detailed_members(*t, tasks_.limits().ttl);
   co_await reply(ex, json::make_result(r.id, R"({"resultType":"complete",)" + members + "}"));
 }
@@ -318,7 +383,12 @@ asio::awaitable<void> McpStateless::task_update(Exchange& ex, Request& r) {
 asio::awaitable<void> McpStateless::task_cancel(Exchange& ex, Request& r) {
   tasks::Task* t = co_await task_of(ex, r);
   if (!t) co_return;
-  tasks_.cancel(*t, "the agent cancelled the task (tasks/cancel)");
+  // A server's own task is cancelled on its instance first; a server that refuses (it had just
+  // ended the task) changes nothing of the ack: the follower brings the end.
+  std::string id = t->id;
+  std::string why = "the agent cancelled the task (tasks/cancel)";
+  const base::Status cancelled = co_await server_tasks_.cancel(std::move(id), std::move(why));
+  static_cast<void>(cancelled);
   co_await reply(ex, json::make_result(r.id, R"({"resultType":"complete"})"));
 }
 

@@ -171,3 +171,28 @@ def test_the_servers_question_in_its_task_reaches_the_session_with_the_gateways_
     assert s.request("tasks/get", {"taskId": task_id})["result"]["status"] == "completed"
     (server_task,) = own_tasks(s).values()
     assert server_task["status"] == "completed" and server_task["taskId"] not in json.dumps(s.events)
+
+
+def test_a_per_session_servers_task_runs_on_the_sessions_instance_and_keeps_the_session(gateway_factory):
+    """A per_session server's own task runs on the session's own instance: the session does not end idle under it
+    (session_idle_ttl 1s, a 2.5 s task, nothing else in flight meanwhile), and its DELETE cancels the task."""
+    gw = gateway_factory({"fixture": fixture_server("--tasks", policy="per_session")}, {"session_idle_ttl": "1s"},
+                         ready=["fixture"])
+    s = Session(gw.mcp_url, "team-a")
+    task_id = start(s, "sleep", {"ms": 2500})
+    (server_id, server_task), = own_tasks(s).items()  # made once, on the session's own instance
+    assert server_id != task_id and server_task["status"] == "working", server_task
+    result = s.request("tasks/result", {"taskId": task_id})["result"]
+    assert result["content"][0]["text"] == "slept 2500 ms", result
+    assert own_tasks(s)[server_id]["status"] == "completed"
+    # Once its tasks have ended the session may end idle again.
+    time.sleep(2.5)
+    assert s.client.post(s.url, content=json.dumps({"jsonrpc": "2.0", "id": 99, "method": "tools/list"}),
+                         headers=s.headers()).status_code == 404, "the session did not end idle"
+    # The DELETE of the session ends its instance: the task it holds is cancelled, not left to fail.
+    s = Session(gw.mcp_url, "team-a")
+    task_id = start(s, "sleep", {"ms": 60000})
+    assert len(own_tasks(s)) == 1
+    s.end()
+    got = Session(gw.mcp_url, "team-a").request("tasks/get", {"taskId": task_id})["result"]
+    assert got["status"] == "cancelled", got
