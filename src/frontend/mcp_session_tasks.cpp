@@ -126,7 +126,13 @@ bool SessionTasks::claims(const gateway::Session& session, const json::Envelope&
   if (env.kind != json::Kind::kRequest || session.version < mcp::Version::k2025_11_25) return false;
   if (env.method.starts_with("tasks/")) return true;
   if (env.method != "tools/call") return false;
-  const auto members = json::object_members(env.params.in(message));
+  const std::string_view params = env.params.in(message);
+  // Most calls: no "task" anywhere in their params (and no escape that could spell it), so no
+  // member scan (it allocates) for every call of a session.
+  if (params.find("\"task\"") == std::string_view::npos &&
+      params.find('\\') == std::string_view::npos)
+    return false;
+  const auto members = json::object_members(params);
   if (!members) return false;
   for (const auto& m : *members) {
     if (m.name == "task") return true;
