@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -64,6 +65,11 @@ std::uint64_t key_hash(std::string_view trajectory, std::string_view server, std
                        std::string_view arguments, std::uint64_t occurrence) {
   return KeyHash::of(KeyHash::in_trajectory(KeyHash::call(server, tool, arguments), trajectory),
                      occurrence);
+}
+
+// The index slot a key starts probing at: its high bits times 2^64/phi (Fibonacci hashing).
+std::size_t index_home(std::uint64_t key, std::size_t size) {
+  return static_cast<std::size_t>((key * 0x9E3779B97F4A7C15ull) >> (64 - std::countr_zero(size)));
 }
 
 // Each part's hash folded into the running one, so that moving bytes between parts changes it.
@@ -142,7 +148,22 @@ base::Expected<std::unique_ptr<Cassette>> Cassette::parse(std::string_view text,
     if (base::Status added = c->add(record); !added)
       return base::fail(fmt::format("{}: record {}: {}", c->dir_, c->calls_.size(), added.error()));
   }
+  c->build_index();
   return c;
+}
+
+void Cassette::build_index() {
+  std::size_t size = 16;
+  while (size < calls_.size() * 2) size *= 2;
+  index_.assign(size, {0, 0});
+  const std::size_t mask = size - 1;
+  for (std::size_t i = 0; i < calls_.size(); ++i) {
+    const CallRecord& c = calls_[i];
+    const std::uint64_t key = key_hash(c.trajectory, c.server, c.tool, c.arguments, c.occurrence);
+    std::size_t at = index_home(key, size);
+    while (index_[at].second != 0) at = (at + 1) & mask;
+    index_[at] = {key, i + 1};
+  }
 }
 
 bool Cassette::has_trajectory(std::string_view t) const {
@@ -195,8 +216,6 @@ base::Status Cassette::add(std::string_view record) {
                                  c.occurrence));
     }
     c.answer_tail += '}';
-    index_.emplace(key_hash(c.trajectory, c.server, c.tool, c.arguments, c.occurrence),
-                   calls_.size());
     calls_.push_back(std::move(c));
   }
   // Other kinds (written by a later version) are skipped.
@@ -209,8 +228,12 @@ std::uint64_t KeyHash::call(std::string_view server, std::string_view tool,
   return fold(fold(hash(server), hash(tool)), hash(arguments));
 }
 
-std::uint64_t KeyHash::in_trajectory(std::uint64_t call, std::string_view trajectory) {
-  return fold(call, std::hash<std::string_view>()(trajectory));
+std::uint64_t KeyHash::in_trajectory(std::uint64_t call, std::uint64_t trajectory_name) {
+  return fold(call, trajectory_name);
+}
+
+std::uint64_t KeyHash::name(std::string_view trajectory) {
+  return std::hash<std::string_view>()(trajectory);
 }
 
 std::uint64_t KeyHash::of(std::uint64_t in_trajectory, std::uint64_t occurrence) {
@@ -227,9 +250,12 @@ const CallRecord* Cassette::find(std::string_view trajectory, std::string_view s
 const CallRecord* Cassette::find(std::uint64_t key, std::string_view trajectory,
                                  std::string_view server, std::string_view tool,
                                  std::string_view arguments, std::uint64_t occurrence) const {
-  const auto [first, last] = index_.equal_range(key);
-  for (auto it = first; it != last; ++it) {
-    const CallRecord& c = calls_[it->second];
+  if (index_.empty()) return nullptr;
+  const std::size_t mask = index_.size() - 1;
+  for (std::size_t at = index_home(key, index_.size()); index_[at].second != 0;
+       at = (at + 1) & mask) {
+    if (index_[at].first != key) continue;
+    const CallRecord& c = calls_[index_[at].second - 1];
     if (c.occurrence == occurrence && c.trajectory == trajectory && c.server == server &&
         c.tool == tool && c.arguments == arguments) {
       return &c;

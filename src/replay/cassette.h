@@ -48,7 +48,13 @@ struct KeyHash {
   static std::uint64_t call(std::string_view server, std::string_view tool,
                             std::string_view arguments);
   // Of that call in one trajectory (what occurrences are counted by).
-  static std::uint64_t in_trajectory(std::uint64_t call, std::string_view trajectory);
+  static std::uint64_t in_trajectory(std::uint64_t call, std::string_view trajectory) {
+    return in_trajectory(call, name(trajectory));
+  }
+  // The same with the trajectory's name() already worked out.
+  static std::uint64_t in_trajectory(std::uint64_t call, std::uint64_t trajectory_name);
+  // Of a trajectory's name.
+  static std::uint64_t name(std::string_view trajectory);
   // Of the whole key (what the cassette's index is by).
   static std::uint64_t of(std::uint64_t in_trajectory, std::uint64_t occurrence);
 };
@@ -86,6 +92,8 @@ class Cassette {
 
  private:
   base::Status add(std::string_view record);
+  // Fills index_ from calls_ (once they are all read).
+  void build_index();
 
   std::string dir_;
   std::string run_;
@@ -94,7 +102,9 @@ class Cassette {
   std::vector<std::string> trajectories_;
   std::unordered_map<std::string, std::size_t> trajectory_index_;
   std::vector<std::vector<std::size_t>> by_trajectory_;  // calls_ indices, per trajectory
-  std::unordered_multimap<std::uint64_t, std::size_t> index_;  // key hash -> calls_ index
+  // Key hash -> calls_ index + 1 (0: an empty slot): open addressing, linear probing, at most
+  // half full, so a replayed call's lookup is one probe of a flat array, not a walk of nodes.
+  std::vector<std::pair<std::uint64_t, std::size_t>> index_;
   bool torn_tail_ = false;
   std::size_t damaged_ = 0;
 };

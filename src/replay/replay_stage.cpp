@@ -68,8 +68,13 @@ void ReplayStage::count(std::uint64_t*& cell, std::string_view result) {
   ++*cell;
 }
 
-const std::string& ReplayStage::tape_trajectory(const std::string& name) {
-  if (auto it = mapped_.find(name); it != mapped_.end()) return it->second;
+const ReplayStage::Tape& ReplayStage::tape_trajectory(const std::string& name, std::uint64_t hash) {
+  // Two names with one hash (one chance in 2^64) take the next free key.
+  for (;; ++hash) {
+    const auto it = mapped_.find(hash);
+    if (it == mapped_.end()) break;
+    if (it->second.name == name) return it->second;
+  }
   std::string tape = name;
   if (!cassette_->has_trajectory(name)) {
     const auto& order = cassette_->trajectories();
@@ -78,7 +83,8 @@ const std::string& ReplayStage::tape_trajectory(const std::string& name) {
     if (next_unclaimed_ < order.size()) tape = order[next_unclaimed_++];
   }
   claimed_.insert(tape);
-  return mapped_.emplace(name, std::move(tape)).first->second;
+  const std::uint64_t tape_hash = KeyHash::name(tape);
+  return mapped_.emplace(hash, Tape{name, std::move(tape), tape_hash}).first->second;
 }
 
 boost::asio::awaitable<Result> ReplayStage::handle(Call& call, call::Next next) {
@@ -88,12 +94,14 @@ boost::asio::awaitable<Result> ReplayStage::handle(Call& call, call::Next next) 
   if (!cache::append_canonical_json(arguments, raw)) arguments.assign(raw);
   // The call's bytes are hashed once, for its occurrence count and the cassette's index.
   const std::uint64_t parts = KeyHash::call(call.route.server, call.route.tool, arguments);
-  const std::uint64_t own = KeyHash::in_trajectory(parts, call.trajectory);
+  const std::uint64_t name = KeyHash::name(call.trajectory);
+  const std::uint64_t own = KeyHash::in_trajectory(parts, name);
   const std::uint64_t occurrence = seen_.next(own);
   if (cassette_) {
-    const std::string& tape = tape_trajectory(call.trajectory);
+    const Tape& mapping = tape_trajectory(call.trajectory, name);
+    const std::string& tape = mapping.tape;
     const std::uint64_t in_tape =
-        tape == call.trajectory ? own : KeyHash::in_trajectory(parts, tape);
+        mapping.tape_hash == name ? own : KeyHash::in_trajectory(parts, mapping.tape_hash);
     if (const CallRecord* rec =
             cassette_->find(KeyHash::of(in_tape, occurrence), tape, call.route.server,
                             call.route.tool, arguments, occurrence)) {

@@ -30,9 +30,15 @@ class ReplayStage final : public call::Stage {
   bool applies(const call::Call& call) const override { return call.is_tool_call(); }
   boost::asio::awaitable<call::Result> handle(call::Call& call, call::Next next) override;
 
-  // The cassette's trajectory a call of trajectory `name` is answered from: the same name if the
-  // cassette has it, else the first one (in the order of first use) no other name has claimed.
-  const std::string& tape_trajectory(const std::string& name);
+  // The cassette's trajectory a call of trajectory `name` (of KeyHash::name `hash`) is answered
+  // from: the same name if the cassette has it, else the first one (in the order of first use)
+  // no other name has claimed.
+  struct Tape {
+    std::string name;
+    std::string tape;
+    std::uint64_t tape_hash = 0;  // KeyHash::name(tape)
+  };
+  const Tape& tape_trajectory(const std::string& name, std::uint64_t hash);
 
  private:
   // The call run by the rest of the chain (recorded if it is recording).
@@ -60,8 +66,9 @@ class ReplayStage final : public call::Stage {
   // Calls so far, by a 64-bit hash of (trajectory, server, tool, canonical arguments): one probe
   // and no string kept per call (two distinct calls share a count only on a hash collision).
   Occurrences seen_;
-  // The fallback of trajectory names (tape_trajectory).
-  std::unordered_map<std::string, std::string> mapped_;
+  // The fallback of trajectory names (tape_trajectory), by the hash of the name (the call's key
+  // needs it anyway): no string hashed twice per call.
+  std::unordered_map<std::uint64_t, Tape> mapped_;
   std::unordered_set<std::string> claimed_;
   std::size_t next_unclaimed_ = 0;
   // Per server: the lists its fingerprint was last worked out from, and the fingerprint.
