@@ -188,3 +188,31 @@ def test_a_2025_session_task_becomes_the_2026_servers_task(gw):
     assert result["_meta"][RELATED] == {"taskId": task_id}, result
     assert s.request("tasks/get", {"taskId": task_id})["result"]["status"] == "completed"
     assert len(own_tasks(gw.mcp_url, "remote__own_tasks")) == 1
+
+
+def test_the_fixtures_task_asks_for_input_and_tasks_update_answers_it(fx):
+    task_id = start(fx.url, "elicit", {"message": "go on?"})
+    asking, _ = wait_status(fx.url, task_id, lambda g: g["status"] != "working")
+    assert asking["status"] == "input_required", asking
+    request = asking["inputRequests"]["input-1"]
+    assert request["method"] == "elicitation/create" and request["params"]["message"] == "go on?", asking
+    ack = rpc(fx.url, "tasks/update", {"taskId": task_id,
+                                       "inputResponses": {"input-1": {"action": "accept", "content": {"answer": "yes"}}}})
+    assert ack["result"] == {"resultType": "complete"}, ack
+    done, _ = wait_status(fx.url, task_id, lambda g: g["status"] not in ("working", "input_required"))
+    assert done["status"] == "completed" and '"yes"' in done["result"]["content"][0]["text"], done
+
+
+def test_a_2026_servers_task_that_asks_for_input_fails_as_documented(gw):
+    task_id = start(gw.mcp_url, "remote__elicit", {"message": "go on?"})
+    (server_id, _), = own_tasks(gw.mcp_url, "remote__own_tasks").items()
+    failed, seen = wait_status(gw.mcp_url, task_id, lambda g: g["status"] not in ("working", "input_required"))
+    assert failed["status"] == "failed", failed
+    assert failed["error"]["code"] == -32603, failed
+    assert "does not pass a 2026-07-28 server's task input through" in failed["error"]["message"], failed
+    assert server_id not in json.dumps(seen)
+    # The server was told: its task is cancelled, not left asking.
+    deadline = time.monotonic() + 5
+    while own_tasks(gw.mcp_url, "remote__own_tasks")[server_id]["status"] != "cancelled":
+        assert time.monotonic() < deadline, own_tasks(gw.mcp_url, "remote__own_tasks")
+        time.sleep(0.1)
