@@ -7,6 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 #include <exception>
+#include <set>
 
 #include "config/config.h"
 #include "frontend/mcp_session_tasks.h"
@@ -32,6 +33,10 @@ constexpr std::chrono::milliseconds kMaxPoll{5'000};
 constexpr std::chrono::milliseconds kDefaultPoll{500};
 // ...and given up (the task failed) after this many unusable answers in a row.
 constexpr int kMaxPollFailures = 3;
+// A 2026-07-28 server's task asks at most this many requests in all (inputRequests keys, each
+// at most kMaxInputKey bytes); past it the task fails.
+constexpr std::size_t kMaxInputRequests = 64;
+constexpr std::size_t kMaxInputKey = 256;
 
 // The answer to a request nobody waits for (tasks/cancel sent on a cancel).
 class Ignore final : public upstream::CallSink {
@@ -56,6 +61,8 @@ class UpstreamRun final : public tasks::Run {
   // A 2026-07-28 server's task: followed by polling tasks/get at this interval (no follower).
   bool polled = false;
   std::chrono::milliseconds poll{0};
+  std::set<std::string, std::less<>> asked;  // its inputRequests keys passed to the client
+  int unanswered = 0;                        // of those, a session's not answered yet
   std::shared_ptr<upstream::CallSink> follower;
   // A stateless client's task: the server's requests wait here for tasks/update.
   std::shared_ptr<gateway::Conversation> asks;
@@ -525,14 +532,13 @@ ServerTasks::Polled ServerTasks::absorb(const std::string& task_id, const std::s
     return Polled::kRunning;
   }
   if (status == "input_required") {
-    // Not passed through (docs/tasks.md, "Not done"): the task fails, and the server is told.
-    const std::string why = run->display +
-                            ": the server's task asks the client for input (input_required); the "
-                            "gateway does not pass a 2026-07-28 server's task input through";
-    run->cancel(why);
-    store_.fail(task_id, gateway_error(why));
-    ended(task_id);
-    return Polled::kEnded;
+    if (base::Status passed = pass_input(task_id, got.as_object()); !passed) {
+      run->cancel(passed.error());
+      store_.fail(task_id, gateway_error(passed.error()));
+      ended(task_id);
+      return Polled::kEnded;
+    }
+    return Polled::kRunning;
   }
   if (status == "completed") {
     const bj::value* r = got.as_object().if_contains("result");
@@ -601,6 +607,90 @@ asio::awaitable<void> ServerTasks::follow_polled(std::string task_id, std::weak_
       co_return;
     }
   }
+}
+
+}  // namespace toolbridge::frontend
+
+namespace toolbridge::frontend {
+
+base::Status ServerTasks::pass_input(const std::string& task_id, const bj::object& got) {
+  tasks::Task* t = store_.by_id(task_id);
+  UpstreamRun* run = t ? upstream_run(*t) : nullptr;
+  if (!run) return base::Status::success();
+  const bj::value* requests = got.if_contains("inputRequests");
+  if (!requests || !requests->is_object()) {
+    return base::fail(run->display + ": the server's input_required task named no inputRequests");
+  }
+  for (const auto& [key, request] : requests->as_object()) {
+    if (run->asked.contains(key)) continue;  // passed on already (its answer may be on its way)
+    const bj::object* r = request.if_object();
+    const bj::value* method = r ? r->if_contains("method") : nullptr;
+    const bj::value* params = r ? r->if_contains("params") : nullptr;
+    const bool known =
+        method && method->is_string() &&
+        (method->as_string() == "elicitation/create" ||
+         method->as_string() == "sampling/createMessage" || method->as_string() == "roots/list");
+    if (!known || (params && !params->is_object()) || key.empty() || key.size() > kMaxInputKey ||
+        run->asked.size() >= kMaxInputRequests) {
+      return base::fail(run->display +
+                        ": the server's task asked for input the gateway cannot pass on (an "
+                        "inputRequests entry that is not an elicitation, sampling or roots "
+                        "request, a key over 256 bytes, or more than 64 requests)");
+    }
+    run->asked.emplace(key);
+    bj::object p = params ? params->as_object() : bj::object();
+    bj::value& meta = p["_meta"];
+    if (!meta.is_object()) meta = bj::object();
+    meta.as_object()[gateway::kInputKeyMeta] = std::string_view(key);
+    std::string text = with_related_task(bj::serialize(p), task_id);
+    // The client's answer goes to the server as tasks/update; a refusal (the client lacks the
+    // capability, or the task ended) fails the task.
+    upstream::CallSink::Reply reply = [this, alive = std::weak_ptr<bool>(alive_), task_id,
+                                       key = std::string(key)](bool is_error, std::string raw) {
+      if (alive.expired()) return;
+      tasks::Task* now = store_.by_id(task_id);
+      UpstreamRun* r = now ? upstream_run(*now) : nullptr;
+      if (!r || tasks::is_terminal(now->status)) return;
+      if (is_error) {
+        r->cancel("the client refused the server's input request");
+        store_.fail(task_id, raw);
+        ended(task_id);
+        return;
+      }
+      boost::system::error_code ec;
+      const bj::value answer = json::parse(raw, ec);
+      auto inst = r->instance.lock();
+      if (ec || !answer.is_object() || !inst) return;
+      const std::string update = bj::serialize(
+          bj::object{{"taskId", r->upstream_id}, {"inputResponses", bj::object{{key, answer}}}});
+      inst->call("tasks/update", update, "0", {}, std::make_shared<Ignore>(), r->timeout,
+                 r->display);
+      if (!r->asks && r->unanswered > 0 && --r->unanswered == 0) store_.working(task_id);
+    };
+    const std::string m(method->as_string());
+    if (run->asks) {
+      // Refused at once when the client did not declare the capability.
+      run->asks->on_server_request(m, std::move(text), std::move(reply));
+      now_asking(task_id);
+    } else if (on_session_request) {
+      ++run->unanswered;
+      store_.input_required(task_id, "{}");
+      on_session_request(task_id, m, std::move(text), std::move(reply));
+    } else {
+      return base::fail(run->display + ": the gateway cannot ask this task's client");
+    }
+    t = store_.by_id(task_id);
+    run = t ? upstream_run(*t) : nullptr;
+    if (!run || tasks::is_terminal(t->status)) return base::Status::success();
+  }
+  return base::Status::success();
+}
+
+void ServerTasks::now_asking(const std::string& task_id) {
+  tasks::Task* t = store_.by_id(task_id);
+  UpstreamRun* run = t ? upstream_run(*t) : nullptr;
+  if (run && run->asks && run->asks->has_asks() && !tasks::is_terminal(t->status))
+    store_.input_required(task_id, run->asks->pending_requests());
 }
 
 }  // namespace toolbridge::frontend

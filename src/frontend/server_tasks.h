@@ -11,7 +11,7 @@
 // stateless clients (McpStateless::server_task, mcp_tasks.cpp) differ only in their wire and
 // in where the server's requests go. A 2026-07-28 server (SEP-2663) has no tasks/result to hold:
 // its task is followed by a bounded poll of its tasks/get instead (follow_polled), and its input
-// requests are not passed through (the task fails).
+// requests are passed to the client (pass_input), their answers sent back as tasks/update.
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
 #include <chrono>
@@ -100,9 +100,14 @@ class ServerTasks {
   // bounded poll of its tasks/get (server_tasks.cpp names the bounds).
   enum class Polled { kRunning, kEnded, kUnusable };
   // A tasks/get response of such a server: the store's task follows it (its end, with the
-  // inlined result or error; input_required fails it, not passed through).
+  // inlined result or error; input_required passes its requests on).
   Polled absorb(const std::string& task_id, const std::string& response);
   boost::asio::awaitable<void> follow_polled(std::string task_id, std::weak_ptr<bool> alive);
+  // Such a task's inputRequests (a tasks/get answer `got`) passed to the client, each once: a
+  // stateless client's become the task's inputRequests, a session's go to its stream; each answer
+  // goes to the server as tasks/update. Fails when they cannot be passed on.
+  base::Status pass_input(const std::string& task_id, const boost::json::object& got);
+  void now_asking(const std::string& task_id);
 
   gateway::Gateway& gateway_;
   tasks::Store& store_;

@@ -203,16 +203,54 @@ def test_the_fixtures_task_asks_for_input_and_tasks_update_answers_it(fx):
     assert done["status"] == "completed" and '"yes"' in done["result"]["content"][0]["text"], done
 
 
-def test_a_2026_servers_task_that_asks_for_input_fails_as_documented(gw):
+def test_a_2026_servers_task_asks_the_client_through_the_gateway(gw):
+    caps = {"extensions": {TASKS: {}}, "elicitation": {}}
+    created = rpc(gw.mcp_url, "tools/call", {"name": "remote__elicit", "arguments": {"message": "go on?"}},
+                  caps=caps)["result"]
+    assert created["resultType"] == "task", created
+    task_id = created["taskId"]
+    (server_id, _), = own_tasks(gw.mcp_url, "remote__own_tasks").items()
+    asking, seen = wait_status(gw.mcp_url, task_id, lambda g: g["status"] != "working")
+    assert asking["status"] == "input_required", asking
+    (key, request), = asking["inputRequests"].items()
+    assert key == "input-1" and request["method"] == "elicitation/create", asking
+    assert request["params"]["message"] == "go on?", asking
+    ack = rpc(gw.mcp_url, "tasks/update", {"taskId": task_id, "inputResponses": {
+        key: {"action": "accept", "content": {"answer": "yes"}}}}, caps=caps)
+    assert ack["result"] == {"resultType": "complete"}, ack
+    done, more = wait_status(gw.mcp_url, task_id, lambda g: g["status"] not in ("working", "input_required"))
+    assert done["status"] == "completed" and '"yes"' in done["result"]["content"][0]["text"], done
+    assert server_id not in json.dumps(seen + more)
+    assert len(own_tasks(gw.mcp_url, "remote__own_tasks")) == 1
+
+
+def test_a_2026_servers_task_asking_a_client_without_the_capability_fails(gw):
     task_id = start(gw.mcp_url, "remote__elicit", {"message": "go on?"})
     (server_id, _), = own_tasks(gw.mcp_url, "remote__own_tasks").items()
-    failed, seen = wait_status(gw.mcp_url, task_id, lambda g: g["status"] not in ("working", "input_required"))
-    assert failed["status"] == "failed", failed
-    assert failed["error"]["code"] == -32603, failed
-    assert "does not pass a 2026-07-28 server's task input through" in failed["error"]["message"], failed
-    assert server_id not in json.dumps(seen)
+    failed, _ = wait_status(gw.mcp_url, task_id, lambda g: g["status"] not in ("working", "input_required"))
+    assert failed["status"] == "failed" and failed["error"]["code"] == -32021, failed
     # The server was told: its task is cancelled, not left asking.
     deadline = time.monotonic() + 5
     while own_tasks(gw.mcp_url, "remote__own_tasks")[server_id]["status"] != "cancelled":
         assert time.monotonic() < deadline, own_tasks(gw.mcp_url, "remote__own_tasks")
         time.sleep(0.1)
+
+
+def test_a_2026_servers_question_reaches_a_2025_session_with_the_gateways_id(gw):
+    from test_session_tasks import Session
+
+    s = Session(gw.mcp_url, "team-a", {"elicitation": {}})
+    s.listen()
+    created = s.request("tools/call", {"name": "remote__elicit", "arguments": {"message": "Name?"},
+                                       "task": {"ttl": 60000}})
+    task_id = created["result"]["task"]["taskId"]
+    ask = s.wait_event(lambda e: e.get("method") == "elicitation/create", "elicitation request")
+    assert ask["params"]["_meta"][RELATED] == {"taskId": task_id}, ask
+    assert ask["params"]["message"] == "Name?"
+    assert s.request("tasks/get", {"taskId": task_id})["result"]["status"] == "input_required"
+    resp = s.send({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"answer": "Ada"}}})
+    assert resp.status_code == 202, resp.text
+    result = s.request("tasks/result", {"taskId": task_id})["result"]
+    assert "Ada" in result["content"][0]["text"], result
+    (server_id, server_task), = own_tasks(gw.mcp_url, "remote__own_tasks").items()
+    assert server_task["status"] == "completed" and server_id not in json.dumps(s.events)
