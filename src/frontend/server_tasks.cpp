@@ -533,8 +533,11 @@ ServerTasks::Polled ServerTasks::absorb(const std::string& task_id, const std::s
   }
   if (status == "input_required") {
     if (base::Status passed = pass_input(task_id, got.as_object()); !passed) {
-      run->cancel(passed.error());
+      // Failed first (the store drops the run: it lives on here), so the requests the cancel
+      // refuses find the task ended; then the server is told.
+      std::shared_ptr<tasks::Run> keep = t->run;
       store_.fail(task_id, gateway_error(passed.error()));
+      run->cancel(passed.error());
       ended(task_id);
       return Polled::kEnded;
     }
@@ -601,8 +604,8 @@ asio::awaitable<void> ServerTasks::follow_polled(std::string task_id, std::weak_
       const std::string why = run->display + ": the server's tasks/get answered nothing usable " +
                               std::to_string(kMaxPollFailures) + " times in a row (" +
                               (a->failure.empty() ? std::string("no status") : a->failure) + ")";
-      run->cancel(why);
       store_.fail(task_id, gateway_error(why));
+      run->cancel(why);  // `keep` holds the run the store dropped
       ended(task_id);
       co_return;
     }
@@ -652,8 +655,9 @@ base::Status ServerTasks::pass_input(const std::string& task_id, const bj::objec
       UpstreamRun* r = now ? upstream_run(*now) : nullptr;
       if (!r || tasks::is_terminal(now->status)) return;
       if (is_error) {
-        r->cancel("the client refused the server's input request");
+        std::shared_ptr<tasks::Run> keep = now->run;
         store_.fail(task_id, raw);
+        r->cancel("the client refused the server's input request");
         ended(task_id);
         return;
       }
