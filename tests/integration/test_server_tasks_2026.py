@@ -254,3 +254,12 @@ def test_a_2026_servers_question_reaches_a_2025_session_with_the_gateways_id(gw)
     assert "Ada" in result["content"][0]["text"], result
     (server_id, server_task), = own_tasks(gw.mcp_url, "remote__own_tasks").items()
     assert server_task["status"] == "completed" and server_id not in json.dumps(s.events)
+
+
+def test_a_2026_server_that_goes_away_fails_its_task(gw, fx):
+    task_id = start(gw.mcp_url, "remote__sleep", {"ms": 60000})
+    fx.close()
+    # The gateway's polls find nothing usable (or the instance gone): the task fails, not left working.
+    failed, _ = wait_status(gw.mcp_url, task_id, lambda g: g["status"] != "working", timeout=40)
+    assert failed["status"] == "failed" and failed["error"]["code"] == -32603, failed
+    assert "is gone" in failed["error"]["message"], failed
