@@ -9,7 +9,9 @@
 // the task meanwhile. The pending request also holds the instance (a pool does not retire or
 // recycle an instance with a call in flight). Sessions of 2025-11-25 (mcp_session_tasks*.cpp) and
 // stateless clients (McpStateless::server_task, mcp_tasks.cpp) differ only in their wire and
-// in where the server's requests go.
+// in where the server's requests go. A 2026-07-28 server (SEP-2663) has no tasks/result to hold:
+// its task is followed by a bounded poll of its tasks/get instead (follow_polled), and its input
+// requests are passed to the client (pass_input), their answers sent back as tasks/update.
 #include <boost/asio/awaitable.hpp>
 #include <boost/json/object.hpp>
 #include <chrono>
@@ -34,9 +36,9 @@ class ServerTasks {
   ServerTasks& operator=(const ServerTasks&) = delete;
 
   // The server that runs `tool` as a task of its own, or null: a 2025-11-25 server that declares
-  // tasks.requests.tools.call, the tool marked with execution.taskSupport by the server itself.
-  // For a per_session server the front keeps the session whose instance holds the task from
-  // ending idle under it (keep_busy).
+  // tasks.requests.tools.call (a 2026-07-28 one: the tasks extension), the tool marked with
+  // execution.taskSupport by the server itself. For a per_session server the front keeps the
+  // session whose instance holds the task from ending idle under it (keep_busy).
   std::shared_ptr<upstream::Upstream> server_for(std::string_view tool) const;
   // Whether `tool`'s server is per_session (its call runs on the session's own instance unless
   // it names a trajectory).
@@ -93,6 +95,19 @@ class ServerTasks {
 
   // The follower ended the task: wait_end() returns.
   void ended(const std::string& task_id);
+
+  // A 2026-07-28 server's task (SEP-2663): no tasks/result to hold, so it is followed by a
+  // bounded poll of its tasks/get (server_tasks.cpp names the bounds).
+  enum class Polled { kRunning, kEnded, kUnusable };
+  // A tasks/get response of such a server: the store's task follows it (its end, with the
+  // inlined result or error; input_required passes its requests on).
+  Polled absorb(const std::string& task_id, const std::string& response);
+  boost::asio::awaitable<void> follow_polled(std::string task_id, std::weak_ptr<bool> alive);
+  // Such a task's inputRequests (a tasks/get answer `got`) passed to the client, each once: a
+  // stateless client's become the task's inputRequests, a session's go to its stream; each answer
+  // goes to the server as tasks/update. Fails when they cannot be passed on.
+  base::Status pass_input(const std::string& task_id, const boost::json::object& got);
+  void now_asking(const std::string& task_id);
 
   gateway::Gateway& gateway_;
   tasks::Store& store_;

@@ -40,6 +40,13 @@ asio::awaitable<bool> Instance::discover() {
     caps_.resources = caps.contains("resources");
     caps_.prompts = caps.contains("prompts");
     caps_.completions = caps.contains("completions");
+    // The tasks extension (SEP-2663): the server may answer a tools/call with a task of its own
+    // (the gateway passes it through, docs/tasks.md); tasks/cancel is part of the extension.
+    const bj::value* ext = caps.if_contains("extensions");
+    const bool tasks =
+        ext && ext->is_object() && ext->as_object().contains("io.modelcontextprotocol/tasks");
+    caps_.tasks_tools_call = tasks;
+    caps_.tasks_cancel = tasks;
   }
   spdlog::info("[{}] speaks MCP 2026-07-28: stateless requests, no handshake", server_.name);
   co_return true;

@@ -67,13 +67,28 @@ StatelessMessage to_stateless(std::string_view message) {
   if (!m.contains("id")) return out;  // notifications carry no envelope
   bj::value& params = m["params"];
   if (!params.is_object()) params = bj::object();
+  // A server's own task (docs/tasks.md): the task-augmented tools/call of 2025-11-25 (params.task,
+  // what ServerTasks sends) is, in this revision, a tools/call whose envelope declares the tasks
+  // extension (SEP-2663: the server decides); tasks/get, tasks/update and tasks/cancel need it
+  // declared too, and name their task in Mcp-Name. (Erased before `meta` below is taken: an
+  // erase moves the object's members.)
+  const bool task_call = out.method == "tools/call" && params.as_object().erase("task") > 0;
+  const bool task_method =
+      out.method == "tasks/get" || out.method == "tasks/update" || out.method == "tasks/cancel";
   bj::value& meta = params.as_object()["_meta"];
   if (!meta.is_object()) meta = bj::object();
   for (auto& [k, val] : envelope()) meta.as_object()[k] = val;
+  if (task_call || task_method) {
+    bj::value& caps = meta.as_object()[mcp::kCapabilitiesMeta];
+    if (caps.is_object()) {
+      caps.as_object()["extensions"] = bj::object{{"io.modelcontextprotocol/tasks", bj::object{}}};
+    }
+  }
   const std::string_view key = out.method == "resources/read" ? "uri"
                                : (out.method == "tools/call" || out.method == "prompts/get")
                                    ? "name"
-                                   : "";
+                               : task_method ? "taskId"
+                                             : "";
   if (!key.empty()) {
     if (const bj::value* named = params.as_object().if_contains(key); named && named->is_string())
       out.name = std::string(named->as_string());

@@ -47,6 +47,41 @@ TEST(ToStateless, EveryRequestCarriesTheEnvelopeAndItsRoutingHeaders) {
       "io.modelcontextprotocol/protocolVersion"));
 }
 
+TEST(ToStateless, ATaskAugmentedCallDeclaresTheTasksExtensionInsteadOfSendingTask) {
+  // A server's own task (docs/tasks.md): params.task of 2025-11-25 is, here, the extension
+  // declared in the envelope (SEP-2663), and the server never sees `task`.
+  StatelessMessage call = to_stateless(
+      R"({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t","task":{"ttl":5}}})");
+  const bj::object params = bj::parse(call.body).at("params").as_object();
+  EXPECT_FALSE(params.contains("task"));
+  const bj::object caps =
+      params.at("_meta").at("io.modelcontextprotocol/clientCapabilities").as_object();
+  EXPECT_TRUE(caps.at("extensions").as_object().contains("io.modelcontextprotocol/tasks"));
+  // An ordinary call declares no extension: the server must not answer it with a task.
+  StatelessMessage plain =
+      to_stateless(R"({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"t"}})");
+  EXPECT_FALSE(bj::parse(plain.body)
+                   .at("params")
+                   .at("_meta")
+                   .at("io.modelcontextprotocol/clientCapabilities")
+                   .as_object()
+                   .contains("extensions"));
+  // tasks/get and tasks/cancel declare it and name their task in Mcp-Name.
+  for (const char* method : {"tasks/get", "tasks/cancel"}) {
+    StatelessMessage m = to_stateless(std::string(R"({"jsonrpc":"2.0","id":5,"method":")") +
+                                      method + R"(","params":{"taskId":"srv-1"}})");
+    EXPECT_EQ(m.name, "srv-1") << method;
+    EXPECT_TRUE(bj::parse(m.body)
+                    .at("params")
+                    .at("_meta")
+                    .at("io.modelcontextprotocol/clientCapabilities")
+                    .at("extensions")
+                    .as_object()
+                    .contains("io.modelcontextprotocol/tasks"))
+        << method;
+  }
+}
+
 TEST(HeaderMarks, LearntFromToolsListAndSentAsMcpParamHeaders) {
   HeaderMarks marks;
   learn_header_marks(R"({"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"t","inputSchema":)"
