@@ -290,15 +290,22 @@ bool ServerTasks::holds(const tasks::Task& t) {
 asio::awaitable<void> ServerTasks::wait_end(std::string task_id, std::chrono::milliseconds window) {
   const tasks::Task* t = store_.by_id(task_id);
   if (!t || !upstream_run(*t)) co_return;  // ended already
-  base::Timer timer(gateway_.io(), gateway_.clock(), window);
-  const auto waiter = waiters_.emplace(task_id, &timer);
-  boost::system::error_code ec;
-  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-  waiters_.erase(waiter);
+  std::shared_ptr<base::Event>& slot = ends_[task_id];
+  if (!slot) slot = std::make_shared<base::Event>(gateway_.clock());
+  const std::shared_ptr<base::Event> end = slot;
+  const base::Clock::time_point until = gateway_.clock().now() + window;
+  const bool told = co_await end->wait(until);
+  (void)told;  // ended or not, the caller reads the store
+  if (auto it = ends_.find(task_id); it != ends_.end() && it->second == end && end->waiting() == 0)
+    ends_.erase(it);
 }
 
 void ServerTasks::ended(const std::string& task_id) {
-  for (auto [it, end] = waiters_.equal_range(task_id); it != end; ++it) it->second->cancel();
+  const auto it = ends_.find(task_id);
+  if (it == ends_.end()) return;
+  const std::shared_ptr<base::Event> end = std::move(it->second);
+  ends_.erase(it);
+  end->notify_all();
 }
 
 bool ServerTasks::per_session(std::string_view tool) const {

@@ -16,11 +16,12 @@
 #include <boost/json/object.hpp>
 #include <chrono>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
+#include "base/event.h"
 #include "base/expected.h"
 #include "gateway/gateway.h"
 #include "gateway/input_required.h"
@@ -111,7 +112,9 @@ class ServerTasks {
 
   gateway::Gateway& gateway_;
   tasks::Store& store_;
-  std::multimap<std::string, base::Timer*, std::less<>> waiters_;  // wait_end(), by task id
+  // What wait_end() waits on, by task id: one event per task, shared by its waits (the last one
+  // out, or the task's end, removes it).
+  std::unordered_map<std::string, std::shared_ptr<base::Event>> ends_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
