@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "frontend/mcp_session_tasks.h"
 #include "frontend/mcp_stateless.h"
+#include "frontend/server_task_run.h"
 #include "gateway/methods.h"
 #include "json/parse.h"
 
@@ -20,108 +21,7 @@ namespace toolbridge::frontend {
 namespace asio = boost::asio;
 namespace bj = boost::json;
 
-namespace {
-
-// A server's task id this long or longer is refused: the gateway keeps and sends it.
-constexpr std::size_t kMaxUpstreamTaskId = 256;
-
-// A 2026-07-28 server's task is followed by polling its tasks/get (the protocol's own way: the
-// revision has no tasks/result to hold): at the server's pollIntervalMs, kept within these
-// bounds (500 ms when it names none), until the task ends in the store (its TTL at the latest).
-constexpr std::chrono::milliseconds kMinPoll{100};
-constexpr std::chrono::milliseconds kMaxPoll{5'000};
-constexpr std::chrono::milliseconds kDefaultPoll{500};
-// ...and given up (the task failed) after this many unusable answers in a row.
-constexpr int kMaxPollFailures = 3;
-// A 2026-07-28 server's task asks at most this many requests in all (inputRequests keys, each
-// at most kMaxInputKey bytes); past it the task fails.
-constexpr std::size_t kMaxInputRequests = 64;
-constexpr std::size_t kMaxInputKey = 256;
-
-// The answer to a request nobody waits for (tasks/cancel sent on a cancel).
-class Ignore final : public upstream::CallSink {
- public:
-  void on_response(std::string) override {}
-  void on_failure(upstream::Failure, std::string_view, std::string) override {}
-  void on_notification(std::string) override {}
-  void on_server_request(const std::string&, std::string, Reply reply) override {
-    reply(true, R"({"code":-32601,"message":"not expected here"})");
-  }
-};
-
-// A server's own task, as the store drives it.
-class UpstreamRun final : public tasks::Run {
- public:
-  std::weak_ptr<upstream::Instance> instance;
-  std::string upstream_id;               // the server's task id
-  std::string display;                   // "server__tool", for messages
-  std::chrono::milliseconds timeout{0};  // for tasks/get and tasks/cancel asked of the server
-  bool cancel_supported = false;         // the server declares tasks.cancel
-  bool told = false;                     // tasks/cancel has been sent already
-  // A 2026-07-28 server's task: followed by polling tasks/get at this interval (no follower).
-  bool polled = false;
-  std::chrono::milliseconds poll{0};
-  std::set<std::string, std::less<>> asked;  // its inputRequests keys passed to the client
-  int unanswered = 0;                        // of those, a session's not answered yet
-  std::shared_ptr<upstream::CallSink> follower;
-  // A stateless client's task: the server's requests wait here for tasks/update.
-  std::shared_ptr<gateway::Conversation> asks;
-  std::function<void()> ended;  // ServerTasks::keep_busy
-
-  UpstreamRun() = default;
-  UpstreamRun(const UpstreamRun&) = delete;
-  UpstreamRun& operator=(const UpstreamRun&) = delete;
-  ~UpstreamRun() override {
-    if (ended) ended();
-  }
-
-  // The store cancelled the task (tasks/cancel, its TTL, the gateway stopping): the server is
-  // told, and the follower stops waiting.
-  void cancel(const std::string& why) override {
-    if (asks) asks->refuse_all(why);
-    auto inst = instance.lock();
-    if (!inst) return;
-    if (cancel_supported && !std::exchange(told, true)) {
-      inst->call("tasks/cancel", R"({"taskId":)" + json::quote(upstream_id) + "}", "0", {},
-                 std::make_shared<Ignore>(), timeout, display);
-    }
-    if (follower) inst->cancel(follower, "0", why);
-  }
-  // tasks/update of a stateless client (sessions answer requests as JSON-RPC responses).
-  std::string provide(const bj::object& responses) override {
-    if (!asks) return {};
-    asks->provide(responses);
-    return asks->has_asks() ? asks->pending_requests() : std::string();
-  }
-};
-
-UpstreamRun* upstream_run(const tasks::Task& t) {
-  return t.run ? dynamic_cast<UpstreamRun*>(t.run.get()) : nullptr;
-}
-
-// One request to an instance, awaited: its whole JSON-RPC response, or empty with `failure` set.
-class Ask final : public upstream::CallSink {
- public:
-  Ask(asio::io_context& io, const base::Clock& clock) : wake(io, clock) {}
-  void on_response(std::string message) override {
-    response = std::move(message);
-    done = true;
-    wake.cancel();
-  }
-  void on_failure(upstream::Failure, std::string_view, std::string detail) override {
-    failure = std::move(detail);
-    done = true;
-    wake.cancel();
-  }
-  void on_notification(std::string) override {}
-  void on_server_request(const std::string&, std::string, Reply reply) override {
-    reply(true, R"({"code":-32601,"message":"not expected here"})");
-  }
-  base::Timer wake;
-  bool done = false;
-  std::string response;
-  std::string failure;
-};
+namespace server_task {
 
 // `method` ({taskId: the server's id}) asked of the instance that holds `run`'s task; nullptr
 // when the instance is gone.
@@ -154,7 +54,9 @@ std::string gateway_error(std::string_view message) {
   return R"({"code":-32603,"message":)" + json::quote(message) + "}";
 }
 
-}  // namespace
+}  // namespace server_task
+
+using namespace server_task;
 
 bj::object* params_of(bj::value& msg) {
   bj::value* p = msg.is_object() ? msg.as_object().if_contains("params") : nullptr;
@@ -514,194 +416,6 @@ void ServerTasks::server_status(const std::string& task_id, const bj::object& ta
   t = store_.by_id(task_id);
   if (!relay || !t || t->status != before) return;  // a change was told by on_change
   if (on_relay) on_relay(*t);
-}
-
-}  // namespace toolbridge::frontend
-
-namespace toolbridge::frontend {
-
-ServerTasks::Polled ServerTasks::absorb(const std::string& task_id, const std::string& response) {
-  tasks::Task* t = store_.by_id(task_id);
-  UpstreamRun* run = t ? upstream_run(*t) : nullptr;
-  if (!run || tasks::is_terminal(t->status)) return Polled::kEnded;
-  const json::Envelope env = json::parse_envelope(response);
-  if (!env.error.empty()) {
-    // The server no longer knows the task (it restarted, or forgot it): it is gone.
-    store_.fail(task_id, std::string(env.error.in(response)));
-    ended(task_id);
-    return Polled::kEnded;
-  }
-  const bj::value got = result_of(response);
-  const bj::value* s = got.is_object() ? got.as_object().if_contains("status") : nullptr;
-  const std::string_view status = s && s->is_string() ? std::string_view(s->as_string()) : "";
-  if (status == "working") {
-    server_status(task_id, got.as_object(), false);
-    return Polled::kRunning;
-  }
-  if (status == "input_required") {
-    if (base::Status passed = pass_input(task_id, got.as_object()); !passed) {
-      // Failed first (the store drops the run: it lives on here), so the requests the cancel
-      // refuses find the task ended; then the server is told.
-      std::shared_ptr<tasks::Run> keep = t->run;
-      store_.fail(task_id, gateway_error(passed.error()));
-      run->cancel(passed.error());
-      ended(task_id);
-      return Polled::kEnded;
-    }
-    return Polled::kRunning;
-  }
-  if (status == "completed") {
-    const bj::value* r = got.as_object().if_contains("result");
-    if (r && r->is_object()) {
-      store_.complete(task_id, with_related_task(bj::serialize(*r), task_id));
-    } else {
-      store_.fail(task_id,
-                  gateway_error(run->display + ": the server's completed task had no result"));
-    }
-  } else if (status == "failed") {
-    const bj::value* e = got.as_object().if_contains("error");
-    const bj::value* code = e && e->is_object() ? e->as_object().if_contains("code") : nullptr;
-    const bj::value* message =
-        e && e->is_object() ? e->as_object().if_contains("message") : nullptr;
-    const bool usable = code && code->is_int64() && message && message->is_string();
-    store_.fail(task_id, usable ? bj::serialize(*e)
-                                : gateway_error(run->display + ": the server's task failed"));
-  } else if (status == "cancelled") {
-    run->told = true;  // the server ended it: nothing to tell it
-    store_.cancel(*t, run->display + ": the server cancelled its task");
-  } else {
-    return Polled::kUnusable;
-  }
-  ended(task_id);
-  return Polled::kEnded;
-}
-
-asio::awaitable<void> ServerTasks::follow_polled(std::string task_id, std::weak_ptr<bool> alive) {
-  // Bounded: one tasks/get per interval while the task runs in the store, which ends it at its
-  // TTL at the latest (and sends the server tasks/cancel then); kMaxPollFailures unusable
-  // answers in a row fail it.
-  int failures = 0;
-  for (;;) {
-    if (alive.expired()) co_return;
-    tasks::Task* t = store_.by_id(task_id);
-    UpstreamRun* run = t ? upstream_run(*t) : nullptr;
-    if (!run || tasks::is_terminal(t->status)) co_return;
-    base::Timer timer(gateway_.io(), gateway_.clock(), run->poll);
-    boost::system::error_code ec;
-    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    if (alive.expired()) co_return;
-    t = store_.by_id(task_id);
-    run = t ? upstream_run(*t) : nullptr;
-    if (!run || tasks::is_terminal(t->status)) co_return;
-    std::shared_ptr<tasks::Run> keep = t->run;
-    const std::string method = "tasks/get";
-    std::shared_ptr<Ask> a = co_await ask(gateway_, *run, method);
-    if (alive.expired()) co_return;
-    if (!a) {
-      store_.fail(task_id, gateway_error("the server's instance that held this task is gone, and "
-                                         "its task with it"));
-      ended(task_id);
-      co_return;
-    }
-    const std::string response = a->response;
-    const Polled p = absorb(task_id, response);
-    if (p == Polled::kEnded) co_return;
-    failures = p == Polled::kUnusable ? failures + 1 : 0;
-    if (failures >= kMaxPollFailures) {
-      const std::string why = run->display + ": the server's tasks/get answered nothing usable " +
-                              std::to_string(kMaxPollFailures) + " times in a row (" +
-                              (a->failure.empty() ? std::string("no status") : a->failure) + ")";
-      store_.fail(task_id, gateway_error(why));
-      run->cancel(why);  // `keep` holds the run the store dropped
-      ended(task_id);
-      co_return;
-    }
-  }
-}
-
-}  // namespace toolbridge::frontend
-
-namespace toolbridge::frontend {
-
-base::Status ServerTasks::pass_input(const std::string& task_id, const bj::object& got) {
-  tasks::Task* t = store_.by_id(task_id);
-  UpstreamRun* run = t ? upstream_run(*t) : nullptr;
-  if (!run) return base::Status::success();
-  const bj::value* requests = got.if_contains("inputRequests");
-  if (!requests || !requests->is_object()) {
-    return base::fail(run->display + ": the server's input_required task named no inputRequests");
-  }
-  for (const auto& [key, request] : requests->as_object()) {
-    if (run->asked.contains(key)) continue;  // passed on already (its answer may be on its way)
-    const bj::object* r = request.if_object();
-    const bj::value* method = r ? r->if_contains("method") : nullptr;
-    const bj::value* params = r ? r->if_contains("params") : nullptr;
-    const bool known =
-        method && method->is_string() &&
-        (method->as_string() == "elicitation/create" ||
-         method->as_string() == "sampling/createMessage" || method->as_string() == "roots/list");
-    if (!known || (params && !params->is_object()) || key.empty() || key.size() > kMaxInputKey ||
-        run->asked.size() >= kMaxInputRequests) {
-      return base::fail(run->display +
-                        ": the server's task asked for input the gateway cannot pass on (an "
-                        "inputRequests entry that is not an elicitation, sampling or roots "
-                        "request, a key over 256 bytes, or more than 64 requests)");
-    }
-    run->asked.emplace(key);
-    bj::object p = params ? params->as_object() : bj::object();
-    bj::value& meta = p["_meta"];
-    if (!meta.is_object()) meta = bj::object();
-    meta.as_object()[gateway::kInputKeyMeta] = std::string_view(key);
-    std::string text = with_related_task(bj::serialize(p), task_id);
-    // The client's answer goes to the server as tasks/update; a refusal (the client lacks the
-    // capability, or the task ended) fails the task.
-    upstream::CallSink::Reply reply = [this, alive = std::weak_ptr<bool>(alive_), task_id,
-                                       key = std::string(key)](bool is_error, std::string raw) {
-      if (alive.expired()) return;
-      tasks::Task* now = store_.by_id(task_id);
-      UpstreamRun* r = now ? upstream_run(*now) : nullptr;
-      if (!r || tasks::is_terminal(now->status)) return;
-      if (is_error) {
-        std::shared_ptr<tasks::Run> keep = now->run;
-        store_.fail(task_id, raw);
-        r->cancel("the client refused the server's input request");
-        ended(task_id);
-        return;
-      }
-      boost::system::error_code ec;
-      const bj::value answer = json::parse(raw, ec);
-      auto inst = r->instance.lock();
-      if (ec || !answer.is_object() || !inst) return;
-      const std::string update = bj::serialize(
-          bj::object{{"taskId", r->upstream_id}, {"inputResponses", bj::object{{key, answer}}}});
-      inst->call("tasks/update", update, "0", {}, std::make_shared<Ignore>(), r->timeout,
-                 r->display);
-      if (!r->asks && r->unanswered > 0 && --r->unanswered == 0) store_.working(task_id);
-    };
-    const std::string m(method->as_string());
-    if (run->asks) {
-      // Refused at once when the client did not declare the capability.
-      run->asks->on_server_request(m, std::move(text), std::move(reply));
-      now_asking(task_id);
-    } else if (on_session_request) {
-      ++run->unanswered;
-      store_.input_required(task_id, "{}");
-      on_session_request(task_id, m, std::move(text), std::move(reply));
-    } else {
-      return base::fail(run->display + ": the gateway cannot ask this task's client");
-    }
-    t = store_.by_id(task_id);
-    run = t ? upstream_run(*t) : nullptr;
-    if (!run || tasks::is_terminal(t->status)) return base::Status::success();
-  }
-  return base::Status::success();
-}
-
-void ServerTasks::now_asking(const std::string& task_id) {
-  tasks::Task* t = store_.by_id(task_id);
-  UpstreamRun* run = t ? upstream_run(*t) : nullptr;
-  if (run && run->asks && run->asks->has_asks() && !tasks::is_terminal(t->status))
-    store_.input_required(task_id, run->asks->pending_requests());
 }
 
 }  // namespace toolbridge::frontend
