@@ -588,3 +588,24 @@ class Bystander(threading.Thread):
         self._halt.set()
         self.join(60)
 
+
+def stateless_task_rpc(url: str, method: str, params: dict, tenant: str = "team-a",
+                       caps: dict | None = None, req_id: int = 1) -> dict:
+    """One 2026-07-28 (stateless) request on a new connection (nothing ties a task to one), its
+    client declaring the tasks extension unless `caps` says otherwise; the answer to it."""
+    version, tasks = "2026-07-28", "io.modelcontextprotocol/tasks"
+    caps = {"extensions": {tasks: {}}} if caps is None else caps
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+               "MCP-Protocol-Version": version, "Mcp-Method": method, "X-Toolbridge-Tenant": tenant}
+    name = params.get("taskId") if method.startswith("tasks/") else params.get("name")
+    if isinstance(name, str):
+        headers["Mcp-Name"] = name
+    meta = {"io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientCapabilities": caps}
+    body = {"jsonrpc": "2.0", "id": req_id, "method": method, "params": {**params, "_meta": meta}}
+    with httpx.Client() as client:
+        resp = client.post(url, content=json.dumps(body), headers=headers, timeout=60)
+    for m in parse_body(resp):
+        if m.get("id") == req_id:
+            return m
+    raise AssertionError(f"no answer: {resp.status_code} {resp.text[:500]}")

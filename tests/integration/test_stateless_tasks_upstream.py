@@ -13,10 +13,9 @@ import os
 import signal
 import time
 
-import httpx
 import pytest
 
-from tb_support import fixture_server, parse_body
+from tb_support import fixture_server, stateless_task_rpc
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -27,21 +26,7 @@ RELATED = "io.modelcontextprotocol/related-task"
 
 def rpc(url: str, method: str, params: dict, tenant: str = "team-a", caps: dict | None = None,
         req_id: int = 1) -> dict:
-    """One stateless request on a new connection (nothing ties a task to one)."""
-    caps = {"extensions": {TASKS: {}}} if caps is None else caps
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-               "MCP-Protocol-Version": V, "Mcp-Method": method, "X-Toolbridge-Tenant": tenant}
-    name = params.get("taskId") if method.startswith("tasks/") else params.get("name")
-    if isinstance(name, str):
-        headers["Mcp-Name"] = name
-    meta = {"io.modelcontextprotocol/protocolVersion": V, "io.modelcontextprotocol/clientCapabilities": caps}
-    body = {"jsonrpc": "2.0", "id": req_id, "method": method, "params": {**params, "_meta": meta}}
-    with httpx.Client() as client:
-        resp = client.post(url, content=json.dumps(body), headers=headers, timeout=60)
-    for m in parse_body(resp):
-        if m.get("id") == req_id:
-            return m
-    raise AssertionError(f"no answer: {resp.status_code} {resp.text[:500]}")
+    return stateless_task_rpc(url, method, params, tenant, caps, req_id)
 
 
 def own_tasks(url: str) -> dict:
