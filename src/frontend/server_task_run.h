@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "base/clock.h"
+#include "base/event.h"
 #include "gateway/gateway.h"
 #include "gateway/input_required.h"
 #include "json/envelope.h"
@@ -102,22 +103,22 @@ inline UpstreamRun* upstream_run(const tasks::Task& t) {
 // One request to an instance, awaited: its whole JSON-RPC response, or empty with `failure` set.
 class Ask final : public upstream::CallSink {
  public:
-  Ask(boost::asio::io_context& io, const base::Clock& clock) : wake(io, clock) {}
+  explicit Ask(const base::Clock& clock) : answered(clock) {}
   void on_response(std::string message) override {
     response = std::move(message);
     done = true;
-    wake.cancel();
+    answered.notify_all();
   }
   void on_failure(upstream::Failure, std::string_view, std::string detail) override {
     failure = std::move(detail);
     done = true;
-    wake.cancel();
+    answered.notify_all();
   }
   void on_notification(std::string) override {}
   void on_server_request(const std::string&, std::string, Reply reply) override {
     reply(true, R"({"code":-32601,"message":"not expected here"})");
   }
-  base::Timer wake;
+  base::Event answered;
   bool done = false;
   std::string response;
   std::string failure;

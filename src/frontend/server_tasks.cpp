@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/redirect_error.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/json.hpp>
 #include <exception>
 #include <set>
@@ -29,14 +27,15 @@ asio::awaitable<std::shared_ptr<Ask>> ask(gateway::Gateway& gateway, const Upstr
                                           std::string method) {
   auto inst = run.instance.lock();
   if (!inst) co_return nullptr;
-  auto a = std::make_shared<Ask>(gateway.io(), gateway.clock());
+  auto a = std::make_shared<Ask>(gateway.clock());
   inst->call(method, R"({"taskId":)" + json::quote(run.upstream_id) + "}", "0", {}, a, run.timeout,
              run.display);
   if (!a->done) {
     // The instance answers every call by its deadline (a timeout is a failure), or fails it.
-    a->wake.expires_after(run.timeout + std::chrono::seconds(1));
-    boost::system::error_code ec;
-    co_await a->wake.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    const base::Clock::time_point until =
+        gateway.clock().now() + run.timeout + std::chrono::seconds(1);
+    const bool answered = co_await a->answered.wait(until);
+    (void)answered;  // `done` and what the sink holds say how it ended
   }
   co_return a;
 }
