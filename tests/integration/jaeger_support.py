@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from tb_support import REPO, _require, wait_listening
+from tb_support import REPO, _require, stop_process, wait_listening
 
 JAEGER_BIN = REPO / ".deps" / "jaeger" / "jaeger"
 
@@ -98,11 +98,5 @@ class Jaeger:
         raise AssertionError(f"trace {trace_id}: fewer than {want_spans} spans after {timeout} s: {last}")
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self.log.close()

@@ -609,3 +609,15 @@ def stateless_task_rpc(url: str, method: str, params: dict, tenant: str = "team-
         if m.get("id") == req_id:
             return m
     raise AssertionError(f"no answer: {resp.status_code} {resp.text[:500]}")
+
+
+def stop_process(proc: subprocess.Popen, grace: float = 10) -> None:
+    """SIGTERM, then SIGKILL after `grace` seconds; reaped either way."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tb_support import Gateway, RawSession, fixture_server, metric, read_proc, rpc
+from tb_support import Gateway, RawSession, fixture_server, metric, read_proc, rpc, stop_process
 from test_cache import RedisServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,13 +125,7 @@ class HAProxy:
         return f"http://127.0.0.1:{self.port}"
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
 
 
 def gateway_config(gateway_id: str, redis: RedisServer) -> dict:

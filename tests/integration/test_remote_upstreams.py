@@ -19,7 +19,7 @@ import mcp.types as types
 import pytest
 
 from tb_sdk import only_text, run, sdk_session
-from tb_support import fixture_bin, node_bin, npm_entry
+from tb_support import fixture_bin, node_bin, npm_entry, stop_process
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -55,13 +55,7 @@ class Remote:
             raise AssertionError(f"{cmd} did not listen on port {wait_url}")
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from tb_support import fixture_bin, stateless_task_rpc
+from tb_support import fixture_bin, stateless_task_rpc, stop_process
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -38,13 +38,7 @@ class Fixture:
         threading.Thread(target=self.proc.stdout.read, daemon=True).start()
 
     def close(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
 
 
 @pytest.fixture
