@@ -21,7 +21,8 @@ namespace toolbridge::transport {
 namespace asio = boost::asio;
 
 std::chrono::milliseconds HttpServer::sweep_interval() const {
-  // Often enough that each timeout holds to within a quarter of itself.
+  // A connection's `since` is the sweep's time before it (up to one interval early), so a timeout
+  // is counted from one interval late: never cut short, and over by at most half of itself.
   const auto shortest = std::min(options_.idle_timeout, options_.write_timeout);
   return std::clamp<std::chrono::milliseconds>(shortest / 4, std::chrono::milliseconds(10),
                                                std::chrono::milliseconds(1000));
@@ -53,8 +54,8 @@ void HttpServer::hurry_sweep() {
 void HttpServer::sweep() {
   const auto previous = now_;
   now_ = clock_.now();
-  const auto stall_window =
-      base::held_answer_bytes().over() ? kStallWhenOver : base::Clock::duration(sweep_interval());
+  const auto slack = base::Clock::duration(sweep_interval());
+  const auto stall_window = base::held_answer_bytes().over() ? kStallWhenOver : slack;
   // What the writes aborted at the last sweep held (freed since) goes back to the system now,
   // not at the end of the next flood.
   if (std::exchange(trim_, false)) ::malloc_trim(0);
@@ -64,13 +65,14 @@ void HttpServer::sweep() {
     if (!c->socket.is_open()) continue;
     const auto elapsed = now_ - c->since;
     if (c->phase == Connection::Phase::kWriting && c->unsent > 0 &&
-        elapsed <= options_.write_timeout && stalled(*c, stall_window)) {
+        elapsed <= options_.write_timeout + slack && stalled(*c, stall_window)) {
       writing.push_back(c);
     }
-    if (c->phase == Connection::Phase::kWaiting && elapsed > options_.idle_timeout) {
+    if (c->phase == Connection::Phase::kWaiting && elapsed > options_.idle_timeout + slack) {
       ++counters_.idle_closed;
       c->close();
-    } else if (c->phase == Connection::Phase::kWriting && elapsed > options_.write_timeout) {
+    } else if (c->phase == Connection::Phase::kWriting &&
+               elapsed > options_.write_timeout + slack) {
       ++counters_.write_timeouts;
       trim_ = true;
       spdlog::debug("closing a connection from {}: the client did not read its answer for {} ms",

@@ -98,6 +98,7 @@ def test_idle_connections_stay_open_at_the_cap_and_close_after_idle_timeout(gate
     # At the per-client cap no idle keep-alive connection is closed under its client (it may be
     # about to reuse it): the newcomer's request gets a whole 503 instead.
     idle = [connect(gw) for _ in range(3)]
+    opened = time.monotonic()
     time.sleep(0.3)
     newest = connect(gw)
     newest.sendall(HEALTHZ)
@@ -108,8 +109,9 @@ def test_idle_connections_stay_open_at_the_cap_and_close_after_idle_timeout(gate
     # The idle ones still answer.
     idle[0].sendall(HEALTHZ)
     assert read_response(idle[0]).startswith(b"HTTP/1.1 200"), "an idle connection was closed"
-    # A connection that never sends a request is closed after idle_timeout.
+    # A connection that never sends a request is closed after idle_timeout, never before.
     assert closed_by_server(idle[1], 4.0), "an idle connection outlived idle_timeout"
+    assert time.monotonic() - opened >= 1.45, "an idle connection was closed before idle_timeout"
     for s in idle + [newest]:
         s.close()
     metrics = gw.metrics()
