@@ -1,26 +1,27 @@
 #include "scenarios.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/json/parse.hpp>
-#include <algorithm>
 #include <exception>
 #include <filesystem>
 #include <fstream>
-#include <fmt/format.h>
 #include <iostream>
 #include <map>
 #include <optional>
 
 #include "gateway_process.h"
-#include "scenario_support.h"
 #include "json/envelope.h"
-#include "replay/record_format.h"
 #include "load.h"
 #include "otlp_sink.h"
+#include "replay/record_format.h"
+#include "scenario_support.h"
 #include "spawn_call.h"
+#include "stage_cost.h"
 #include "stdio_session.h"
 
 namespace toolbridge::bench {
@@ -257,6 +258,48 @@ void run_record_pairs(const Options& o, ScenarioResult& r, const std::vector<std
   std::filesystem::remove_all(root, ec);
 }
 
+// The record and replay stages' own cost, in this process (stage_cost.h), against the gateway
+// row's CPU per call of this run: what recording adds to a whole call, and a replayed call's
+// stages against a cache hit's.
+void add_stage_cost_notes(const Options& o, ScenarioResult& r,
+                          const std::map<std::size_t, double>& gateway_cpu_us) {
+  const std::size_t rounds = o.short_mode ? 20 : 400;
+  for (const bool distinct : {false, true}) {
+    std::cerr << "overhead: the record and replay stages in process (" << rounds << " rounds)\n";
+    const StageCosts s = measure_stage_costs(
+        64, 32, rounds, distinct, fmt::format("/tmp/toolbridge-bench-stages-{}", ::getpid()));
+    if (!s.error.empty()) {
+      r.ok = false;
+      r.problems.push_back("stage costs: " + s.error);
+      return;
+    }
+    std::string shares;
+    for (const auto& [c, us] : gateway_cpu_us) {
+      if (us <= 0) continue;
+      shares += fmt::format("{}{:+.1f} % of the gateway row's {:.1f} µs/call at c={}",
+                            shares.empty() ? "" : ", ", 100 * s.record_extra_us / us, us, c);
+    }
+    const std::string line = fmt::format(
+        "stage costs in process, {} (64 workers on one thread, {} calls a round, medians of {} "
+        "rounds, the chains "
+        "in turn; CPU of the whole process, the recorder's writer thread included): a call "
+        "answered by the last "
+        "stage alone {:.2f} µs; recording adds {:.2f} µs (quartiles {:.2f} to {:.2f}){}{}; a "
+        "replayed call's "
+        "stages cost {:.2f} µs, a cache hit's (idempotency and cache) {:.2f} µs: replayed − cache "
+        "hit {:+.2f} µs "
+        "(quartiles {:+.2f} to {:+.2f}; cassette of {} records).",
+        distinct ? "every call's arguments its own"
+                 : "every call {\"text\":\"hello\"} (one cache entry)",
+        s.calls_per_round, s.rounds, s.answer_us, s.record_extra_us, s.record_extra_lo,
+        s.record_extra_hi, shares.empty() ? "" : ", that is ", shares, s.replay_extra_us,
+        s.cache_hit_extra_us, s.replay_minus_hit_us, s.replay_minus_hit_lo, s.replay_minus_hit_hi,
+        s.records);
+    std::cerr << "  " << line << "\n";
+    r.table.add_note(line);
+  }
+}
+
 }  // namespace
 
 ScenarioResult run_overhead(const Options& o) {
@@ -288,6 +331,7 @@ ScenarioResult run_overhead(const Options& o) {
   const double gw_floor_1cpu = o.floor.tcp_same_cpu_us + o.floor.pipe_same_cpu_us;
   const double direct_floor_1cpu = o.floor.pipe_same_cpu_us;
 
+  std::map<std::size_t, double> gateway_cpu_us;  // the gateway row's CPU per call, by level
   auto add_row = [&](const char* mode, std::size_t c, const LoadResult& res, double floor_us, double floor_1cpu_us,
                      const PathSample& before, const PathSample& after) {
     const auto& [gw0, s0, b0] = before;
@@ -295,6 +339,8 @@ ScenarioResult run_overhead(const Options& o) {
     const double calls = static_cast<double>(res.calls);
     const double ok_calls = static_cast<double>(res.latency.count());
     const bool gw = gw0 && gw1 && gw0->ok && gw1->ok && calls > 0;
+    if (gw && std::string_view(mode) == "gateway")
+      gateway_cpu_us[c] = (gw1->cpu_us - gw0->cpu_us) / calls;
     const bool server = s0.ok && s1.ok && calls > 0;
     const double p50 = res.latency.percentile(50);
     r.table.add_row({bj::value(mode), bj::value(static_cast<std::int64_t>(c)), bj::value(static_cast<std::int64_t>(res.calls)),
@@ -350,7 +396,10 @@ ScenarioResult run_overhead(const Options& o) {
   through_gateway("gateway", "");
   if (o.trace) run_trace_pairs(o, r, levels, warmup);
   if (o.otel) run_otel_pairs(o, r, levels, warmup);
-  if (o.record) run_record_pairs(o, r, levels, warmup);
+  if (o.record) {
+    run_record_pairs(o, r, levels, warmup);
+    add_stage_cost_notes(o, r, gateway_cpu_us);
+  }
   if (!o.against.empty()) run_against_pairs(o, r, levels, warmup);
 
   // Direct: one stdio session to the same fixture binary, `c` requests in flight on its pipe.

@@ -216,8 +216,11 @@ void Recorder::write_loop() {
   std::string batch;
   std::unique_lock lock(mutex_);
   for (;;) {
-    wake_.wait_for(lock, kWriteInterval,
-                   [this] { return stop_ || flushing_ || pending_lines_ >= kWakeAt; });
+    // A flush with nothing left to write must not wake it: it would return at once, still
+    // holding the lock, and spin so that the flush never got the lock back to see it done.
+    wake_.wait_for(lock, kWriteInterval, [this] {
+      return stop_ || pending_lines_ >= kWakeAt || (flushing_ && pending_lines_ > 0);
+    });
     if (pending_lines_ == 0) {
       if (stop_) return;  // everything written
       continue;

@@ -90,8 +90,9 @@ const ReplayStage::Tape& ReplayStage::tape_trajectory(const std::string& name, s
 boost::asio::awaitable<Result> ReplayStage::handle(Call& call, call::Next next) {
   // Not a coroutine: a replayed call costs no frame of its own (as a cache hit).
   const std::string_view raw = arguments_of(call);
-  std::string arguments;
-  if (!cache::append_canonical_json(arguments, raw)) arguments.assign(raw);
+  arguments_.clear();
+  if (!cache::append_canonical_json(arguments_, raw)) arguments_.assign(raw);
+  const std::string& arguments = arguments_;
   // The call's bytes are hashed once, for its occurrence count and the cassette's index.
   const std::uint64_t parts = KeyHash::call(call.route.server, call.route.tool, arguments);
   const std::uint64_t name = KeyHash::name(call.trajectory);
@@ -115,7 +116,7 @@ boost::asio::awaitable<Result> ReplayStage::handle(Call& call, call::Next next) 
     }
     count(lives_, "live");
   }
-  return live(call, next, std::move(arguments), occurrence);
+  return live(call, next, arguments, occurrence);
 }
 
 boost::asio::awaitable<Result> ReplayStage::live(Call& call, call::Next next, std::string arguments,
@@ -167,7 +168,7 @@ Result ReplayStage::miss(const Call& call, const std::string& trajectory,
   return Result::failure(Fault::kUnavailable, std::move(why));
 }
 
-std::string ReplayStage::server_fingerprint(const Call& call) {
+const std::string& ReplayStage::server_fingerprint(const Call& call) {
   const upstream::Upstream& up = *call.route.upstream;
   const upstream::Catalog* lists = up.catalog();
   auto& [seen_lists, hash] = fingerprints_[call.route.server];
@@ -190,7 +191,7 @@ void ReplayStage::record(Call& call, std::string_view arguments, std::uint64_t o
   const std::string_view answer = error ? env.error.in(result.response)
                                         : env.result.in(result.response);
   if (answer.empty()) return;
-  const std::string fingerprint = server_fingerprint(call);
+  const std::string& fingerprint = server_fingerprint(call);
   const auto now = clock_.now();
   recorder_->record(CallEntry{
       call.trajectory, call.route.server, call.route.tool, arguments, occurrence, error, answer,
@@ -203,7 +204,7 @@ void ReplayStage::record(Call& call, std::string_view arguments, std::uint64_t o
 
 void ReplayStage::record_replayed(const Call& call, const CallRecord& rec) {
   if (!call.route.upstream || !call.route.upstream->config().records(call.route.tool)) return;
-  std::string fingerprint = rec.fingerprint;
+  std::string_view fingerprint = rec.fingerprint;
   if (auto s = cassette_->servers().find(rec.server); s != cassette_->servers().end()) {
     // The replayed server's record goes into the new run once (its lists do not change).
     auto& [seen_lists, hash] = fingerprints_[rec.server];

@@ -50,7 +50,7 @@ class ReplayStage final : public call::Stage {
   void record(call::Call& call, std::string_view arguments, std::uint64_t occurrence,
               const call::Result& result);
   void record_replayed(const call::Call& call, const CallRecord& rec);
-  std::string server_fingerprint(const call::Call& call);
+  const std::string& server_fingerprint(const call::Call& call);
   // Adds one to toolbridge_replayed_calls_total{result}; `cell` caches its series.
   void count(std::uint64_t*& cell, std::string_view result);
 
@@ -63,6 +63,9 @@ class ReplayStage final : public call::Stage {
   std::uint64_t* misses_ = nullptr;
   std::uint64_t* lives_ = nullptr;
   const base::Clock& clock_;
+  // The call's canonical arguments, made in place call after call (no allocation of their own
+  // for a replayed call); the stage runs on one thread, and a call run live takes a copy.
+  std::string arguments_;
   // Calls so far, by a 64-bit hash of (trajectory, server, tool, canonical arguments): one probe
   // and no string kept per call (two distinct calls share a count only on a hash collision).
   Occurrences seen_;

@@ -74,8 +74,10 @@ void CallTrace::run() {
       std::unique_lock lock(mutex_);
       busy_ = false;
       drained_.notify_all();
+      // A flush with nothing left to write must not wake it: it would spin on the lock the
+      // flush needs to see that it is done.
       wake_.wait_for(lock, kWriteInterval, [this] {
-        return stopping_ || flushing_ > 0 || pending_lines_ >= kWakeAt;
+        return stopping_ || pending_lines_ >= kWakeAt || (flushing_ > 0 && pending_lines_ > 0);
       });
       if (pending_lines_ == 0) {
         if (stopping_) return;  // everything written
