@@ -282,7 +282,8 @@ void add_stage_cost_notes(const Options& o, ScenarioResult& r,
     const std::string line = fmt::format(
         "stage costs in process, {} (64 workers on one thread, {} calls a round, medians of {} "
         "rounds, the chains "
-        "in turn; CPU of the whole process, the recorder's writer thread included): a call "
+        "in turn; CPU of the whole process, the recorder's writer thread included, its lines "
+        "written 40 at a time as its 20-ms wakes take them at 2,000 calls/s): a call "
         "answered by the last "
         "stage alone {:.2f} µs; recording adds {:.2f} µs (quartiles {:.2f} to {:.2f}){}{}; a "
         "replayed call's "
