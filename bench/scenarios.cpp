@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/json/parse.hpp>
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include "gateway_process.h"
@@ -53,17 +55,36 @@ struct CostPair {
 
 void run_cost_pairs(const Options& o, ScenarioResult& r, const std::vector<std::size_t>& levels,
                     std::size_t warmup, const CostPair& pair) {
-  GatewayProcess plain, with;
-  std::cerr << "overhead: starting two gateways (" << pair.what << ")\n";
-  for (auto [gw, config] : {std::pair{&plain, &pair.config_a}, std::pair{&with, &pair.config_b}}) {
-    const std::string& bin = gw == &plain && !pair.bin_a.empty() ? pair.bin_a : o.toolbridge_bin;
-    const std::string err = gw->start(bin, *config, 60s);
-    if (!err.empty()) {
-      r.ok = false;
-      r.problems.push_back(fmt::format("gateway for the {} pairs could not start: {}", pair.what, err));
-      return;
+  // Half-way through each level's pairs both are stopped and started again the other way round,
+  // so that neither gains from its place (started first or second): the same gateway against
+  // itself came out a few percent apart in the place's favour (bench/README.md).
+  std::unique_ptr<GatewayProcess> plain, with;
+  bool with_first = false;
+  auto start_both = [&]() -> bool {
+    plain = std::make_unique<GatewayProcess>();
+    with = std::make_unique<GatewayProcess>();
+    std::array order{std::pair{plain.get(), &pair.config_a}, std::pair{with.get(), &pair.config_b}};
+    if (with_first) std::swap(order[0], order[1]);
+    std::cerr << "overhead: starting two gateways (" << pair.what
+              << (with_first ? ", the second first" : "") << ")\n";
+    for (auto [gw, config] : order) {
+      const std::string& bin =
+          gw == plain.get() && !pair.bin_a.empty() ? pair.bin_a : o.toolbridge_bin;
+      const std::string err = gw->start(bin, *config, 60s);
+      if (!err.empty()) {
+        r.ok = false;
+        r.problems.push_back(
+            fmt::format("gateway for the {} pairs could not start: {}", pair.what, err));
+        return false;
+      }
     }
-  }
+    return true;
+  };
+  auto stop_both = [&] {
+    report_gateway_end(r, *plain);
+    report_gateway_end(r, *with);
+  };
+  if (!start_both()) return;
   const std::size_t rounds = o.short_mode ? 2 : o.cost_pairs > 0 ? o.cost_pairs : pair.rounds;
   const std::chrono::milliseconds win(o.short_mode ? std::min(pair.window, std::chrono::milliseconds(500))
                                                    : pair.window);
@@ -96,15 +117,20 @@ void run_cost_pairs(const Options& o, ScenarioResult& r, const std::vector<std::
   for (std::size_t c : levels) {
     std::vector<double> ratios, with_us, without_us;
     for (std::size_t k = 0; k < rounds; ++k) {
+      if (rounds >= 4 && k == rounds / 2) {
+        stop_both();
+        with_first = !with_first;
+        if (!start_both()) return;
+      }
       // Which gateway goes first alternates (ABBA), so neither always runs on the state the
       // other left (caches, a writer thread finishing its last batch).
       std::optional<double> a, b;
       if (k % 2 == 0) {
-        a = cpu_per_call(plain, c);
-        b = cpu_per_call(with, c);
+        a = cpu_per_call(*plain, c);
+        b = cpu_per_call(*with, c);
       } else {
-        b = cpu_per_call(with, c);
-        a = cpu_per_call(plain, c);
+        b = cpu_per_call(*with, c);
+        a = cpu_per_call(*plain, c);
       }
       if (a && b && *a > 0) {
         ratios.push_back(*b / *a);
@@ -131,9 +157,11 @@ void run_cost_pairs(const Options& o, ScenarioResult& r, const std::vector<std::
     std::cerr << "  " << line << "\n";
     r.table.add_note(line);
   }
-  report_gateway_end(r, plain);
-  report_gateway_end(r, with);
-  r.table.add_note(pair.note);
+  stop_both();
+  r.table.add_note(pair.note +
+                   (rounds >= 4 ? " Both were started again the other way round half-way through "
+                                  "each level's pairs."
+                                : ""));
 }
 
 void run_trace_pairs(const Options& o, ScenarioResult& r, const std::vector<std::size_t>& levels,
