@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "cache/cache_stage.h"
@@ -156,10 +157,7 @@ StageCosts measure_stage_costs(std::size_t workers, std::size_t calls_per_worker
     // Recording, against the last stage alone; the recorder's writer writes every 40 calls'
     // lines, and a round's last ones before its time is read.
     replay::Recorder recorder(config::Record{dir, 1ull << 40}, metrics, clock);
-    if (!recorder.error().empty()) {
-      out.error = recorder.error();
-      return out;
-    }
+    if (!recorder.error().empty()) throw std::runtime_error(recorder.error());
     recorder.start_writer();
     Chain record;
     record.push_back(
@@ -187,10 +185,8 @@ StageCosts measure_stage_costs(std::size_t workers, std::size_t calls_per_worker
     // cache hit of the same call.
     const std::string run_dir = recorder.run_dir();
     auto cassette = replay::Cassette::load(run_dir);
-    if (!cassette) {
-      out.error = "the recorded cassette could not be read: " + cassette.error();
-      return out;
-    }
+    if (!cassette)
+      throw std::runtime_error("the recorded cassette could not be read: " + cassette.error());
     out.records = (*cassette)->calls().size();
     const config::Config replaying = config::load_text(config_text(run_dir), "stage-cost", false);
     Chain replay;
@@ -231,9 +227,10 @@ StageCosts measure_stage_costs(std::size_t workers, std::size_t calls_per_worker
     } else if (run.cached != rounds * out.calls_per_round) {
       out.error =
           fmt::format("{} of {} cache calls were hits", run.cached, rounds * out.calls_per_round);
-      std::string m = metrics.render();
-      for (std::size_t at = 0; (at = m.find("toolbridge_cache", at)) != std::string::npos; ++at)
-        if (m[at - 1] == '\n') out.error += "\n" + m.substr(at, m.find('\n', at) - at);
+      // The cache's counters say why (not stored: which reason).
+      const std::string m = metrics.render();
+      for (std::size_t at = 0; (at = m.find("\ntoolbridge_cache", at)) != std::string::npos; ++at)
+        out.error += m.substr(at, m.find('\n', at + 1) - at);
     }
     answer_us.insert(answer_us.end(), answer2_us.begin(), answer2_us.end());
     out.answer_us = median(answer_us);
