@@ -53,11 +53,15 @@ struct CostPair {
   std::string bin_a;  // the first gateway's binary, when not the bench's own (--against)
 };
 
+// Pairs measured on one start of the two gateways (both started again after that many).
+constexpr std::size_t kPairsPerStart = 2;
+
 void run_cost_pairs(const Options& o, ScenarioResult& r, const std::vector<std::size_t>& levels,
                     std::size_t warmup, const CostPair& pair) {
-  // Half-way through each level's pairs both are stopped and started again the other way round,
-  // so that neither gains from its place (started first or second): the same gateway against
-  // itself came out a few percent apart in the place's favour (bench/README.md).
+  // Every two pairs both are stopped and started again the other way round, so that neither
+  // gains from its place (started first or second) or from one process's luck (where its code and
+  // heap fell in the caches): the same gateway against itself came out up to 9 % apart in one
+  // pair of processes, and two processes of one binary in turn differed by 10 % (bench/README.md).
   std::unique_ptr<GatewayProcess> plain, with;
   bool with_first = false;
   auto start_both = [&]() -> bool {
@@ -117,7 +121,7 @@ void run_cost_pairs(const Options& o, ScenarioResult& r, const std::vector<std::
   for (std::size_t c : levels) {
     std::vector<double> ratios, with_us, without_us;
     for (std::size_t k = 0; k < rounds; ++k) {
-      if (rounds >= 4 && k == rounds / 2) {
+      if (rounds >= 4 && k > 0 && k % kPairsPerStart == 0) {
         stop_both();
         with_first = !with_first;
         if (!start_both()) return;
@@ -158,10 +162,11 @@ void run_cost_pairs(const Options& o, ScenarioResult& r, const std::vector<std::
     r.table.add_note(line);
   }
   stop_both();
-  r.table.add_note(pair.note +
-                   (rounds >= 4 ? " Both were started again the other way round half-way through "
-                                  "each level's pairs."
-                                : ""));
+  r.table.add_note(pair.note + (rounds >= 4
+                                    ? fmt::format(" Both were started again the other way round "
+                                                  "after every {} pairs.",
+                                                  kPairsPerStart)
+                                    : std::string()));
 }
 
 void run_trace_pairs(const Options& o, ScenarioResult& r, const std::vector<std::size_t>& levels,
@@ -317,7 +322,7 @@ void add_stage_cost_notes(const Options& o, ScenarioResult& r,
         "stage costs in process, {} (64 workers on one thread, {} calls a round, medians of {} "
         "rounds, the chains "
         "in turn; CPU of the whole process, the recorder's writer thread included, its lines "
-        "written 40 at a time as its 20-ms wakes take them at 2,000 calls/s): a call "
+        "written 200 at a time as its 100-ms wakes take them at 2,000 calls/s): a call "
         "answered by the last "
         "stage alone {:.2f} µs; recording adds {:.2f} µs (quartiles {:.2f} to {:.2f}){}{}; a "
         "replayed call's "

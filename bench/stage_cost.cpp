@@ -86,9 +86,9 @@ struct Run {
   std::size_t failed = 0;  // calls not answered as the chain should
   std::size_t cached = 0;  // answered from the cache
   // Run after every `batch_calls` calls (the recorder's flush: its writer then writes as many
-  // lines at a time as its 20-ms wakes take at 2,000 calls/s, a write(2) each).
+  // lines at a time as its 100-ms wakes take at 2,000 calls/s, a write(2) each).
   std::function<void()> every_batch;
-  std::size_t batch_calls = 40;
+  std::size_t batch_calls = 200;
   std::size_t made = 0;
 
   // One round of `chain`: every worker's calls in trajectory "r{round}-w{worker}".
@@ -154,7 +154,7 @@ StageCosts measure_stage_costs(std::size_t workers, std::size_t calls_per_worker
     Chain answer;
     answer.push_back(std::make_unique<AnswerStage>());
 
-    // Recording, against the last stage alone; the recorder's writer writes every 40 calls'
+    // Recording, against the last stage alone; the recorder's writer writes every 200 calls'
     // lines, and a round's last ones before its time is read.
     replay::Recorder recorder(config::Record{dir, 1ull << 40}, metrics, clock);
     if (!recorder.error().empty()) throw std::runtime_error(recorder.error());

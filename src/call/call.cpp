@@ -25,6 +25,17 @@ void Call::set_route(Route r) {
   deadline = started + timeout;
 }
 
+std::string_view known_result(const Result& r) {
+  constexpr std::string_view kName = R"("result":)";
+  const json::Span at = r.result_at;
+  const std::string_view response = r.response;
+  if (at.empty() || at.offset < kName.size() || at.offset + at.length + 1 != response.size() ||
+      response.back() != '}' || response.substr(at.offset - kName.size(), kName.size()) != kName) {
+    return {};
+  }
+  return at.in(response);
+}
+
 std::string_view to_string(Fault f) {
   switch (f) {
     case Fault::kNone:

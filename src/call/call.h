@@ -80,6 +80,12 @@ struct Result {
   bool answered_by_server() const { return !response.empty(); }
 };
 
+// The result value `r.result_at` frames, if it still does (the response's last member,
+// `"result":` before it), else empty: a stage that rewrote the response after it was set
+// (repair reporting its changes, an id of another length spliced in) moved what it framed, and
+// then the caller scans the response.
+std::string_view known_result(const Result& r);
+
 // Where a call goes, decided by the resolve stage.
 struct Route {
   std::shared_ptr<upstream::Upstream> upstream;

@@ -183,23 +183,9 @@ struct Answer {
   std::string_view error;
 };
 
-// The result value `r.result_at` frames, if it still does: a stage that rewrote the response
-// after it was set (repair reporting its changes, an id of another length spliced in) moved or
-// changed what it framed, and then the response is scanned.
-std::string_view known_result(const call::Result& r) {
-  constexpr std::string_view kName = R"("result":)";
-  const json::Span at = r.result_at;
-  const std::string_view response = r.response;
-  if (at.empty() || at.offset < kName.size() || at.offset + at.length + 1 != response.size() ||
-      response.back() != '}' || response.substr(at.offset - kName.size(), kName.size()) != kName) {
-    return {};
-  }
-  return at.in(response);
-}
-
 Answer answer_of(const call::Result& r) {
   if (r.response.empty()) return {};
-  if (const std::string_view known = known_result(r); !known.empty()) return {known, {}};
+  if (const std::string_view known = call::known_result(r); !known.empty()) return {known, {}};
   const json::Envelope env = json::parse_envelope(r.response);
   return {env.result.in(r.response), env.error.in(r.response)};
 }

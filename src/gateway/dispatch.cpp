@@ -136,6 +136,8 @@ call::Result classify_response(std::string response, const upstream::Scanned& sc
   } else if (scanned.is_error) {
     r.fault = call::Fault::kToolError;
   }
+  // Front ends and the recorder read the result where the scan found it (call::known_result).
+  if (scanned.error.empty()) r.result_at = scanned.result;
   r.response = std::move(response);
   return r;
 }

@@ -1,9 +1,9 @@
 #pragma once
 // Writes a run's cassette (gateway.record, docs/replay.md): DIR/RUN/calls.jsonl, one sealed
 // JSON line per record (record_format.h). Lines are built on the caller's thread and written by
-// a writer thread, so a call never waits for the disk; the writer wakes every 20 ms (or at 512
+// a writer thread, so a call never waits for the disk; the writer wakes every 100 ms (or at 512
 // lines waiting) and hands what waits to the kernel, so what a crash loses is at most the lines
-// of the last 20 ms and a torn last line, which readers drop. Past `max_bytes` nothing more is
+// of the last 100 ms and a torn last line, which readers drop. Past `max_bytes` nothing more is
 // recorded: logged once, counted in toolbridge_record_dropped_total{reason="full"}.
 #include <condition_variable>
 #include <cstdint>

@@ -185,11 +185,15 @@ const std::string& ReplayStage::server_fingerprint(const Call& call) {
 void ReplayStage::record(Call& call, std::string_view arguments, std::uint64_t occurrence,
                          const Result& result) {
   if (!call.route.upstream || !call.route.upstream->config().records(call.route.tool)) return;
-  const json::Envelope env = json::parse_envelope(result.response);
-  if (env.kind != json::Kind::kResponse) return;
-  const bool error = env.result.empty();
-  const std::string_view answer = error ? env.error.in(result.response)
-                                        : env.result.in(result.response);
+  // The result where the upstream's scan found it, else the response read again.
+  std::string_view answer = call::known_result(result);
+  bool error = false;
+  if (answer.empty()) {
+    const json::Envelope env = json::parse_envelope(result.response);
+    if (env.kind != json::Kind::kResponse) return;
+    error = env.result.empty();
+    answer = error ? env.error.in(result.response) : env.result.in(result.response);
+  }
   if (answer.empty()) return;
   const std::string& fingerprint = server_fingerprint(call);
   const auto now = clock_.now();
