@@ -253,12 +253,14 @@ void run_record_pairs(const Options& o, ScenarioResult& r, const std::vector<std
   const std::string root = fmt::format("/tmp/toolbridge-bench-record-{}", ::getpid());
   std::error_code ec;
   std::filesystem::remove_all(root, ec);
-  run_cost_pairs(o, r, levels, warmup,
-                 {"record", gateway_config(o, false, false),
-                  with_gateway_lines(o, "  record: {path: " + yaml_string(root + "/runs") + ", max_bytes: 64GiB}\n"),
-                  "recording / not",
-                  "record pairs: two gateways at once, the second with gateway.record on (one JSON line per "
-                  "call to a cassette on local disk, written by its writer thread), measured in turn."});
+  run_cost_pairs(
+      o, r, levels, warmup,
+      {"record", gateway_config(o, false, false),
+       with_gateway_lines(
+           o, "  record: {path: " + yaml_string(root + "/runs") + ", max_bytes: 64GiB}\n"),
+       "recording / not",
+       "record pairs: two gateways at once, the second with gateway.record on (one JSON line per "
+       "call to a cassette on local disk, written every 100 ms), measured in turn."});
   // Replay against the cache: every worker's session is a new trajectory, paired with the
   // cassette's next one (the order of first use); a cassette deep enough for every window.
   // As many trajectories as the windows will open sessions (run_cost_pairs' count of pairs):
@@ -321,8 +323,8 @@ void add_stage_cost_notes(const Options& o, ScenarioResult& r,
     const std::string line = fmt::format(
         "stage costs in process, {} (64 workers on one thread, {} calls a round, medians of {} "
         "rounds, the chains "
-        "in turn; CPU of the whole process, the recorder's writer thread included, its lines "
-        "written 200 at a time as its 100-ms wakes take them at 2,000 calls/s): a call "
+        "in turn; CPU of the whole process, its lines sealed and "
+        "written 200 at a time as its 100-ms interval takes them at 2,000 calls/s): a call "
         "answered by the last "
         "stage alone {:.2f} µs; recording adds {:.2f} µs (quartiles {:.2f} to {:.2f}){}{}; a "
         "replayed call's "

@@ -85,8 +85,8 @@ struct Run {
   bool distinct;           // each call's arguments its own, else all {"text":"hello"}
   std::size_t failed = 0;  // calls not answered as the chain should
   std::size_t cached = 0;  // answered from the cache
-  // Run after every `batch_calls` calls (the recorder's flush: its writer then writes as many
-  // lines at a time as its 100-ms wakes take at 2,000 calls/s, a write(2) each).
+  // Run after every `batch_calls` calls (the recorder's flush: it then writes as many lines at
+  // a time as its 100-ms interval takes at 2,000 calls/s, a write(2) each).
   std::function<void()> every_batch;
   std::size_t batch_calls = 200;
   std::size_t made = 0;
@@ -154,11 +154,13 @@ StageCosts measure_stage_costs(std::size_t workers, std::size_t calls_per_worker
     Chain answer;
     answer.push_back(std::make_unique<AnswerStage>());
 
-    // Recording, against the last stage alone; the recorder's writer writes every 200 calls'
-    // lines, and a round's last ones before its time is read.
+    // Recording, against the last stage alone. The recorder writes where the gateway's writes,
+    // on the calling thread: every 200 calls (run.every_batch), and a round's last lines before
+    // its time is read. Its executor is never run, so no timer of its own fires.
+    asio::io_context recorder_io;
     replay::Recorder recorder(config::Record{dir, 1ull << 40}, metrics, clock);
     if (!recorder.error().empty()) throw std::runtime_error(recorder.error());
-    recorder.start_writer();
+    recorder.start(recorder_io.get_executor());
     Chain record;
     record.push_back(
         std::make_unique<replay::ReplayStage>(plain, nullptr, &recorder, metrics, clock));

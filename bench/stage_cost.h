@@ -15,7 +15,7 @@ struct StageCosts {
   std::size_t records = 0;  // in the cassette the replay rounds read
   // The medians over the rounds of each chain's process CPU per call, in µs.
   double answer_us = 0;     // the last stage alone (a call made, answered, dropped)
-  double record_us = 0;     // the replay stage recording in front of it (its writer's writes in)
+  double record_us = 0;     // the replay stage recording in front of it (its writes in)
   double replay_us = 0;     // the replay stage answering from a cassette (strict)
   double cache_hit_us = 0;  // the idempotency and cache stages answering from a warm cache
   // The medians over the rounds of the paired differences, in µs per call.

@@ -158,7 +158,7 @@ bool Gateway::replay_only() const {
 
 base::Status Gateway::start() {
   if (!replay_error_.empty()) return base::fail(replay_error_);
-  if (recorder_) recorder_->start_writer();
+  if (recorder_) recorder_->start(io_.get_executor());
   if (otel_) otel_->start();
   if (trace_) {
     if (std::string err = trace_->error(); !err.empty()) return base::fail("trace: " + err);

@@ -7,6 +7,7 @@ namespace {
 constexpr std::string_view kSumMember = ",\"sum\":\"";
 constexpr std::size_t kSumDigits = 8;
 constexpr std::size_t kFnvDigits = 16;  // format 1
+static_assert(kSumMember.size() + kSumDigits + 3 == kSealSize);
 constexpr char kHex[] = "0123456789abcdef";
 
 // Table k holds, for each byte value, its CRC shifted through k more zero bytes: eight lookups
@@ -103,6 +104,17 @@ void seal(std::string& body) { seal_tail(body, 0); }
 void seal_tail(std::string& out, std::size_t from) {
   const std::uint32_t sum = crc32(std::string_view(out).substr(from));
   append_sum(out, sum, kSumDigits);
+}
+
+void append_seal_placeholder(std::string& out) {
+  append_sum(out, 0, kSumDigits);
+}
+
+void seal_in_place(std::string& out, std::size_t from, std::size_t end) {
+  const std::size_t body = end - kSealSize;
+  std::uint32_t sum = crc32(std::string_view(out).substr(from, body - from));
+  char* digits = out.data() + body + kSumMember.size();
+  for (std::size_t i = kSumDigits; i-- > 0; sum >>= 4) digits[i] = kHex[sum & 0xF];
 }
 
 std::string_view unsealed(std::string_view line) {

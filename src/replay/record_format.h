@@ -32,6 +32,13 @@ void seal(std::string& body);
 // The same for the body that ends `out` from `from` on (appended there by the caller).
 void seal_tail(std::string& out, std::size_t from);
 
+// Sealing in two steps, for a writer that seals lines in batches away from where they are built
+// (recorder.cpp): the body is followed by a seal of kSealSize bytes whose sum is not yet worked
+// out, and seal_in_place() later writes the sum of the line `out[from, end)` into it.
+inline constexpr std::size_t kSealSize = 19;  // ,"sum":"01234567"}  and '\n'
+void append_seal_placeholder(std::string& out);
+void seal_in_place(std::string& out, std::size_t from, std::size_t end);
+
 // The JSON object of one line (without its '\n'), or empty if its sum is missing or wrong.
 std::string_view unsealed(std::string_view line);
 

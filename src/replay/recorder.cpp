@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <boost/asio/post.hpp>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
@@ -22,11 +23,10 @@ namespace {
 
 constexpr std::string_view kRecordedMetric = "toolbridge_recorded_calls_total";
 constexpr std::string_view kDroppedMetric = "toolbridge_record_dropped_total";
-// The writer wakes this often, or at once when this many lines wait: waking it per line would
-// cost every call a futex call and a context switch (the call trace's rule). A wake and its
-// write(2) cost about 60 µs whatever they carry (on ext4, 12 KB or 60 KB alike), so at 2,000
-// calls/s a 20-ms interval cost 1.5 µs a call and 100 ms costs 0.3 µs. What a SIGKILL can lose
-// is at most the last interval's lines.
+// Lines are written this often, or soon after this many wait: a write(2) per line would cost
+// every call a system call. A write costs tens of microseconds whatever it carries (on ext4, 12
+// KB or 60 KB alike), so at 2,000 calls/s a write every 100 ms costs a few tenths of a
+// microsecond a call. What a SIGKILL can lose is at most the last interval's lines.
 constexpr std::chrono::milliseconds kWriteInterval{100};
 constexpr std::size_t kWakeAt = 512;
 
@@ -46,14 +46,19 @@ void append_number(std::string& out, T v) {
   out.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
 }
 
-// Milliseconds with three decimals (a microsecond).
+// Milliseconds with three decimals (a microsecond), from integers: the floating-point
+// to_chars reads tables that are cold on a call's path.
 void append_ms(std::string& out, double ms) {
-  char buf[48];
-  out.append(buf, std::to_chars(buf, buf + sizeof buf, ms, std::chars_format::fixed, 3).ptr);
+  const double us = ms * 1000;
+  const std::uint64_t v = us > 0 && us < 1e18 ? static_cast<std::uint64_t>(us + 0.5) : 0;
+  append_number(out, v / 1000);
+  const char decimals[4] = {'.', static_cast<char>('0' + v / 100 % 10),
+                            static_cast<char>('0' + v / 10 % 10), static_cast<char>('0' + v % 10)};
+  out.append(decimals, sizeof decimals);
 }
 
-// A call record's body (record_format.h; sealed by the caller), appended to `out` without a
-// temporary: {"kind":"call","seq":..,"trajectory":..,...,"result":ANSWER  (or "error":ANSWER).
+// A call record's body (record_format.h), appended to `out` without a temporary:
+// {"kind":"call","seq":..,"trajectory":..,...,"result":ANSWER  (or "error":ANSWER).
 void append_call(std::string& out, std::uint64_t seq, const CallEntry& c) {
   out.reserve(out.size() + c.answer.size() + c.arguments.size() + c.trajectory.size() + 320);
   out += R"({"kind":"call","seq":)";
@@ -115,11 +120,13 @@ Recorder::Recorder(const config::Record& config, telemetry::Metrics& metrics,
   }
   const auto started = std::chrono::floor<std::chrono::milliseconds>(clock.wall_now());
   const std::string name = run_dir_.substr(run_dir_.rfind('/') + 1);
-  enqueue(sealed_line(fmt::format(R"({{"kind":"run","format":{},"run":{},"started":"{:%FT%TZ}")",
-                                  kFormat, json::quote(name), started)));
+  enqueue(fmt::format(R"({{"kind":"run","format":{},"run":{},"started":"{:%FT%TZ}")", kFormat,
+                      json::quote(name), started));
 }
 
 Recorder::~Recorder() {
+  alive_.reset();
+  if (timer_) timer_->cancel();
   {
     std::lock_guard lock(mutex_);
     stop_ = true;
@@ -128,13 +135,74 @@ Recorder::~Recorder() {
   if (writer_.joinable()) {
     writer_.join();
   } else if (fd_ >= 0) {
-    write_all(pending_);  // never started: write what was queued here
+    seal_all(pending_, pending_ends_);  // never started: write what was queued here
+    write_all(pending_);
   }
   if (fd_ >= 0) ::close(fd_);
 }
 
+void Recorder::start(boost::asio::any_io_executor executor, std::chrono::milliseconds slow_write) {
+  if (fd_ < 0 || writer_.joinable() || timer_) return;
+  executor_ = executor;
+  slow_write_ = slow_write;
+  timer_ = std::make_unique<boost::asio::steady_timer>(executor);
+  arm();
+}
+
 void Recorder::start_writer() {
   if (fd_ >= 0 && !writer_.joinable()) writer_ = std::thread([this] { write_loop(); });
+}
+
+void Recorder::arm() {
+  timer_->expires_after(kWriteInterval);
+  timer_->async_wait([this, alive = std::weak_ptr<int>(alive_)](boost::system::error_code ec) {
+    if (ec || alive.expired()) return;
+    write_here();
+    if (!writer_.joinable()) arm();
+  });
+}
+
+void Recorder::queued(bool many) {
+  if (!many) return;
+  if (writer_.joinable()) {
+    wake_.notify_one();
+  } else if (executor_ && !write_posted_) {
+    // After the handler that queued it (the call is answered first).
+    write_posted_ = true;
+    boost::asio::post(*executor_, [this, alive = std::weak_ptr<int>(alive_)] {
+      if (!alive.expired()) write_here();
+    });
+  }
+}
+
+void Recorder::write_here() {
+  write_posted_ = false;
+  if (writer_.joinable()) return;
+  {
+    std::lock_guard lock(mutex_);
+    if (pending_ends_.empty()) return;
+    // The call path gets the emptied buffers (and their capacity) back.
+    here_batch_.clear();
+    here_batch_.swap(pending_);
+    here_ends_.clear();
+    here_ends_.swap(pending_ends_);
+  }
+  const auto began = std::chrono::steady_clock::now();
+  seal_all(here_batch_, here_ends_);
+  write_all(here_batch_);
+  const auto took = std::chrono::steady_clock::now() - began;
+  {
+    std::lock_guard lock(mutex_);
+    written_lines_ += here_ends_.size();
+  }
+  if (took >= slow_write_ && !stop_) {
+    spdlog::warn(
+        "record: writing {} lines to {}/{} took {} ms: a writer thread writes the cassette from "
+        "now on, so that calls do not wait for the disk",
+        here_ends_.size(), run_dir_, kCallsFile,
+        std::chrono::duration_cast<std::chrono::milliseconds>(took).count());
+    start_writer();
+  }
 }
 
 std::string Recorder::fingerprint(const ServerEntry& s) {
@@ -142,17 +210,20 @@ std::string Recorder::fingerprint(const ServerEntry& s) {
   auto it = fingerprints_.find(s.server);
   if (it != fingerprints_.end() && it->second == hash) return hash;
   fingerprints_[std::string(s.server)] = hash;
-  enqueue(sealed_line(fmt::format(
+  enqueue(fmt::format(
       R"({{"kind":"server","server":{},"name":{},"version":{},"tools_hash":"{}","tools":{})",
       json::quote(s.server), json::quote(s.name), json::quote(s.version), hash,
-      s.tools.empty() ? std::string_view("[]") : s.tools)));
+      s.tools.empty() ? std::string_view("[]") : s.tools));
   return hash;
 }
 
 void Recorder::record(const CallEntry& c) {
   if (fd_ < 0) return;
-  // The line is written where the writer takes it (at the end of pending_) and sealed there: no
-  // allocation of its own and no copy. The writer holds the lock only to swap the buffer.
+  // The line is written where the writer takes it (at the end of pending_): no allocation of
+  // its own and no copy. Its sum is left to the writer, which seals the lines of a batch
+  // together: the CRC's tables stay in cache there, while on a call's path they are cold (their
+  // misses cost more than the rest of recording). The writer holds the lock only to swap the
+  // buffer.
   std::unique_lock lock(mutex_);
   if (write_failed_) {
     lock.unlock();
@@ -162,7 +233,7 @@ void Recorder::record(const CallEntry& c) {
   const std::size_t from = pending_.size();
   if (!full_logged_) {
     append_call(pending_, seq_, c);
-    seal_tail(pending_, from);
+    append_seal_placeholder(pending_);
   }
   const std::size_t size = pending_.size() - from;
   if (full_logged_ || bytes_ + size > max_bytes_) {
@@ -173,9 +244,10 @@ void Recorder::record(const CallEntry& c) {
   }
   bytes_ += size;
   ++queued_lines_;
-  const bool wake = ++pending_lines_ >= kWakeAt;
+  pending_ends_.push_back(pending_.size());
+  const bool many = pending_ends_.size() >= kWakeAt;
   lock.unlock();
-  if (wake) wake_.notify_one();
+  queued(many);
   ++seq_;
   ++recorded_;
 }
@@ -190,14 +262,14 @@ void Recorder::cassette_full(bool is_call) {
       run_dir_, bytes_, max_bytes_);
 }
 
-bool Recorder::enqueue(std::string line, bool is_call) {
+bool Recorder::enqueue(const std::string& body, bool is_call) {
   if (fd_ < 0) return false;
   // Once a line does not fit, none after it is written: the cassette stays a prefix of the run.
-  if (full_logged_ || bytes_ + line.size() > max_bytes_) {
+  if (full_logged_ || bytes_ + body.size() + kSealSize > max_bytes_) {
     cassette_full(is_call);
     return false;
   }
-  bool wake = false;
+  bool many = false;
   {
     std::lock_guard lock(mutex_);
     if (write_failed_) {
@@ -205,33 +277,56 @@ bool Recorder::enqueue(std::string line, bool is_call) {
         metrics_.add(std::string(kDroppedMetric), telemetry::labels({{"reason", "write_error"}}));
       return false;
     }
-    bytes_ += line.size();
-    pending_ += line;
+    bytes_ += body.size() + kSealSize;
+    pending_ += body;
+    append_seal_placeholder(pending_);
+    pending_ends_.push_back(pending_.size());
     ++queued_lines_;
-    wake = ++pending_lines_ >= kWakeAt;
+    many = pending_ends_.size() >= kWakeAt;
   }
-  if (wake) wake_.notify_one();
+  queued(many);
   return true;
+}
+
+void Recorder::seal_all(std::string& batch, const std::vector<std::size_t>& ends) {
+  std::size_t from = 0;
+  for (const std::size_t end : ends) {
+    // A server may answer with JSON laid out on several lines (an HTTP body): outside strings
+    // (where JSON has no raw control characters) a line break is whitespace, and a space keeps
+    // the record on its one line.
+    char* const last = batch.data() + end - kSealSize;
+    for (const char c : {'\n', '\r'}) {
+      for (char* at = batch.data() + from;
+           (at = static_cast<char*>(std::memchr(at, c, static_cast<std::size_t>(last - at))));)
+        *at++ = ' ';
+    }
+    seal_in_place(batch, from, end);
+    from = end;
+  }
 }
 
 void Recorder::write_loop() {
   std::string batch;
+  std::vector<std::size_t> ends;
   std::unique_lock lock(mutex_);
   for (;;) {
     // A flush with nothing left to write must not wake it: it would return at once, still
     // holding the lock, and spin so that the flush never got the lock back to see it done.
     wake_.wait_for(lock, kWriteInterval, [this] {
-      return stop_ || pending_lines_ >= kWakeAt || (flushing_ && pending_lines_ > 0);
+      return stop_ || pending_ends_.size() >= kWakeAt || (flushing_ && !pending_ends_.empty());
     });
-    if (pending_lines_ == 0) {
+    if (pending_ends_.empty()) {
       if (stop_) return;  // everything written
       continue;
     }
+    // The call path gets the emptied buffers (and their capacity) back.
     batch.clear();
-    batch.swap(pending_);  // the call path gets the emptied buffer (and its capacity) back
-    const std::uint64_t lines = pending_lines_;
-    pending_lines_ = 0;
+    batch.swap(pending_);
+    ends.clear();
+    ends.swap(pending_ends_);
+    const std::uint64_t lines = ends.size();
     lock.unlock();
+    seal_all(batch, ends);
     write_all(batch);
     lock.lock();
     written_lines_ += lines;
@@ -256,8 +351,11 @@ void Recorder::write_all(const std::string& bytes) {
 }
 
 void Recorder::flush() {
+  if (!writer_.joinable()) {
+    if (executor_) write_here();  // on the executor's thread, as every write before the thread
+    return;
+  }
   std::unique_lock lock(mutex_);
-  if (!writer_.joinable()) return;
   const std::uint64_t target = queued_lines_;
   ++flushing_;
   wake_.notify_one();

@@ -1,17 +1,27 @@
 #pragma once
 // Writes a run's cassette (gateway.record, docs/replay.md): DIR/RUN/calls.jsonl, one sealed
-// JSON line per record (record_format.h). Lines are built on the caller's thread and written by
-// a writer thread, so a call never waits for the disk; the writer wakes every 100 ms (or at 512
-// lines waiting) and hands what waits to the kernel, so what a crash loses is at most the lines
-// of the last 100 ms and a torn last line, which readers drop. Past `max_bytes` nothing more is
-// recorded: logged once, counted in toolbridge_record_dropped_total{reason="full"}.
+// JSON line per record (record_format.h). A call's line is built on the gateway's thread and
+// waits in a buffer; every 100 ms (or soon after 512 lines wait) the lines are sealed and handed
+// to the kernel in one write(2), from the gateway's thread in a handler of its own: a write into
+// the page cache costs tens of microseconds, and a writer thread cost more (its wake-ups on the
+// other CPU made every call dearer: docs/replay.md "Cost"). If one write takes 20 ms or more (the
+// disk stalls), a writer thread takes the writes over for the rest of the run, so calls wait for
+// the disk at most once. What a crash loses is at most the lines of the last 100 ms and a torn
+// last line, which readers drop. Past `max_bytes` nothing more is recorded: logged once, counted
+// in toolbridge_record_dropped_total{reason="full"}.
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "base/clock.h"
 #include "config/config.h"
@@ -52,8 +62,14 @@ class Recorder {
 
   const std::string& error() const { return error_; }
   const std::string& run_dir() const { return run_dir_; }
-  // Starts the writer thread (after any fork).
+  // Writes from the thread that runs `executor` (the gateway's), after any fork; the first
+  // write that takes `slow_write` or longer starts the writer thread instead.
+  void start(boost::asio::any_io_executor executor,
+             std::chrono::milliseconds slow_write = std::chrono::milliseconds(20));
+  // Starts the writer thread at once (tests; start() starts it after a slow write).
   void start_writer();
+  // Whether the writer thread writes (else the executor's thread does, or nothing has started).
+  bool writes_on_thread() const { return writer_.joinable(); }
 
   // The fingerprint of `server`'s tool list (its hash, 16 hex digits), writing a server
   // record first when it is new or changed.
@@ -65,10 +81,18 @@ class Recorder {
  private:
   // Queues a line for the writer; false if it is not written (full, or writing failed). Only
   // calls' lines count as dropped.
-  bool enqueue(std::string line, bool is_call = false);
+  bool enqueue(const std::string& body, bool is_call = false);
   // The line did not fit under max_bytes: counted (if a call's), logged once.
   void cassette_full(bool is_call);
   void write_loop();
+  // Waits for the next interval's write on the executor's thread.
+  void arm();
+  // Seals and writes what waits, on the executor's thread.
+  void write_here();
+  // A line was queued; `many`: as many lines wait as the writer is woken for.
+  void queued(bool many);
+  // Works out the sum of every line of `batch` (the lines end at `ends`).
+  static void seal_all(std::string& batch, const std::vector<std::size_t>& ends);
   void write_all(const std::string& bytes);
 
   telemetry::Metrics& metrics_;
@@ -83,15 +107,26 @@ class Recorder {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable written_;
-  std::string pending_;
+  std::string pending_;                    // lines to write, their sums not yet worked out
+  std::vector<std::size_t> pending_ends_;  // where each line of pending_ ends
   std::uint64_t bytes_ = 0;  // queued so far, header included
   bool full_logged_ = false;
   std::uint64_t queued_lines_ = 0, written_lines_ = 0;
-  std::uint64_t pending_lines_ = 0;  // in pending_
   int flushing_ = 0;                 // flush() calls waiting
   bool stop_ = false;
   bool write_failed_ = false;
   std::thread writer_;
+
+  // Writing on the executor's thread (start()).
+  std::optional<boost::asio::any_io_executor> executor_;
+  std::unique_ptr<boost::asio::steady_timer> timer_;
+  std::chrono::milliseconds slow_write_{20};
+  bool write_posted_ = false;
+  std::string here_batch_;  // the buffer swapped with pending_ (its capacity kept)
+  std::vector<std::size_t> here_ends_;
+  // Handlers posted to the executor hold it weakly: one that runs after the recorder is gone
+  // does nothing.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
 }  // namespace toolbridge::replay

@@ -36,6 +36,32 @@ TEST(RecordFormat, SealInPlaceIsTheSealedLine) {
   EXPECT_EQ(body, expected);
 }
 
+TEST(RecordFormat, APlaceholderSealedLaterIsTheSealedLine) {
+  // Lines built one after another and sealed afterwards, as the recorder's writer does, are the
+  // lines sealed at once, each by its own bytes only.
+  const std::vector<std::string> bodies{R"({"kind":"run","run":"r1")", R"({"kind":"call","x":1)",
+                                        R"({"kind":"call","x":"\u00e9t\u00e9 \"q\""})"};
+  std::string batch, expected;
+  std::vector<std::size_t> ends;
+  for (const auto& body : bodies) {
+    batch += body;
+    append_seal_placeholder(batch);
+    ends.push_back(batch.size());
+    expected += sealed_line(body);
+  }
+  ASSERT_EQ(batch.size(), expected.size());
+  EXPECT_NE(batch, expected);  // not sealed yet: no line verifies
+  EXPECT_EQ(read_log(batch).records.size(), 0u);
+  std::size_t from = 0;
+  for (std::size_t i = 0; i < ends.size(); ++i) {
+    EXPECT_EQ(ends[i] - from, bodies[i].size() + kSealSize);
+    seal_in_place(batch, from, ends[i]);
+    from = ends[i];
+  }
+  EXPECT_EQ(batch, expected);
+  EXPECT_EQ(read_log(batch).records.size(), bodies.size());
+}
+
 TEST(RecordFormat, SumIsTheCrc32OfZlib) {
   // The check value of CRC-32/ISO-HDLC (zlib.crc32(b"123456789")), and every length's tail.
   EXPECT_EQ(crc32("123456789"), 0xCBF43926u);
