@@ -90,6 +90,7 @@ void append_call(std::string& out, std::uint64_t seq, const CallEntry& c) {
 Recorder::Recorder(const config::Record& config, telemetry::Metrics& metrics,
                    const base::Clock& clock)
     : metrics_(metrics),
+      clock_(clock),
       recorded_(metrics.counter_cell(std::string(kRecordedMetric), "")),
       max_bytes_(config.max_bytes) {
   metrics_.describe(std::string(kRecordedMetric), "counter",
@@ -145,7 +146,7 @@ void Recorder::start(boost::asio::any_io_executor executor, std::chrono::millise
   if (fd_ < 0 || writer_.joinable() || timer_) return;
   executor_ = executor;
   slow_write_ = slow_write;
-  timer_ = std::make_unique<boost::asio::steady_timer>(executor);
+  timer_ = std::make_unique<base::Timer>(executor, clock_);
   arm();
 }
 
@@ -187,10 +188,10 @@ void Recorder::write_here() {
     here_ends_.clear();
     here_ends_.swap(pending_ends_);
   }
-  const auto began = std::chrono::steady_clock::now();
+  const auto began = clock_.now();
   seal_all(here_batch_, here_ends_);
   write_all(here_batch_);
-  const auto took = std::chrono::steady_clock::now() - began;
+  const auto took = clock_.now() - began;
   {
     std::lock_guard lock(mutex_);
     written_lines_ += here_ends_.size();

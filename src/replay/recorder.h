@@ -10,7 +10,6 @@
 // last line, which readers drop. Past `max_bytes` nothing more is recorded: logged once, counted
 // in toolbridge_record_dropped_total{reason="full"}.
 #include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -96,6 +95,7 @@ class Recorder {
   void write_all(const std::string& bytes);
 
   telemetry::Metrics& metrics_;
+  const base::Clock& clock_;
   std::uint64_t& recorded_;  // toolbridge_recorded_calls_total's cell
   std::uint64_t max_bytes_;
   std::string error_;
@@ -119,7 +119,7 @@ class Recorder {
 
   // Writing on the executor's thread (start()).
   std::optional<boost::asio::any_io_executor> executor_;
-  std::unique_ptr<boost::asio::steady_timer> timer_;
+  std::unique_ptr<base::Timer> timer_;
   std::chrono::milliseconds slow_write_{20};
   bool write_posted_ = false;
   std::string here_batch_;  // the buffer swapped with pending_ (its capacity kept)
