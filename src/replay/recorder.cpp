@@ -220,11 +220,11 @@ std::string Recorder::fingerprint(const ServerEntry& s) {
 
 void Recorder::record(const CallEntry& c) {
   if (fd_ < 0) return;
-  // The line is written where the writer takes it (at the end of pending_): no allocation of
-  // its own and no copy. Its sum is left to the writer, which seals the lines of a batch
-  // together: the CRC's tables stay in cache there, while on a call's path they are cold (their
-  // misses cost more than the rest of recording). The writer holds the lock only to swap the
-  // buffer.
+  // The line is built where the next write takes it (at the end of pending_): no allocation of
+  // its own and no copy. Its sum is worked out when its batch is written (write_here(), or the
+  // writer thread's loop), all the batch's lines together: the CRC's tables stay in cache there,
+  // while on a call's path they are cold (their misses cost more than the rest of recording).
+  // A write holds the lock only to swap the buffer.
   std::unique_lock lock(mutex_);
   if (write_failed_) {
     lock.unlock();
