@@ -29,6 +29,9 @@ constexpr std::string_view kDroppedMetric = "toolbridge_record_dropped_total";
 // microsecond a call. What a SIGKILL can lose is at most the last interval's lines.
 constexpr std::chrono::milliseconds kWriteInterval{100};
 constexpr std::size_t kWakeAt = 512;
+// Or soon after this many bytes wait (large results): a write on the gateway's thread then takes
+// about a millisecond, and what waits in memory stays bounded.
+constexpr std::size_t kWriteAtBytes = std::size_t{1} << 20;
 
 std::string run_name(const base::Clock& clock, int attempt) {
   // Names sort in the order runs started (to the millisecond): a directory's latest run is last.
@@ -246,7 +249,7 @@ void Recorder::record(const CallEntry& c) {
   bytes_ += size;
   ++queued_lines_;
   pending_ends_.push_back(pending_.size());
-  const bool many = pending_ends_.size() >= kWakeAt;
+  const bool many = pending_ends_.size() >= kWakeAt || pending_.size() >= kWriteAtBytes;
   lock.unlock();
   queued(many);
   ++seq_;
@@ -283,7 +286,7 @@ bool Recorder::enqueue(const std::string& body, bool is_call) {
     append_seal_placeholder(pending_);
     pending_ends_.push_back(pending_.size());
     ++queued_lines_;
-    many = pending_ends_.size() >= kWakeAt;
+    many = pending_ends_.size() >= kWakeAt || pending_.size() >= kWriteAtBytes;
   }
   queued(many);
   return true;
@@ -314,7 +317,8 @@ void Recorder::write_loop() {
     // A flush with nothing left to write must not wake it: it would return at once, still
     // holding the lock, and spin so that the flush never got the lock back to see it done.
     wake_.wait_for(lock, kWriteInterval, [this] {
-      return stop_ || pending_ends_.size() >= kWakeAt || (flushing_ && !pending_ends_.empty());
+      return stop_ || pending_ends_.size() >= kWakeAt || pending_.size() >= kWriteAtBytes ||
+             (flushing_ && !pending_ends_.empty());
     });
     if (pending_ends_.empty()) {
       if (stop_) return;  // everything written

@@ -1,12 +1,12 @@
 #pragma once
 // Writes a run's cassette (gateway.record, docs/replay.md): DIR/RUN/calls.jsonl, one sealed
 // JSON line per record (record_format.h). A call's line is built on the gateway's thread and
-// waits in a buffer; every 100 ms (or soon after 512 lines wait) the lines are sealed and handed
-// to the kernel in one write(2), from the gateway's thread in a handler of its own: a write into
-// the page cache costs tens of microseconds, and a writer thread cost more (its wake-ups on the
-// other CPU made every call dearer: docs/replay.md "Cost"). If one write takes 20 ms or more (the
-// disk stalls), a writer thread takes the writes over for the rest of the run, so calls wait for
-// the disk at most once. What a crash loses is at most the lines of the last 100 ms and a torn
+// waits in a buffer; every 100 ms (or soon after 512 lines or 1 MiB wait) the lines are sealed and
+// handed to the kernel in one write(2), from the gateway's thread in a handler of its own: a write
+// into the page cache costs tens of microseconds, and a writer thread cost more (its wake-ups on
+// the other CPU made every call dearer: docs/replay.md "Cost"). If one write takes 20 ms or more
+// (the disk stalls), a writer thread takes the writes over for the rest of the run, so calls wait
+// for the disk at most once. What a crash loses is at most the lines of the last 100 ms and a torn
 // last line, which readers drop. Past `max_bytes` nothing more is recorded: logged once, counted
 // in toolbridge_record_dropped_total{reason="full"}.
 #include <boost/asio/any_io_executor.hpp>

@@ -131,7 +131,7 @@ TEST(Recorder, WritesFromTheExecutorsThreadOnItsInterval) {
   telemetry::Metrics metrics;
   boost::asio::io_context io;
   {
-    Recorder recorder(config::Record{root, 1 << 20}, metrics, base::steady_clock());
+    Recorder recorder(config::Record{root, 1 << 24}, metrics, base::steady_clock());
     ASSERT_EQ(recorder.error(), "");
     recorder.start(io.get_executor(), std::chrono::seconds(10));
     for (std::uint64_t i = 1; i <= 3; ++i) recorder.record(echo_call("t", i));
@@ -148,6 +148,18 @@ TEST(Recorder, WritesFromTheExecutorsThreadOnItsInterval) {
     cassette = Cassette::load(recorder.run_dir());
     ASSERT_TRUE(cassette) << cassette.error();
     EXPECT_EQ((*cassette)->calls().size(), 515u);
+    // So are 1 MiB of lines, however few (large results).
+    const std::string big =
+        R"({"content":[{"type":"text","text":")" + std::string(400'000, 'x') + R"("}]})";
+    for (std::uint64_t i = 516; i <= 518; ++i) {
+      CallEntry c = echo_call("t", i);
+      c.answer = big;
+      recorder.record(c);
+    }
+    io.poll();
+    cassette = Cassette::load(recorder.run_dir());
+    ASSERT_TRUE(cassette) << cassette.error();
+    EXPECT_EQ((*cassette)->calls().size(), 518u);
   }
   io.run_for(std::chrono::milliseconds(50));  // the cancelled timer's handler touches nothing
   std::filesystem::remove_all(root);
