@@ -185,11 +185,7 @@ void Recorder::write_here() {
   {
     std::lock_guard lock(mutex_);
     if (pending_ends_.empty()) return;
-    // The call path gets the emptied buffers (and their capacity) back.
-    here_batch_.clear();
-    here_batch_.swap(pending_);
-    here_ends_.clear();
-    here_ends_.swap(pending_ends_);
+    take_pending(here_batch_, here_ends_);
   }
   const auto began = clock_.now();
   seal_all(here_batch_, here_ends_);
@@ -199,7 +195,7 @@ void Recorder::write_here() {
     std::lock_guard lock(mutex_);
     written_lines_ += here_ends_.size();
   }
-  if (took >= slow_write_ && !stop_) {
+  if (took >= slow_write_) {
     spdlog::warn(
         "record: writing {} lines to {}/{} took {} ms: a writer thread writes the cassette from "
         "now on, so that calls do not wait for the disk",
@@ -292,6 +288,14 @@ bool Recorder::enqueue(const std::string& body, bool is_call) {
   return true;
 }
 
+void Recorder::take_pending(std::string& batch, std::vector<std::size_t>& ends) {
+  // The call path gets the emptied buffers (and their capacity) back.
+  batch.clear();
+  batch.swap(pending_);
+  ends.clear();
+  ends.swap(pending_ends_);
+}
+
 void Recorder::seal_all(std::string& batch, const std::vector<std::size_t>& ends) {
   std::size_t from = 0;
   for (const std::size_t end : ends) {
@@ -324,11 +328,7 @@ void Recorder::write_loop() {
       if (stop_) return;  // everything written
       continue;
     }
-    // The call path gets the emptied buffers (and their capacity) back.
-    batch.clear();
-    batch.swap(pending_);
-    ends.clear();
-    ends.swap(pending_ends_);
+    take_pending(batch, ends);
     const std::uint64_t lines = ends.size();
     lock.unlock();
     seal_all(batch, ends);

@@ -90,6 +90,8 @@ class Recorder {
   void write_here();
   // A line was queued; `many`: as many lines wait as the writer is woken for.
   void queued(bool many);
+  // Swaps the lines waiting (and their ends) into `batch` and `ends`; mutex_ held.
+  void take_pending(std::string& batch, std::vector<std::size_t>& ends);
   // Works out the sum of every line of `batch` (the lines end at `ends`).
   static void seal_all(std::string& batch, const std::vector<std::size_t>& ends);
   void write_all(const std::string& bytes);
