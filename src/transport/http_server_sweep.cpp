@@ -22,7 +22,8 @@ namespace asio = boost::asio;
 
 std::chrono::milliseconds HttpServer::sweep_interval() const {
   // A connection's `since` is the sweep's time before it (up to one interval early), so a timeout
-  // is counted from one interval late: never cut short, and over by at most half of itself.
+  // is counted from one interval late: never cut short, and over by at most half of itself. A
+  // sweep that runs late keeps that true (sweep()).
   const auto shortest = std::min(options_.idle_timeout, options_.write_timeout);
   return std::clamp<std::chrono::milliseconds>(shortest / 4, std::chrono::milliseconds(10),
                                                std::chrono::milliseconds(1000));
@@ -55,6 +56,10 @@ void HttpServer::sweep() {
   const auto previous = now_;
   now_ = clock_.now();
   const auto slack = base::Clock::duration(sweep_interval());
+  // This sweep ran late (a busy loop, a loaded machine): a connection stamped since the last one
+  // began up to the whole gap after its `since`, which the slack no longer covers. It is moved to
+  // one interval before now, so its timeout is still counted from no earlier than it began.
+  const bool late = now_ - previous > slack;
   const auto stall_window = base::held_answer_bytes().over() ? kStallWhenOver : slack;
   // What the writes aborted at the last sweep held (freed since) goes back to the system now,
   // not at the end of the next flood.
@@ -63,6 +68,7 @@ void HttpServer::sweep() {
   std::vector<Connection*> writing;
   for (auto* c : open_) {
     if (!c->socket.is_open()) continue;
+    if (late && c->since == previous) c->since = now_ - slack;
     const auto elapsed = now_ - c->since;
     if (c->phase == Connection::Phase::kWriting && c->unsent > 0 &&
         elapsed <= options_.write_timeout + slack && stalled(*c, stall_window)) {
