@@ -107,7 +107,7 @@ def test_garbage_flood_is_logged_sparingly(tmp_path, binaries):
 
 
 def test_server_that_does_not_read_gets_calls_refused(tmp_path, binaries):
-    servers = {"deaf": rogue("deaf", call_timeout="500ms", ping_timeout="60s",
+    servers = {"deaf": rogue("deaf", call_timeout="1s", ping_timeout="60s",
                              max_write_queue_bytes="1MiB", breaker_threshold=0)}
     gw = start(tmp_path, servers)
     s = RawSession(gw.mcp_url).initialize()
@@ -121,7 +121,8 @@ def test_server_that_does_not_read_gets_calls_refused(tmp_path, binaries):
                 refused = (answer, time.monotonic() - began)
                 break
         assert refused, "calls to a server that does not read were never refused"
-        assert refused[1] < 0.4, f"refusal took {refused[1]:.2f} s"
+        # At once, not after the call's 1-s timeout.
+        assert refused[1] < 0.8, f"refusal took {refused[1]:.2f} s"
         assert "not reading its input" in str(refused[0]), refused[0]
     finally:
         s.close()

@@ -36,11 +36,12 @@ def test_a_slow_upstream_tools_list_never_delays_a_downstream_one(gateway_factor
         assert tool_names(s, 10 + i) == before
         worst = max(worst, time.monotonic() - start)
         time.sleep(0.2)
-    assert worst < 0.5, f"a downstream tools/list took {worst:.2f}s while the upstream re-listed"
+    # Held up by the re-listing, a list would take the upstream's 5 s.
+    assert worst < 2.5, f"a downstream tools/list took {worst:.2f}s while the upstream re-listed"
     # Calls are not held up either.
     start = time.monotonic()
     assert s.call_tool("fixture__echo", {"text": "hi"}, 30)["result"]["content"][0]["text"] == "hi"
-    assert time.monotonic() - start < 0.5
+    assert time.monotonic() - start < 2.5
 
 
 def test_an_unreadable_list_is_reported_and_the_last_good_one_served(gateway_factory):
