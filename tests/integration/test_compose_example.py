@@ -176,9 +176,23 @@ def test_a_result_cached_by_one_gateway_is_a_redis_hit_on_another(stack, home):
     assert hit["result"]["content"] == stored["result"]["content"]
 
 
+def rate_fallbacks(stack: LocalCompose) -> dict[str, float]:
+    """Each gateway's rate decisions taken alone because Redis did not answer within
+    shared_limits.timeout (50 ms in the example)."""
+    counts = {}
+    with httpx.Client(timeout=30, headers=AUTH) as client:
+        for name, run in stack.services.items():
+            if run.kind == "toolbridge":
+                text = client.get(f"http://127.0.0.1:{run.port}/metrics").text
+                counts[name] = sum(float(line.split()[-1]) for line in text.splitlines()
+                                   if line.startswith("toolbridge_rate_local_fallbacks_total"))
+    return counts
+
+
 def test_the_key_tenant_rate_holds_across_the_three_gateways(stack, home):
     one_each = [next(n for n in home if home[n] == gw) for gw in ("gw-1", "gw-2", "gw-3")]
     time.sleep(1.0)  # the calls before leave the tenant's one-second window
+    fallbacks_before = rate_fallbacks(stack)
     url = nginx_url(stack)
     calls = [{"tool": "search__echo", "arguments": {"text": str(i)}} for i in range(256)]
     def send(trajectory: str) -> httpx.Response:
@@ -200,12 +214,17 @@ def test_the_key_tenant_rate_holds_across_the_three_gateways(stack, home):
                 assert x["outcome"] == "shed", x
                 messages.append(x["error"]["message"])
     # tenants.eval.rate: 100 in one window shared by the gateways; counted per gateway, all
-    # 768 calls would have run.
-    allowed = 100 * (int(elapsed) + 1)
-    assert 0 < admitted <= allowed < 3 * len(calls), (admitted, elapsed, [r.status_code for r in answers])
+    # 768 calls would have run. A gateway whose Redis answer came too late (a loaded machine, a
+    # sanitizer build) counts its own window as documented, and may admit 100 more.
+    fallbacks = rate_fallbacks(stack)
+    alone = sum(fallbacks[gw] > fallbacks_before[gw] for gw in fallbacks)
+    allowed = 100 * (int(elapsed) + 1) * (1 + alone)
+    assert 0 < admitted <= allowed, (admitted, elapsed, alone, [r.status_code for r in answers])
+    assert admitted < 3 * len(calls), "every call ran: the rate was counted by no gateway"
     assert messages and all("over its rate of 100 calls per second across all gateways "
                             "(tenants.eval.rate)" in m for m in messages), messages[:3]
-    print(f"\nrate: {admitted} of {3 * len(calls)} calls admitted in {elapsed:.2f} s")
+    print(f"\nrate: {admitted} of {3 * len(calls)} calls admitted in {elapsed:.2f} s; "
+          f"Redis too late for {alone} gateway(s); fallbacks so far {fallbacks}")
 
 
 def test_down_stops_each_service_cleanly_within_its_grace(stack):

@@ -220,7 +220,10 @@ def test_client(gw, client, tmp_path):
         call = got["calls"][upstream]
         assert not call["isError"] and expected in call["text"], f"{client} calling {tool}: {call}"
     if got["progress"] is not None:
-        assert list(got["progress"]) == [1, 2, 3], f"{client}: progress {got['progress']}"
+        # Every notification, in order; the TypeScript SDK reports one that it handled after the
+        # call's response as an error (typescript-sdk issue 2580), which its driver counts as late.
+        delivered = list(got["progress"]) + list(got.get("late_progress", []))
+        assert delivered == [1, 2, 3], f"{client}: progress {got['progress']}, late {got.get('late_progress')}"
     assert got["error"]["isError"] is True and "interop failure" in got["error"]["text"], f"{client}: {got['error']}"
     if client in ERAS:
         assert got["era"] == ERAS[client], f"{client} spoke {got['era']}, not {ERAS[client]}"
