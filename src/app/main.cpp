@@ -59,10 +59,10 @@ bool apply_listen(const std::string& listen, config::Gateway& g) {
 }
 
 // The command line's overrides of the file: --listen and --record.
-std::string apply_overrides(const std::string& listen, const std::string& record_dir,
-                            config::Config& cfg) {
+base::Status apply_overrides(const std::string& listen, const std::string& record_dir,
+                             config::Config& cfg) {
   if (!listen.empty() && !apply_listen(listen, cfg.gateway))
-    return "--listen expects HOST:PORT, got '" + listen + "'";
+    return base::fail("--listen expects HOST:PORT, got '" + listen + "'");
   if (!record_dir.empty()) {
     // --record DIR: gateway.record.path, made absolute.
     std::error_code ec;
@@ -70,7 +70,7 @@ std::string apply_overrides(const std::string& listen, const std::string& record
     if (cfg.gateway.record.path.size() > 1 && cfg.gateway.record.path.back() == '/')
       cfg.gateway.record.path.pop_back();
   }
-  return {};
+  return base::Status::success();
 }
 
 int serve(const std::string& config_path, const std::string& listen, const std::string& log_level,
@@ -88,8 +88,8 @@ int serve(const std::string& config_path, const std::string& listen, const std::
     std::cerr << "toolbridge: " << e.what() << "\n";
     return 2;
   }
-  if (std::string err = apply_overrides(listen, record_dir, cfg); !err.empty()) {
-    std::cerr << "toolbridge: " << err << "\n";
+  if (base::Status applied = apply_overrides(listen, record_dir, cfg); !applied) {
+    std::cerr << "toolbridge: " << applied.error() << "\n";
     return 2;
   }
   spdlog::set_level(spdlog::level::from_str(log_level.empty() ? cfg.gateway.log_level : log_level));
@@ -118,8 +118,8 @@ int serve(const std::string& config_path, const std::string& listen, const std::
         config_path, text, [config_path, listen, record_dir](const std::string& next_text) {
           config::Config next = config::load_text(next_text, config_path,
                                                   config::looks_like_json(config_path, next_text));
-          if (std::string err = apply_overrides(listen, record_dir, next); !err.empty())
-            throw config::ConfigError(err);
+          if (base::Status applied = apply_overrides(listen, record_dir, next); !applied)
+            throw config::ConfigError(applied.error());
           return next;
         });
   }

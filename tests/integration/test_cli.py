@@ -129,6 +129,13 @@ def test_check_config_bad_json(tmp_path, binaries):
     assert found and int(found[0]) == 3, show(p)
 
 
+@pytest.mark.parametrize("listen", ["nonsense", "127.0.0.1:70000", "127.0.0.1:", "host:12ab"])
+def test_serve_refuses_a_listen_address_it_cannot_read(binaries, listen):
+    p = tb("serve", "--listen", listen)
+    assert p.returncode == 2, show(p)
+    assert p.stderr.strip() == f"toolbridge: --listen expects HOST:PORT, got '{listen}'", show(p)
+
+
 def test_check_config_missing_file(tmp_path, binaries):
     p = check_config(tmp_path / "nope.yaml")
     assert p.returncode != 0, show(p)
