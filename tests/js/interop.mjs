@@ -5,6 +5,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { collectLateProgress } from "./late_progress.mjs";
 
 const [mode, url, plan] = process.argv.slice(2);
 if (!["http", "sse"].includes(mode) || !url || !plan) {
@@ -17,15 +18,7 @@ const textOf = (result) =>
 
 async function main() {
   const client = new Client({ name: "toolbridge-interop", version: "0.0.1" }, { capabilities: {} });
-  // The SDK handles a notification a microtask late, so a progress notification that reaches it
-  // together with the call's response finds the call gone: it reports it to onerror instead of
-  // onprogress (typescript-sdk issue 2580). Those are kept apart, so the test still sees every
-  // notification the gateway delivered, in order.
-  const lateProgress = [];
-  client.onerror = (e) => {
-    const m = /unknown token: (.*)$/s.exec(String(e?.message ?? ""));
-    if (m) lateProgress.push(JSON.parse(m[1]).params.progress);
-  };
+  const lateProgress = collectLateProgress(client);
   const transport =
     mode === "http" ? new StreamableHTTPClientTransport(new URL(url)) : new SSEClientTransport(new URL(url));
   await client.connect(transport);

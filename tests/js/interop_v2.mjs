@@ -5,6 +5,7 @@
 // protocol version.
 // Usage: node tests/js/interop_v2.mjs auto|legacy URL '{"upstream": ["tool", {arguments}], ...}'
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { collectLateProgress } from "./late_progress.mjs";
 
 const [mode, url, plan] = process.argv.slice(2);
 if (!["auto", "legacy"].includes(mode) || !url || !plan) {
@@ -20,15 +21,7 @@ async function main() {
     { name: "toolbridge-interop-v2", version: "0.0.1" },
     { capabilities: {}, versionNegotiation: { mode } },
   );
-  // The SDK handles a notification a microtask late, so a progress notification that reaches it
-  // together with the call's response finds the call gone: it reports it to onerror instead of
-  // onprogress (typescript-sdk issue 2580). Those are kept apart, so the test still sees every
-  // notification the gateway delivered, in order.
-  const lateProgress = [];
-  client.onerror = (e) => {
-    const m = /unknown token: (.*)$/s.exec(String(e?.message ?? ""));
-    if (m) lateProgress.push(JSON.parse(m[1]).params.progress);
-  };
+  const lateProgress = collectLateProgress(client);
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   const version = client.getNegotiatedProtocolVersion();
   const tools = (await client.listTools()).tools.map((t) => t.name);
